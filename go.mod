@@ -1,0 +1,3 @@
+module github.com/zerodep-k8s/widget-operator
+
+go 1.26

@@ -1,0 +1,108 @@
+package k8sapi
+
+import (
+	"net/http"
+	"time"
+)
+
+// Config says how to reach and authenticate to one API server. The zero
+// value is not usable: Host is required. Build one by hand, or with [Load],
+// [LoadKubeconfig] or [InCluster].
+//
+// A Config must not be changed after it is passed to [New].
+type Config struct {
+	// Host is the API server's base URL, such as "https://10.0.0.1:6443".
+	// A path suffix is kept and prefixed to every request path.
+	Host string
+
+	// CAData is the PEM bundle used to verify the server. Nil means the
+	// system roots.
+	CAData []byte
+	// Insecure skips verification of the server's certificate. It is only
+	// ever true when a kubeconfig asked for it explicitly.
+	Insecure bool
+	// ServerName overrides the name checked on the server's certificate.
+	// Empty means the host of Host.
+	ServerName string
+	// ProxyURL is an http(s) proxy to reach the server through. Empty means
+	// none: the environment's proxy variables are not used.
+	ProxyURL string
+
+	// BearerToken is a static token. BearerTokenFile, when set, wins: the
+	// file is re-read at most once a minute and after a 401, and the last
+	// good token is kept when a read fails.
+	BearerToken     string
+	BearerTokenFile string
+	// Username and Password are HTTP basic credentials.
+	Username, Password string
+	// CertData and KeyData are a PEM client certificate and key.
+	CertData, KeyData []byte
+	// Exec runs a credential plugin. Nil means none.
+	Exec *ExecConfig
+
+	// Namespace is the default namespace: the kubeconfig context's, or the
+	// pod's own in-cluster. Empty means "default" to callers that need one.
+	Namespace string
+
+	// UserAgent is sent on every request. Empty means
+	// "widget-operator/<Version>".
+	UserAgent string
+	// QPS and Burst limit the client's request rate. QPS <= 0 means no
+	// limit; Burst <= 0 with QPS > 0 means a burst of 1.
+	QPS   float64
+	Burst int
+	// MaxRetries bounds the retries of a request that is safe to retry after
+	// a 429 or a 5xx. Zero means the default of 5; negative means none.
+	MaxRetries int
+	// PingTimeout is how long an HTTP/2 connection may stay silent before a
+	// health-check ping is sent; the peer then has as long again to answer.
+	// Zero means 15 seconds.
+	PingTimeout time.Duration
+
+	// Transport, when non-nil, carries every request instead of a transport
+	// built from the TLS and proxy fields above. Authentication, the user
+	// agent, rate limiting and retries still wrap it. It is the test seam.
+	Transport http.RoundTripper
+}
+
+// ExecConfig runs an external credential plugin, as a kubeconfig's
+// users[].user.exec describes it.
+type ExecConfig struct {
+	// APIVersion is client.authentication.k8s.io/v1 or v1beta1.
+	APIVersion string
+	Command    string
+	Args       []string
+	// Env is extra "NAME=value" entries added to the plugin's environment.
+	Env []string
+	// Dir is the working directory: the kubeconfig's folder.
+	Dir string
+	// InteractiveMode is recorded for the plugin; the client never gives a
+	// plugin a terminal.
+	InteractiveMode string
+	// ProvideClusterInfo passes the cluster's server and CA to the plugin
+	// in KUBERNETES_EXEC_INFO.
+	ProvideClusterInfo bool
+}
+
+// Version is the client's version, reported in the User-Agent. The build
+// sets it with -ldflags "-X github.com/zerodep-k8s/widget-operator/k8sapi.Version=...".
+var Version = "dev"
+
+// AuthMethod names the way the Config authenticates, for a startup log
+// line: "exec", "token-file", "token", "client-certificate", "basic" or
+// "none". It never includes the secret itself.
+func (c *Config) AuthMethod() string {
+	switch {
+	case c.Exec != nil:
+		return "exec"
+	case c.BearerTokenFile != "":
+		return "token-file"
+	case c.BearerToken != "":
+		return "token"
+	case len(c.CertData) > 0:
+		return "client-certificate"
+	case c.Username != "":
+		return "basic"
+	}
+	return "none"
+}

@@ -1,0 +1,70 @@
+package k8sapi
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Resource names a kind of object on the API server.
+type Resource struct {
+	// Group is the API group; empty means the core group ("/api/v1").
+	Group string
+	// Version is the API version, such as "v1".
+	Version string
+	// Resource is the lower-case plural, such as "deployments".
+	Resource string
+	// Namespaced says whether objects live in a namespace.
+	Namespaced bool
+}
+
+// Well-known resources the operator uses.
+var (
+	ConfigMaps                = Resource{Version: "v1", Resource: "configmaps", Namespaced: true}
+	Namespaces                = Resource{Version: "v1", Resource: "namespaces"}
+	Pods                      = Resource{Version: "v1", Resource: "pods", Namespaced: true}
+	Services                  = Resource{Version: "v1", Resource: "services", Namespaced: true}
+	Deployments               = Resource{Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true}
+	Events                    = Resource{Group: "events.k8s.io", Version: "v1", Resource: "events", Namespaced: true}
+	Leases                    = Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespaced: true}
+	CustomResourceDefinitions = Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// GroupVersion returns "v1" for the core group and "group/version" otherwise:
+// the apiVersion of the resource's objects.
+func (r Resource) GroupVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// Path returns the escaped URL path of a collection (name empty) or of one
+// object, optionally a subresource of it. namespace is ignored for
+// cluster-scoped resources; empty namespace on a namespaced resource means
+// all namespaces (valid for list and watch only).
+func (r Resource) Path(namespace, name, subresource string) string {
+	var b strings.Builder
+	if r.Group == "" {
+		b.WriteString("/api/")
+	} else {
+		b.WriteString("/apis/")
+		b.WriteString(url.PathEscape(r.Group))
+		b.WriteByte('/')
+	}
+	b.WriteString(url.PathEscape(r.Version))
+	if r.Namespaced && namespace != "" {
+		b.WriteString("/namespaces/")
+		b.WriteString(url.PathEscape(namespace))
+	}
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(r.Resource))
+	if name != "" {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(name))
+		if subresource != "" {
+			b.WriteByte('/')
+			b.WriteString(url.PathEscape(subresource))
+		}
+	}
+	return b.String()
+}
