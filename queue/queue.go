@@ -1,0 +1,534 @@
+package queue
+
+import (
+	"sync"
+	"time"
+)
+
+// Config configures a Queue. The zero value is a useful configuration.
+type Config struct {
+	// Name names the queue, for the metrics of a later exposition. Empty
+	// is allowed.
+	Name string
+	// Clock supplies the time and the timer for delayed adds. Nil means
+	// the real clock.
+	Clock Clock
+	// RateLimiter decides the waits of AddRateLimited. Nil means
+	// DefaultRateLimiter().
+	RateLimiter RateLimiter
+	// Metrics receives measurements. Nil means none are taken.
+	Metrics Metrics
+}
+
+// A Queue is a deduplicating, fair work queue of string keys. See the
+// package documentation for its guarantees. Create one with [New]. A Queue
+// is safe for concurrent use by any number of adders and workers. Once shut
+// down it stays shut down.
+type Queue struct {
+	name    string
+	clock   Clock
+	limiter RateLimiter
+	metrics Metrics // nil means none
+
+	mu   sync.Mutex
+	cond sync.Cond // on mu; signalled when a key becomes ready, broadcast on shutdown and when the last held key is Done during shutdown
+
+	// entries maps each key the queue remembers to its state. A key is
+	// present exactly while it is dirty, processing or waiting
+	// (e.dirty || e.processing || e.heapIdx >= 0): memory is bounded by the
+	// keys in flight.
+	entries map[string]*entry
+	// ready is the FIFO of keys a worker may take. It holds exactly the
+	// entries with dirty && !processing, each once, in the order they
+	// became ready. Its length is the queue's depth.
+	ready ring
+	// waiting is a min-heap of delayed entries ordered by (due, seq). An
+	// entry is in it exactly when heapIdx >= 0, and then waiting[heapIdx]
+	// is that entry and the entry is not dirty.
+	waiting []*entry
+	// seq numbers deadlines so that equal deadlines come out in the order
+	// they were set.
+	seq uint64
+	// timer calls q.fire; nil until the first delayed add. When waiting is
+	// non-empty and the queue is not shut down, the timer is armed for
+	// timerAt, which is not after waiting[0].due. timerAt is zero when the
+	// timer is not armed.
+	timer   Timer
+	timerAt time.Time
+	// nprocessing counts the entries with processing set.
+	nprocessing int
+	// shuttingDown is set once by ShutDown. Afterwards ready and waiting
+	// are empty, no entry is dirty and only processing entries remain.
+	shuttingDown bool
+	// free holds zeroed entries for reuse, so a steady workload does not
+	// allocate. It never grows beyond the largest number of keys that
+	// were in flight at once.
+	free []*entry
+}
+
+// entry is the state of one key. It is guarded by Queue.mu.
+type entry struct {
+	key string
+	// dirty is set when the key must be processed (again): by Add or a
+	// due AddAfter. Get clears it.
+	dirty bool
+	// processing is set while a worker holds the key, between Get and
+	// Done.
+	processing bool
+	// heapIdx is the entry's index in Queue.waiting, or -1.
+	heapIdx int
+	// due and seq order the entry in Queue.waiting.
+	due time.Time
+	seq uint64
+	// readyAt is when the entry last entered Queue.ready, if metrics are
+	// on. startedAt is when the last Get returned it.
+	readyAt   time.Time
+	startedAt time.Time
+}
+
+// New returns a new, empty Queue configured by cfg.
+func New(cfg Config) *Queue {
+	q := &Queue{
+		name:    cfg.Name,
+		clock:   cfg.Clock,
+		limiter: cfg.RateLimiter,
+		metrics: cfg.Metrics,
+		entries: make(map[string]*entry),
+	}
+	if q.clock == nil {
+		q.clock = realClock{}
+	}
+	if q.limiter == nil {
+		q.limiter = DefaultRateLimiter()
+	}
+	q.cond.L = &q.mu
+	return q
+}
+
+// Name returns Config.Name.
+func (q *Queue) Name() string { return q.name }
+
+// Add makes key ready now, unless it is ready already. If a worker holds
+// the key, it becomes ready when that worker calls Done. Add cancels a
+// pending delayed add of key. After shutdown Add does nothing.
+func (q *Queue) Add(key string) {
+	q.mu.Lock()
+	q.addNow(key)
+	q.mu.Unlock()
+}
+
+// addNow is Add with q.mu held.
+func (q *Queue) addNow(key string) {
+	if q.shuttingDown {
+		return
+	}
+	e := q.entry(key)
+	if e.dirty {
+		return
+	}
+	if e.heapIdx >= 0 {
+		// The timer may now fire early; fire copes.
+		q.heapRemove(e)
+	}
+	q.makeDirty(e)
+}
+
+// AddAfter makes key ready once d has passed, unless it is already due
+// sooner: a key has at most one pending deadline and the earliest wins. A
+// key that is ready, or held and re-added, is due now, so AddAfter then
+// does nothing. AddAfter with d <= 0 is Add. After shutdown AddAfter does
+// nothing.
+func (q *Queue) AddAfter(key string, d time.Duration) {
+	if d <= 0 {
+		q.Add(key)
+		return
+	}
+	q.mu.Lock()
+	q.addAfter(key, d)
+	q.mu.Unlock()
+}
+
+// addAfter is AddAfter with d > 0 and q.mu held.
+func (q *Queue) addAfter(key string, d time.Duration) {
+	if q.shuttingDown {
+		return
+	}
+	e := q.entry(key)
+	if e.dirty {
+		return
+	}
+	now := q.clock.Now()
+	due := now.Add(d)
+	if e.heapIdx >= 0 {
+		if !due.Before(e.due) {
+			return
+		}
+		q.seq++
+		e.due, e.seq = due, q.seq
+		q.heapUp(e.heapIdx)
+	} else {
+		q.seq++
+		e.due, e.seq = due, q.seq
+		q.heapPush(e)
+	}
+	if q.timerAt.IsZero() || q.waiting[0].due.Before(q.timerAt) {
+		q.arm(q.waiting[0].due.Sub(now))
+	}
+}
+
+// AddRateLimited adds key after the wait its RateLimiter asks for, and
+// records the retry. See AddAfter for how deadlines combine.
+func (q *Queue) AddRateLimited(key string) {
+	d := q.limiter.When(key, q.clock.Now())
+	q.mu.Lock()
+	if !q.shuttingDown && q.metrics != nil {
+		q.metrics.Retried()
+	}
+	if d <= 0 {
+		q.addNow(key)
+	} else {
+		q.addAfter(key, d)
+	}
+	q.mu.Unlock()
+}
+
+// Forget tells the RateLimiter to forget key's retries. Call it when a key
+// was processed successfully.
+func (q *Queue) Forget(key string) { q.limiter.Forget(key) }
+
+// NumRequeues reports how many retries of key the RateLimiter recorded
+// since it was last forgotten.
+func (q *Queue) NumRequeues(key string) int { return q.limiter.NumRequeues(key) }
+
+// Get waits until a key is ready and hands it to the caller, who holds it
+// until calling Done. It returns shutdown=true, at once and to every
+// waiting caller, once the queue is shut down.
+func (q *Queue) Get() (key string, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.ready.n == 0 && !q.shuttingDown {
+		q.cond.Wait()
+	}
+	if q.shuttingDown {
+		return "", true
+	}
+	return q.take(), false
+}
+
+// tryGet is Get without waiting: ok is false when no key is ready.
+func (q *Queue) tryGet() (key string, ok, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return "", false, true
+	}
+	if q.ready.n == 0 {
+		return "", false, false
+	}
+	return q.take(), true, false
+}
+
+// take pops the first ready key and marks it held. q.mu must be held and
+// a key must be ready.
+func (q *Queue) take() string {
+	e := q.ready.pop()
+	e.dirty = false
+	e.processing = true
+	q.nprocessing++
+	e.startedAt = q.clock.Now()
+	if q.metrics != nil {
+		q.metrics.Depth(q.ready.n)
+		q.metrics.Waited(e.startedAt.Sub(e.readyAt))
+	}
+	return e.key
+}
+
+// Done releases key, which the caller got from Get. If the key was added
+// while held, it becomes ready again now. Done of a key that is not held
+// does nothing.
+func (q *Queue) Done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.entries[key]
+	if e == nil || !e.processing {
+		return
+	}
+	e.processing = false
+	q.nprocessing--
+	if q.metrics != nil {
+		q.metrics.Worked(q.clock.Now().Sub(e.startedAt))
+	}
+	switch {
+	case q.shuttingDown:
+		q.release(e)
+		if q.nprocessing == 0 {
+			q.cond.Broadcast()
+		}
+	case e.dirty:
+		q.pushReady(e)
+	case e.heapIdx < 0:
+		q.release(e)
+	}
+}
+
+// Len returns the number of ready keys: the queue's depth.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready.n
+}
+
+// Unfinished reports, over the keys held by workers now, the sum of how
+// long each has been held and the longest of them. Poll it for
+// workqueue_unfinished_work_seconds and
+// workqueue_longest_running_processor_seconds. It takes time proportional
+// to the number of keys the queue remembers.
+func (q *Queue) Unfinished() (total, longest time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.nprocessing == 0 {
+		return 0, 0
+	}
+	now := q.clock.Now()
+	for _, e := range q.entries {
+		if e.processing {
+			d := now.Sub(e.startedAt)
+			total += d
+			longest = max(longest, d)
+		}
+	}
+	return total, longest
+}
+
+// ShutDown stops new work at once: Get returns shutdown=true to every
+// caller, waiting or not; keys not yet handed out and pending delayed adds
+// are dropped; later adds are ignored. Workers holding keys may still call
+// Done. ShutDown may be called more than once.
+func (q *Queue) ShutDown() {
+	q.mu.Lock()
+	q.shutDown()
+	q.mu.Unlock()
+}
+
+func (q *Queue) shutDown() {
+	if q.shuttingDown {
+		return
+	}
+	q.shuttingDown = true
+	for q.ready.n > 0 {
+		e := q.ready.pop()
+		e.dirty = false
+		q.release(e)
+	}
+	for _, e := range q.waiting {
+		e.heapIdx = -1
+		if !e.processing {
+			q.release(e)
+		}
+	}
+	clear(q.waiting)
+	q.waiting = q.waiting[:0]
+	for _, e := range q.entries { // held keys re-added: no longer due
+		e.dirty = false
+	}
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timerAt = time.Time{}
+	}
+	if q.metrics != nil {
+		q.metrics.Depth(0)
+	}
+	q.cond.Broadcast()
+}
+
+// ShutDownWithDrain shuts the queue down like ShutDown and then waits until
+// every held key is Done. It waits forever for a worker that never calls
+// Done; bound it by making workers stop, for example through a context.
+func (q *Queue) ShutDownWithDrain() {
+	q.mu.Lock()
+	q.shutDown()
+	for q.nprocessing > 0 {
+		q.cond.Wait()
+	}
+	q.mu.Unlock()
+}
+
+// ShuttingDown reports whether the queue was shut down.
+func (q *Queue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+// entry returns key's entry, creating it if needed. q.mu must be held.
+func (q *Queue) entry(key string) *entry {
+	if e := q.entries[key]; e != nil {
+		return e
+	}
+	var e *entry
+	if n := len(q.free); n > 0 {
+		e = q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+	} else {
+		e = new(entry)
+	}
+	e.key = key
+	e.heapIdx = -1
+	q.entries[key] = e
+	return e
+}
+
+// release forgets e, which must be neither dirty, processing nor waiting.
+func (q *Queue) release(e *entry) {
+	delete(q.entries, e.key)
+	*e = entry{}
+	q.free = append(q.free, e)
+}
+
+// makeDirty marks e due now. e must not be dirty or waiting.
+func (q *Queue) makeDirty(e *entry) {
+	e.dirty = true
+	if q.metrics != nil {
+		q.metrics.Added()
+	}
+	if !e.processing {
+		q.pushReady(e)
+	}
+}
+
+// pushReady appends e, which is dirty and not processing, to ready.
+func (q *Queue) pushReady(e *entry) {
+	q.ready.push(e)
+	if q.metrics != nil {
+		e.readyAt = q.clock.Now()
+		q.metrics.Depth(q.ready.n)
+	}
+	q.cond.Signal()
+}
+
+// arm makes the timer call fire after d.
+func (q *Queue) arm(d time.Duration) {
+	q.timerAt = q.waiting[0].due
+	if q.timer == nil {
+		q.timer = q.clock.AfterFunc(d, q.fire)
+	} else {
+		q.timer.Reset(d)
+	}
+}
+
+// fire moves the due entries from waiting to ready and re-arms the timer.
+// It may be called early or more than once; it then only re-arms.
+func (q *Queue) fire() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.timerAt = time.Time{}
+	if q.shuttingDown {
+		return
+	}
+	now := q.clock.Now()
+	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
+		e := q.waiting[0]
+		q.heapRemove(e)
+		q.makeDirty(e)
+	}
+	if len(q.waiting) > 0 {
+		q.arm(q.waiting[0].due.Sub(now))
+	}
+}
+
+// The waiting heap, ordered by (due, seq). Written out rather than through
+// container/heap to keep the hot path free of interface calls.
+
+func (q *Queue) less(i, j int) bool {
+	a, b := q.waiting[i], q.waiting[j]
+	if a.due.Equal(b.due) {
+		return a.seq < b.seq
+	}
+	return a.due.Before(b.due)
+}
+
+func (q *Queue) swap(i, j int) {
+	q.waiting[i], q.waiting[j] = q.waiting[j], q.waiting[i]
+	q.waiting[i].heapIdx = i
+	q.waiting[j].heapIdx = j
+}
+
+func (q *Queue) heapPush(e *entry) {
+	e.heapIdx = len(q.waiting)
+	q.waiting = append(q.waiting, e)
+	q.heapUp(e.heapIdx)
+}
+
+func (q *Queue) heapRemove(e *entry) {
+	i, last := e.heapIdx, len(q.waiting)-1
+	if i != last {
+		q.swap(i, last)
+	}
+	q.waiting[last] = nil
+	q.waiting = q.waiting[:last]
+	e.heapIdx = -1
+	if i != last {
+		q.heapDown(i)
+		q.heapUp(i)
+	}
+}
+
+func (q *Queue) heapUp(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *Queue) heapDown(i int) {
+	n := len(q.waiting)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if r := c + 1; r < n && q.less(r, c) {
+			c = r
+		}
+		if !q.less(c, i) {
+			return
+		}
+		q.swap(i, c)
+		i = c
+	}
+}
+
+// ring is a growable FIFO of entries. Its capacity is a power of two.
+type ring struct {
+	buf  []*entry
+	head int // index of the first element
+	n    int // number of elements
+}
+
+func (r *ring) push(e *entry) {
+	if r.n == len(r.buf) {
+		buf := make([]*entry, max(16, 2*len(r.buf)))
+		for i := range r.n {
+			buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = e
+	r.n++
+}
+
+func (r *ring) pop() *entry {
+	e := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return e
+}
+
+// at returns the i-th element from the front.
+func (r *ring) at(i int) *entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }

@@ -1,0 +1,183 @@
+package queue
+
+import (
+	"sync"
+	"time"
+)
+
+// A RateLimiter decides how long a key waits before it is retried.
+// Implementations must be safe for concurrent use.
+type RateLimiter interface {
+	// When records one more retry of key at time now and returns how long
+	// the key should wait before it is processed again.
+	When(key string, now time.Time) time.Duration
+	// Forget clears what the limiter remembers about key.
+	Forget(key string)
+	// NumRequeues reports how many retries of key were recorded since the
+	// key was last forgotten.
+	NumRequeues(key string) int
+}
+
+// Defaults used by the zero values of the limiters.
+const (
+	DefaultBackoffBase = 5 * time.Millisecond
+	DefaultBackoffMax  = 1000 * time.Second
+	DefaultQPS         = 10
+	DefaultBurst       = 100
+)
+
+// DefaultRateLimiter returns a new limiter that waits the longer of a
+// per-key exponential backoff (5ms doubling up to 1000s) and an overall
+// token bucket (10 per second, burst 100).
+func DefaultRateLimiter() RateLimiter {
+	return MaxOf(&ExponentialBackoff{}, &TokenBucket{})
+}
+
+// ExponentialBackoff is a per-key RateLimiter: the n-th retry of a key
+// since it was last forgotten waits Base·2^(n-1), capped at Max. Memory
+// grows with the number of keys that failed and were not forgotten.
+//
+// The zero value is ready to use. Set the fields before first use; an
+// ExponentialBackoff must not be copied after first use. It is safe for
+// concurrent use.
+type ExponentialBackoff struct {
+	// Base is the wait before the first retry. Zero or negative means
+	// DefaultBackoffBase (5ms).
+	Base time.Duration
+	// Max caps the wait. Zero or negative means DefaultBackoffMax (1000s).
+	Max time.Duration
+
+	mu       sync.Mutex
+	failures map[string]int // retries recorded per key; absent means 0
+}
+
+// When implements RateLimiter.
+func (b *ExponentialBackoff) When(key string, _ time.Time) time.Duration {
+	b.mu.Lock()
+	if b.failures == nil {
+		b.failures = make(map[string]int)
+	}
+	n := b.failures[key]
+	b.failures[key] = n + 1
+	b.mu.Unlock()
+	return backoff(b.Base, b.Max, n)
+}
+
+// backoff returns base·2^n capped at max, with the defaults for
+// non-positive base and max.
+func backoff(base, max time.Duration, n int) time.Duration {
+	if base <= 0 {
+		base = DefaultBackoffBase
+	}
+	if max <= 0 {
+		max = DefaultBackoffMax
+	}
+	// base<<n > max exactly when base > max>>n; checking it this way
+	// cannot overflow.
+	if n >= 63 || base > max>>uint(n) {
+		return max
+	}
+	return base << uint(n)
+}
+
+// Forget implements RateLimiter.
+func (b *ExponentialBackoff) Forget(key string) {
+	b.mu.Lock()
+	delete(b.failures, key)
+	b.mu.Unlock()
+}
+
+// NumRequeues implements RateLimiter.
+func (b *ExponentialBackoff) NumRequeues(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures[key]
+}
+
+// TokenBucket is an overall RateLimiter shared by all keys: it holds up to
+// Burst tokens, refilled at QPS per second. Each retry takes a token; when
+// none is left the retry is given the wait until its token will have been
+// refilled. It keeps no per-key state, so Forget does nothing and
+// NumRequeues is always 0.
+//
+// The zero value is ready to use. Set the fields before first use; a
+// TokenBucket must not be copied after first use. It is safe for
+// concurrent use.
+type TokenBucket struct {
+	// QPS is the refill rate in tokens per second. Zero or negative means
+	// DefaultQPS (10).
+	QPS float64
+	// Burst is the bucket size, and the number of tokens it starts with.
+	// Zero or negative means DefaultBurst (100).
+	Burst int
+
+	mu      sync.Mutex
+	started bool      // tokens and last are valid
+	tokens  float64   // tokens left at last; negative when retries are reserved ahead
+	last    time.Time // time of the latest refill
+}
+
+// When implements RateLimiter.
+func (t *TokenBucket) When(_ string, now time.Time) time.Duration {
+	qps, burst := t.QPS, float64(t.Burst)
+	if qps <= 0 {
+		qps = DefaultQPS
+	}
+	if burst <= 0 {
+		burst = DefaultBurst
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.started {
+		t.started, t.tokens, t.last = true, burst, now
+	}
+	if now.After(t.last) { // a clock going backwards refills nothing
+		t.tokens += now.Sub(t.last).Seconds() * qps
+		if t.tokens > burst {
+			t.tokens = burst
+		}
+		t.last = now
+	}
+	t.tokens--
+	if t.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-t.tokens / qps * float64(time.Second))
+}
+
+// Forget implements RateLimiter; it does nothing.
+func (t *TokenBucket) Forget(string) {}
+
+// NumRequeues implements RateLimiter; it returns 0.
+func (t *TokenBucket) NumRequeues(string) int { return 0 }
+
+// MaxOf returns a RateLimiter that asks every one of limiters and waits the
+// longest of their answers. Forget forgets the key in all of them and
+// NumRequeues reports the largest count.
+func MaxOf(limiters ...RateLimiter) RateLimiter {
+	return maxOf(append([]RateLimiter(nil), limiters...))
+}
+
+type maxOf []RateLimiter
+
+func (m maxOf) When(key string, now time.Time) time.Duration {
+	var d time.Duration
+	for _, l := range m {
+		d = max(d, l.When(key, now))
+	}
+	return d
+}
+
+func (m maxOf) Forget(key string) {
+	for _, l := range m {
+		l.Forget(key)
+	}
+}
+
+func (m maxOf) NumRequeues(key string) int {
+	n := 0
+	for _, l := range m {
+		n = max(n, l.NumRequeues(key))
+	}
+	return n
+}

@@ -1,0 +1,138 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Result is what a Runner's function asks for after processing a key
+// without error.
+type Result struct {
+	// RequeueAfter, if positive, asks for the key to be processed again
+	// after this long. Zero means the key is done until it is added again.
+	RequeueAfter time.Duration
+}
+
+// Func processes one key. ctx is the Runner's context.
+type Func func(ctx context.Context, key string) (Result, error)
+
+// A Runner runs workers that take keys from a Queue and process them with
+// Func, acting on the outcome:
+//
+//   - error: AddRateLimited (the key is retried with backoff);
+//   - Result.RequeueAfter > 0: Forget, then AddAfter(RequeueAfter);
+//   - otherwise: Forget.
+//
+// A panic in Func is recovered, logged with the key and counted (see
+// Panics); the key is retried with backoff and the worker carries on.
+// Time comes from the Queue's Clock.
+//
+// Set the fields, then call Run once. Panics is safe to call concurrently
+// with Run.
+type Runner struct {
+	// Queue supplies the keys. Required.
+	Queue *Queue
+	// Func processes a key. Required.
+	Func Func
+	// Workers is the number of keys processed at once. Zero or negative
+	// means 1.
+	Workers int
+	// Logger receives errors and recovered panics. Nil means they are
+	// not logged.
+	Logger *slog.Logger
+
+	panics atomic.Uint64
+}
+
+// Run starts the workers and blocks until ctx is done or the Queue is shut
+// down. When ctx is done it shuts the Queue down: no new key is handed out,
+// and Run waits for the calls of Func in flight, which see ctx done, to
+// return. Run returns nil then, or an error at once if Queue or Func is
+// nil.
+func (r *Runner) Run(ctx context.Context) error {
+	if r.Queue == nil {
+		return errors.New("queue: Runner.Queue is nil")
+	}
+	if r.Func == nil {
+		return errors.New("queue: Runner.Func is nil")
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := max(r.Workers, 1)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for r.processNext(ctx, log) {
+			}
+		})
+	}
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-ctx.Done():
+		r.Queue.ShutDown()
+		<-stopped
+	case <-stopped: // the queue was shut down by someone else
+	}
+	return nil
+}
+
+// Panics returns how many calls of Func panicked.
+func (r *Runner) Panics() uint64 { return r.panics.Load() }
+
+// processNext processes one key. It returns false once the queue is shut
+// down.
+func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
+	q := r.Queue
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	res, panicked, err := r.call(ctx, key)
+	switch {
+	case panicked != nil:
+		r.panics.Add(1)
+		log.Error("queue: recovered panic", "queue", q.name, "key", key,
+			"panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
+		q.AddRateLimited(key)
+	case err != nil:
+		q.AddRateLimited(key)
+		log.Error("queue: processing failed", "queue", q.name, "key", key,
+			"err", err, "requeues", q.NumRequeues(key))
+	case res.RequeueAfter > 0:
+		q.Forget(key)
+		q.AddAfter(key, res.RequeueAfter)
+	default:
+		q.Forget(key)
+	}
+	return true
+}
+
+// panicValue is a recovered panic and the stack where it happened.
+type panicValue struct {
+	value any
+	stack []byte
+}
+
+// call calls r.Func, recovering a panic.
+func (r *Runner) call(ctx context.Context, key string) (res Result, p *panicValue, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &panicValue{value: v, stack: debug.Stack()}
+		}
+	}()
+	res, err = r.Func(ctx, key)
+	return res, nil, err
+}
