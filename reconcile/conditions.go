@@ -1,0 +1,98 @@
+package reconcile
+
+import (
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// The helpers below treat a condition slice as a value: they never write
+// to the slice they are given, so it may come straight from a cache.
+
+// FindCondition returns a copy of the condition of type t, and whether
+// there is one.
+func FindCondition(conds []k8sapi.Condition, t string) (k8sapi.Condition, bool) {
+	for _, c := range conds {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return k8sapi.Condition{}, false
+}
+
+// IsConditionTrue reports whether the condition of type t exists and has
+// status "True".
+func IsConditionTrue(conds []k8sapi.Condition, t string) bool {
+	c, ok := FindCondition(conds, t)
+	return ok && c.Status == "True"
+}
+
+// SetCondition returns a new slice holding conds with c set in place of
+// the condition of the same type (or appended), and whether anything
+// changed. The new condition's LastTransitionTime is:
+//   - the old one, when a condition of that type exists with the same status;
+//   - otherwise c.LastTransitionTime, or now when that is zero.
+//
+// Times are stored in UTC truncated to whole seconds, the precision the API
+// server keeps, so that a status read back compares equal to the one
+// written.
+func SetCondition(conds []k8sapi.Condition, c k8sapi.Condition, now time.Time) ([]k8sapi.Condition, bool) {
+	out := make([]k8sapi.Condition, 0, len(conds)+1)
+	found, changed := false, false
+	for _, old := range conds {
+		if old.Type != c.Type {
+			out = append(out, old)
+			continue
+		}
+		found = true
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		} else {
+			c.LastTransitionTime = transitionTime(c.LastTransitionTime, now)
+		}
+		changed = !conditionEqual(old, c)
+		out = append(out, c)
+	}
+	if !found {
+		c.LastTransitionTime = transitionTime(c.LastTransitionTime, now)
+		out = append(out, c)
+		changed = true
+	}
+	return out, changed
+}
+
+// RemoveCondition returns a new slice holding conds without the condition
+// of type t, and whether there was one.
+func RemoveCondition(conds []k8sapi.Condition, t string) ([]k8sapi.Condition, bool) {
+	out := make([]k8sapi.Condition, 0, len(conds))
+	for _, c := range conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	return out, len(out) != len(conds)
+}
+
+func transitionTime(t, now time.Time) time.Time {
+	if t.IsZero() {
+		t = now
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+func conditionEqual(a, b k8sapi.Condition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.ObservedGeneration == b.ObservedGeneration &&
+		a.Reason == b.Reason && a.Message == b.Message && a.LastTransitionTime.Equal(b.LastTransitionTime)
+}
+
+func conditionsEqual(a, b []k8sapi.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !conditionEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}

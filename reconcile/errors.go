@@ -1,0 +1,52 @@
+package reconcile
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrInvalidKey is wrapped by the error Reconcile returns for a key that is
+// not "namespace/name". Retrying such a key cannot help: drop it.
+var ErrInvalidKey = errors.New("invalid key")
+
+// Error is a failed step of a reconcile: an operation on one object and
+// its cause. Test the cause with errors.Is and errors.As; it is often a
+// *k8sapi.APIError.
+type Error struct {
+	Op        string // what failed, such as "apply deployment" or "patch widget status"
+	Namespace string // the object's namespace
+	Name      string // the object's name
+	Err       error  // the cause
+}
+
+func (e *Error) Error() string {
+	return "reconcile: " + e.Op + " " + joinKey(e.Namespace, e.Name) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// SplitKey splits a work queue key "namespace/name" (or "name" for a
+// cluster-scoped object). It fails, wrapping ErrInvalidKey, for an empty
+// name or more than one "/".
+func SplitKey(key string) (namespace, name string, err error) {
+	namespace, name, found := strings.Cut(key, "/")
+	if !found {
+		namespace, name = "", key
+	}
+	if name == "" || strings.Contains(name, "/") || (found && namespace == "") {
+		return "", "", &Error{Op: "split key", Name: key, Err: ErrInvalidKey}
+	}
+	return namespace, name, nil
+}
+
+// Key returns the work queue key of an object: "namespace/name", or "name"
+// when namespace is empty.
+func Key(namespace, name string) string { return joinKey(namespace, name) }
+
+func joinKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

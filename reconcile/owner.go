@@ -1,0 +1,65 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// NewControllerRef returns an owner reference to owner, whose objects have
+// the given apiVersion and kind, marked controller: true and
+// blockOwnerDeletion: true. Give it to SetControllerReference or put it in
+// a desired object's metadata.
+func NewControllerRef(owner *k8sapi.ObjectMeta, apiVersion, kind string) k8sapi.OwnerReference {
+	t := true
+	return k8sapi.OwnerReference{
+		APIVersion:         apiVersion,
+		Kind:               kind,
+		Name:               owner.Name,
+		UID:                owner.UID,
+		Controller:         &t,
+		BlockOwnerDeletion: &t,
+	}
+}
+
+// SetControllerReference makes ref the controller owner reference of obj.
+// A reference with the same UID is replaced; other references are kept.
+// ref is marked controller: true. It fails with an *AlreadyOwnedError when
+// another owner, by UID, is already obj's controller; obj is then
+// unchanged.
+//
+// SetControllerReference modifies obj (with a new OwnerReferences slice):
+// use it on objects you are building, never on one from a cache.
+func SetControllerReference(obj *k8sapi.ObjectMeta, ref k8sapi.OwnerReference) error {
+	if c := obj.ControllerOf(); c != nil && c.UID != ref.UID {
+		return &AlreadyOwnedError{Namespace: obj.Namespace, Name: obj.Name, Owner: *c}
+	}
+	t := true
+	ref.Controller = &t
+	refs := make([]k8sapi.OwnerReference, 0, len(obj.OwnerReferences)+1)
+	for _, r := range obj.OwnerReferences {
+		if r.UID != ref.UID {
+			refs = append(refs, r)
+		}
+	}
+	obj.OwnerReferences = append(refs, ref)
+	return nil
+}
+
+// IsControlledBy reports whether obj's controller owner reference has the
+// given owner UID. It is false when obj has no controller.
+func IsControlledBy(obj *k8sapi.ObjectMeta, ownerUID string) bool {
+	c := obj.ControllerOf()
+	return c != nil && ownerUID != "" && c.UID == ownerUID
+}
+
+// AlreadyOwnedError says an object already has another controller.
+type AlreadyOwnedError struct {
+	Namespace, Name string                // the object
+	Owner           k8sapi.OwnerReference // its current controller
+}
+
+func (e *AlreadyOwnedError) Error() string {
+	return fmt.Sprintf("reconcile: %s is already controlled by %s %s (uid %s)",
+		joinKey(e.Namespace, e.Name), e.Owner.Kind, e.Owner.Name, e.Owner.UID)
+}

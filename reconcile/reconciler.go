@@ -1,0 +1,214 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// API is what the Reconciler reads and writes. The reads should be served
+// from watch caches; the writes go to the API server. Objects returned by
+// the reads are never modified by the Reconciler.
+//
+// Every Get method returns nil and a nil error when the object does not
+// exist.
+type API interface {
+	// GetWidget returns the Widget namespace/name.
+	GetWidget(ctx context.Context, namespace, name string) (*Widget, error)
+	// GetDeployment returns the Deployment namespace/name.
+	GetDeployment(ctx context.Context, namespace, name string) (*k8sapi.Deployment, error)
+	// GetService returns the Service namespace/name.
+	GetService(ctx context.Context, namespace, name string) (*k8sapi.Service, error)
+
+	// ApplyDeployment server-side applies d (Content-Type
+	// application/apply-patch+yaml, field manager FieldManager, force)
+	// and returns the Deployment the server stored.
+	ApplyDeployment(ctx context.Context, d *DeploymentApply) (*k8sapi.Deployment, error)
+	// ApplyService server-side applies s as ApplyDeployment does.
+	ApplyService(ctx context.Context, s *ServiceApply) (*k8sapi.Service, error)
+	// PatchWidgetStatus sends patch, a JSON merge patch
+	// (application/merge-patch+json), to the Widget's status subresource.
+	PatchWidgetStatus(ctx context.Context, namespace, name string, patch []byte) error
+}
+
+// EventRecorder records Kubernetes Events. Event should not block for
+// long; failing to record an Event is the recorder's to handle (it is not a
+// reconcile failure).
+type EventRecorder interface {
+	// Event records an Event about regarding. eventType is "Normal" or
+	// "Warning"; reason is CamelCase; note is a human-readable message.
+	Event(regarding k8sapi.ObjectReference, eventType, reason, note string)
+}
+
+// Result says when to reconcile a key again when there was no error.
+type Result struct {
+	// RequeueAfter, when positive, asks for another reconcile after that
+	// long. Zero means done: wait for the next change.
+	RequeueAfter time.Duration
+}
+
+// Reconciler makes the world match one Widget at a time. Reconcile is safe
+// to call from several goroutines at once for different keys, as long as
+// Client and Recorder are; the caller (a work queue) must not run the same
+// key twice at once.
+//
+// A Reconciler makes no write call when the world already matches: it
+// compares the observed Deployment and Service with the desired ones and
+// the computed status with the stored one before writing anything.
+type Reconciler struct {
+	// Client reads and writes the objects. Required.
+	Client API
+	// Recorder records Warning Events when a Widget fails. Nil records
+	// nothing.
+	Recorder EventRecorder
+	// Now returns the current time, for conditions' lastTransitionTime.
+	// Nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconcile brings the Widget named by key ("namespace/name") and its
+// children in line:
+//
+//  1. A Widget that does not exist, or is being deleted, is done: garbage
+//     collection removes its children.
+//  2. A spec that fails Validate gives phase Failed with reason
+//     InvalidSpec and nothing is applied.
+//  3. A Deployment or Service of the Widget's name that is not controlled
+//     by this Widget (by UID) gives phase Failed with reason
+//     OwnershipConflict and nothing is applied.
+//  4. Otherwise the Deployment and the Service are applied, each only when
+//     the observed one does not already hold the desired fields.
+//  5. The status is computed by StatusFor and merge-patched only when it
+//     differs from the stored one. When the Widget newly fails, or fails
+//     for a new reason, a Warning Event is recorded.
+//
+// A failed read or write returns an *Error, so that the caller retries
+// with back-off. Invalid specs and conflicts return no error: retrying
+// cannot fix them, a change to the Widget or its children will.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) {
+	ns, name, err := SplitKey(key)
+	if err != nil {
+		return Result{}, err
+	}
+	fail := func(op string, err error) (Result, error) {
+		return Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
+	}
+	w, err := r.Client.GetWidget(ctx, ns, name)
+	if err != nil {
+		return fail("get widget", err)
+	}
+	if w == nil || w.DeletionTimestamp != nil {
+		return Result{}, nil
+	}
+	d, err := r.Client.GetDeployment(ctx, ns, name)
+	if err != nil {
+		return fail("get deployment", err)
+	}
+	svc, err := r.Client.GetService(ctx, ns, name)
+	if err != nil {
+		return fail("get service", err)
+	}
+
+	var problem *Problem
+	if msg := Validate(w.Spec); msg != "" {
+		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
+	} else if msg := conflicts(w, d, svc); msg != "" {
+		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
+	}
+	if problem == nil {
+		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
+			got, err := r.Client.ApplyDeployment(ctx, want)
+			if err != nil {
+				return fail("apply deployment", err)
+			}
+			if got != nil {
+				d = got
+			}
+		}
+		if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
+			if _, err := r.Client.ApplyService(ctx, want); err != nil {
+				return fail("apply service", err)
+			}
+		}
+	}
+
+	if d != nil && !IsControlledBy(&d.ObjectMeta, w.UID) {
+		d = nil // not ours: its status says nothing about this Widget
+	}
+	st := StatusFor(w, d, problem, r.now())
+	if StatusEqual(st, w.Status) {
+		return Result{}, nil
+	}
+	patch, err := StatusPatch(st)
+	if err != nil {
+		return fail("encode widget status", err)
+	}
+	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
+		return fail("patch widget status", err)
+	}
+	if st.Phase == PhaseFailed && r.Recorder != nil {
+		newC, _ := FindCondition(st.Conditions, ConditionReady)
+		oldC, had := FindCondition(w.Status.Conditions, ConditionReady)
+		if !had || oldC.Reason != newC.Reason || oldC.Message != newC.Message {
+			r.Recorder.Event(WidgetRef(w), "Warning", newC.Reason, newC.Message)
+		}
+	}
+	return Result{}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// conflicts returns a message naming each existing child that w does not
+// control, or "".
+func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
+	var msg string
+	check := func(kind string, m *k8sapi.ObjectMeta) {
+		if IsControlledBy(m, w.UID) {
+			return
+		}
+		if msg != "" {
+			msg += "; "
+		}
+		msg += fmt.Sprintf("%s %s exists and ", kind, joinKey(m.Namespace, m.Name))
+		if c := m.ControllerOf(); c != nil {
+			msg += fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
+		} else {
+			msg += "has no controller"
+		}
+	}
+	if d != nil {
+		check("Deployment", &d.ObjectMeta)
+	}
+	if svc != nil {
+		check("Service", &svc.ObjectMeta)
+	}
+	return msg
+}
+
+// StatusPatch returns the JSON merge patch that sets a Widget's whole
+// status to st: {"status":{...}}.
+func StatusPatch(st WidgetStatus) ([]byte, error) {
+	return json.Marshal(struct {
+		Status WidgetStatus `json:"status"`
+	}{st})
+}
+
+// WidgetRef returns the reference to w that Events about it carry.
+func WidgetRef(w *Widget) k8sapi.ObjectReference {
+	return k8sapi.ObjectReference{
+		APIVersion:      WidgetAPIVersion,
+		Kind:            WidgetKind,
+		Namespace:       w.Namespace,
+		Name:            w.Name,
+		UID:             w.UID,
+		ResourceVersion: w.ResourceVersion,
+	}
+}

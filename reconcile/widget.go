@@ -1,0 +1,295 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// The Widget API's identity.
+const (
+	// WidgetAPIVersion is the apiVersion of Widget objects.
+	WidgetAPIVersion = "example.com/v1"
+	// WidgetKind is the kind of Widget objects.
+	WidgetKind = "Widget"
+)
+
+// Widgets is the Widget custom resource: widgets.example.com, version v1,
+// namespaced.
+var Widgets = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
+
+// Limits and defaults of a Widget's spec. The CRD in manifests/crd.yaml
+// states the same ones; the operator checks them again because the CRD in
+// a cluster may be older than the operator, or edited.
+const (
+	MaxImageLength        = 512   // characters (Unicode code points)
+	MinReplicas     int32 = 1     // smallest spec.replicas
+	MaxReplicas     int32 = 10    // largest spec.replicas
+	DefaultReplicas int32 = 1     // spec.replicas when it is missing
+	MinPort         int32 = 1     // smallest spec.port
+	MaxPort         int32 = 65535 // largest spec.port
+	DefaultPort     int32 = 8080  // spec.port when it is missing
+)
+
+// Phases of a Widget, as written to status.phase.
+const (
+	PhasePending     = "Pending"     // the Deployment does not exist yet or has not been looked at
+	PhaseProgressing = "Progressing" // the Deployment is rolling out
+	PhaseReady       = "Ready"       // every wanted replica is ready and available
+	PhaseFailed      = "Failed"      // the Widget cannot be run as it stands; see the Ready condition
+)
+
+// ConditionReady is the type of the condition that says whether a Widget is
+// running as its spec asks.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	ReasonReady                    = "Ready"
+	ReasonPending                  = "DeploymentPending"
+	ReasonProgressing              = "RolloutInProgress"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	ReasonInvalidSpec              = "InvalidSpec"
+	ReasonOwnershipConflict        = "OwnershipConflict"
+)
+
+// Widget is a widgets.example.com/v1 object.
+type Widget struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+	Spec              WidgetSpec   `json:"spec"`
+	Status            WidgetStatus `json:"status"`
+}
+
+// WidgetSpec is what the user asks for. Decoding never fails on a spec
+// whose fields have the wrong JSON types: the problem is kept in Invalid
+// instead, so that the Widget itself is not lost and can be reported as
+// Failed. Fields other than the three below are dropped.
+type WidgetSpec struct {
+	// Image is the container image to run. Required.
+	Image string `json:"image,omitempty"`
+	// Replicas is how many pods to run; nil means DefaultReplicas.
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Port is the port the container listens on; nil means DefaultPort.
+	Port *int32 `json:"port,omitempty"`
+
+	// Invalid, when not empty, says why the spec as stored could not be
+	// decoded, field by field, such as
+	// `spec.replicas: must be an integer, got string "three"`. The fields
+	// it names are left at their zero values. It is never encoded.
+	Invalid string `json:"-"`
+}
+
+// WidgetStatus is what the operator reports. Every field is always encoded,
+// so that a merge patch of a whole WidgetStatus also clears old values.
+type WidgetStatus struct {
+	// ReadyReplicas is the Deployment's ready replica count.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// Phase is one of PhasePending, PhaseProgressing, PhaseReady, PhaseFailed.
+	Phase string `json:"phase"`
+	// ObservedGeneration is the Widget generation this status describes.
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// Conditions holds at least the ConditionReady condition once the
+	// operator has seen the Widget.
+	Conditions []k8sapi.Condition `json:"conditions"`
+}
+
+// ReplicasOrDefault returns *s.Replicas, or DefaultReplicas when it is nil.
+func (s *WidgetSpec) ReplicasOrDefault() int32 {
+	if s.Replicas == nil {
+		return DefaultReplicas
+	}
+	return *s.Replicas
+}
+
+// PortOrDefault returns *s.Port, or DefaultPort when it is nil.
+func (s *WidgetSpec) PortOrDefault() int32 {
+	if s.Port == nil {
+		return DefaultPort
+	}
+	return *s.Port
+}
+
+// UnmarshalJSON decodes a spec. It returns an error only for input that is
+// not JSON at all; fields of the wrong type are reported in s.Invalid.
+func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
+	*s = WidgetSpec{}
+	switch k := jsonKind(data); k {
+	case "null":
+		return nil
+	case "object":
+	default:
+		s.Invalid = "spec: must be an object, got " + k
+		return nil
+	}
+	var raw struct {
+		Image    json.RawMessage `json:"image"`
+		Replicas json.RawMessage `json:"replicas"`
+		Port     json.RawMessage `json:"port"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("reconcile: decode widget spec: %w", err)
+	}
+	var problems []string
+	switch k := jsonKind(raw.Image); k {
+	case "", "null":
+	case "string":
+		if err := json.Unmarshal(raw.Image, &s.Image); err != nil {
+			return fmt.Errorf("reconcile: decode widget spec: %w", err)
+		}
+	default:
+		problems = append(problems, "spec.image: must be a string, got "+describeJSON(raw.Image))
+	}
+	var p string
+	if s.Replicas, p = decodeInt32("spec.replicas", raw.Replicas, MinReplicas, MaxReplicas); p != "" {
+		problems = append(problems, p)
+	}
+	if s.Port, p = decodeInt32("spec.port", raw.Port, MinPort, MaxPort); p != "" {
+		problems = append(problems, p)
+	}
+	s.Invalid = strings.Join(problems, "; ")
+	return nil
+}
+
+// UnmarshalJSON decodes a status. A status the operator cannot read (it is
+// the operator's own output, so only a hand edit makes one) decodes as the
+// zero status rather than failing, so the Widget is still reconciled and
+// its status rewritten.
+func (st *WidgetStatus) UnmarshalJSON(data []byte) error {
+	type plain WidgetStatus
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		*st = WidgetStatus{}
+		return nil
+	}
+	*st = WidgetStatus(p)
+	return nil
+}
+
+// decodeInt32 decodes an optional integer field. It returns the value, or a
+// message naming field when the value is not an integer or cannot be held
+// in an int32. Range checks within int32 are left to Validate.
+func decodeInt32(field string, raw json.RawMessage, lo, hi int32) (*int32, string) {
+	switch k := jsonKind(raw); k {
+	case "", "null":
+		return nil, ""
+	case "number":
+	default:
+		return nil, field + ": must be an integer, got " + describeJSON(raw)
+	}
+	text := string(bytes.TrimSpace(raw))
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(text, 64)
+		switch {
+		case ferr != nil && !isRangeErr(ferr), f != math.Trunc(f):
+			return nil, field + ": must be an integer, got " + text
+		case f < math.MinInt32 || f > math.MaxInt32:
+			return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, text, lo, hi)
+		}
+		n = int64(f)
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, text, lo, hi)
+	}
+	v := int32(n)
+	return &v, ""
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// jsonKind names the kind of one JSON value: "object", "array", "string",
+// "number", "boolean", "null", or "" for no value at all.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// describeJSON names a value's kind for a message, quoting a short prefix
+// of it when it is a string or a number.
+func describeJSON(raw []byte) string {
+	k := jsonKind(raw)
+	switch k {
+	case "string":
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return k
+		}
+		return k + " " + strconv.Quote(shorten(s, 64))
+	case "number", "boolean":
+		return k + " " + shorten(string(bytes.TrimSpace(raw)), 64)
+	}
+	return k
+}
+
+// shorten cuts s to at most n runes, marking a cut with "...".
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "..."
+}
+
+// Validate checks a spec and returns "" when it is valid, or a message that
+// says exactly what is wrong, such as "spec.replicas: 50 is out of range
+// 1..10". Several problems are joined by "; ". Problems found while
+// decoding (spec.Invalid) are reported alone, since the fields they name
+// hold no value to check.
+func Validate(spec WidgetSpec) string {
+	if spec.Invalid != "" {
+		return spec.Invalid
+	}
+	var problems []string
+	switch n := utf8.RuneCountInString(spec.Image); {
+	case spec.Image == "":
+		problems = append(problems, "spec.image: must not be empty")
+	case n > MaxImageLength:
+		problems = append(problems, fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength))
+	default:
+		if i := strings.IndexFunc(spec.Image, unicode.IsSpace); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(spec.Image[i:])
+			problems = append(problems, fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d",
+				r, utf8.RuneCountInString(spec.Image[:i])+1))
+		}
+	}
+	if p := checkRange("spec.replicas", spec.Replicas, MinReplicas, MaxReplicas); p != "" {
+		problems = append(problems, p)
+	}
+	if p := checkRange("spec.port", spec.Port, MinPort, MaxPort); p != "" {
+		problems = append(problems, p)
+	}
+	return strings.Join(problems, "; ")
+}
+
+func checkRange(field string, v *int32, lo, hi int32) string {
+	if v == nil || (*v >= lo && *v <= hi) {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d is out of range %d..%d", field, *v, lo, hi)
+}
