@@ -1,0 +1,233 @@
+package yaml
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// render writes n compactly: maps as {k=v,...}, lists as [a,b], plain
+// scalars bare, quoted ones Go-quoted, nulls as ~.
+func render(n *Node) string {
+	var b strings.Builder
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		switch {
+		case n.Kind == Map:
+			b.WriteByte('{')
+			for i, e := range n.Entries {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(e.Key + "=")
+				walk(e.Value)
+			}
+			b.WriteByte('}')
+		case n.Kind == List:
+			b.WriteByte('[')
+			for i, it := range n.Items {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				walk(it)
+			}
+			b.WriteByte(']')
+		case n.IsNull():
+			b.WriteByte('~')
+		case n.Quoted:
+			b.WriteString(strconv.Quote(n.Value))
+		default:
+			b.WriteString(n.Value)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+func TestParseGood(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"empty", "", "~"},
+		{"only comments", "# a\n\n  # b\n", "~"},
+		{"doc start", "---\na: b\n", "{a=b}"},
+		{"doc start and end", "--- # x\na: b\n...\n", "{a=b}"},
+		{"plain map", "a: b\nc: d e  \n", "{a=b,c=d e}"},
+		{"nested", "a:\n  b:\n    c: d\n  e: f\ng: h\n", "{a={b={c=d},e=f},g=h}"},
+		{"comments", "a: b # c\n# d\ne: f#g\n", "{a=b,e=f#g}"},
+		{"null values", "a:\nb: ~\nc: null\nd: \"\"\n", "{a=~,b=~,c=~,d=\"\"}"},
+		{"indented list", "a:\n  - x\n  - y\n", "{a=[x,y]}"},
+		{"kubectl list", "a:\n- x\n- y\nb: z\n", "{a=[x,y],b=z}"},
+		{"list of maps", "a:\n- name: n\n  v:\n    k: 1\n- name: m\n", "{a=[{name=n,v={k=1}},{name=m}]}"},
+		{"list of maps indented", "a:\n  - name: n\n    x: y\n", "{a=[{name=n,x=y}]}"},
+		{"kubectl list in list item", "- name: n\n  args:\n  - a\n  - b\n- name: m\n", "[{name=n,args=[a,b]},{name=m}]"},
+		{"nested lists", "- - a\n  - b\n- c\n", "[[a,b],c]"},
+		{"empty item", "-\n- a\n-\n", "[~,a,~]"},
+		{"item on next line", "-\n  a: b\n", "[{a=b}]"},
+		{"quoted", "a: 'it''s'\nb: \"x\\ty\\u00e9\\\"\"\n", "{a=\"it's\",b=\"x\\tyé\\\"\"}"},
+		{"quoted keys", "\"a b\": 1\n'c': 2\n", "{a b=1,c=2}"},
+		{"quoted hash", "a: \"#x\" # c\n", "{a=\"#x\"}"},
+		{"flow list", "a: [x, \"y\", 'z', ]\nb: []\n", "{a=[x,\"y\",\"z\"],b=[]}"},
+		{"flow map", "a: {x: 1, \"y\":2, z: [a, {b: c}]}\nb: {}\n", "{a={x=1,y=2,z=[a,{b=c}]},b={}}"},
+		{"flow null value", "a: {x: , y}\n", ""},
+		{"url", "server: https://h:6443/p?q=1\n", "{server=https://h:6443/p?q=1}"},
+		{"colon in plain", "a: b:c\n", "{a=b:c}"},
+		{"literal", "a: |\n  line1\n\n    line2\nb: x\n", "{a=\"line1\\n\\n  line2\\n\",b=x}"},
+		{"literal strip", "a: |-\n  x\n  y\n\n", "{a=\"x\\ny\"}"},
+		{"literal keep", "a: |+\n  x\n\n\nb: 1\n", "{a=\"x\\n\\n\\n\",b=1}"},
+		{"literal empty", "a: |\nb: 1\n", "{a=\"\",b=1}"},
+		{"literal in list", "- |\n  x\n- y\n", "[\"x\\n\",y]"},
+		{"literal with hash", "a: | # c\n  # not a comment\n", "{a=\"# not a comment\\n\"}"},
+		{"scalar on next line", "a:\n  \"v\"\nb: c\n", "{a=\"v\",b=c}"},
+		{"top scalar", "hello\n", "hello"},
+		{"crlf", "a: b\r\nc:\r\n- d\r\n", "{a=b,c=[d]}"},
+		{"bom", "\uFEFFa: b\n", "{a=b}"},
+		{"tab after value", "a:\tb\n", "{a=b}"},
+		{"tab in literal", "a: |\n  \tx\n", "{a=\"\\tx\\n\"}"},
+		{"dash plain", "a: -x\n-b: c\n", "{a=-x,-b=c}"},
+		{"indented root", "  a: b\n  c: d\n", "{a=b,c=d}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := Parse([]byte(tt.doc))
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("Parse = %s, want an error", render(n))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := render(n); got != tt.want {
+				t.Errorf("Parse = %s\nwant    %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseBad(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		line      int
+		msg       string
+	}{
+		{"anchor", "a: &x b\n", 1, "anchors"},
+		{"alias", "a: b\nc: *x\n", 2, "aliases"},
+		{"tag", "a: !!str b\n", 1, "tags"},
+		{"directive", "%YAML 1.2\n---\na: b\n", 1, "directives"},
+		{"two docs", "a: b\n---\nc: d\n", 2, "multiple documents"},
+		{"content after end", "a: b\n...\nc: d\n", 3, "after the end"},
+		{"folded", "a: >\n  x\n", 1, "folded"},
+		{"indent indicator", "a: |2\n  x\n", 1, "explicit indentation"},
+		{"bad literal header", "a: |x\n", 1, "literal block header"},
+		{"tab indent", "a:\n\tb: c\n", 2, "tab"},
+		{"tab indent in list", "a:\n-\tb: c\n", 2, "tab"},
+		{"duplicate key", "a: 1\nb: 2\na: 3\n", 3, "duplicate map key (first at line 1)"},
+		{"duplicate quoted key", "a: 1\n\"a\": 3\n", 2, "duplicate"},
+		{"duplicate flow key", "a: {x: 1, x: 2}\n", 1, "duplicate"},
+		{"bad indent", "a:\n    b: 1\n  c: 2\n", 3, "unexpected indentation"},
+		{"over indent after scalar", "a: b\n  c: d\n", 2, "unexpected indentation"},
+		{"multi-line plain", "a:\n  b\n  c\n", 3, "multi-line plain"},
+		{"mapping in plain", "a: b: c\n", 1, "': '"},
+		{"no colon", "a: b\nc\n", 2, "expected a map key"},
+		{"list in map", "a: b\n- c\n", 2, "list item"},
+		{"item after scalar", "a: - b\n", 1, "list item"},
+		{"unterminated double", "a: \"b\n  c\"\n", 1, "unterminated double-quoted"},
+		{"unterminated single", "x: 1\na: 'b\n", 2, "unterminated single-quoted"},
+		{"bad escape", "a: \"\\q\"\n", 1, "invalid escape"},
+		{"bad unicode escape", "a: \"\\uD800\"\n", 1, "invalid \\u escape"},
+		{"short escape", "a: \"\\x4\"\n", 1, "\\x escape"},
+		{"text after quote", "a: \"b\" c\n", 1, "after a quoted"},
+		{"hash after quote", "a: \"b\"#c\n", 1, "after a quoted"},
+		{"unclosed flow", "a: [b, c\n", 1, "not closed"},
+		{"multi-line flow", "a: [b,\n  c]\n", 1, "not closed"},
+		{"flow junk", "a: [b] c\n", 1, "after a flow"},
+		{"flow pair in list", "a: [b: c]\n", 1, "pairs in a flow list"},
+		{"flow empty entry", "a: [b,,c]\n", 1, "expected a value"},
+		{"flow missing colon", "a: {b c}\n", 1, "expected ':'"},
+		{"flow map key", "a: {[b]: c}\n", 1, "scalars"},
+		{"complex key", "? a\n: b\n", 1, "complex keys"},
+		{"reserved", "a: @b\n", 1, "reserved"},
+		{"control char", "a: b\nc: \x01\n", 2, "control character"},
+		{"invalid utf8", "a: \xff\n", 1, "UTF-8"},
+		{"literal leading spaces", "a: |\n     \n  x\n", 2, "leading empty line"},
+		{"content on doc start", "--- a\n", 1, "'---'"},
+		{"empty key", ": b\n", 1, "empty map key"},
+		{"stray bracket", "a: ]\n", 1, "unexpected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := Parse([]byte(tt.doc))
+			if err == nil {
+				t.Fatalf("Parse = %s, want an error", render(n))
+			}
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T %v is not a *SyntaxError", err, err)
+			}
+			if se.Line != tt.line || !strings.Contains(se.Msg, tt.msg) {
+				t.Errorf("error %q, want line %d and %q", err, tt.line, tt.msg)
+			}
+		})
+	}
+}
+
+func TestDepthLimit(t *testing.T) {
+	deepBlock := strings.Repeat("- ", MaxDepth+5) + "x\n"
+	deepFlow := "a: " + strings.Repeat("[", MaxDepth+5) + strings.Repeat("]", MaxDepth+5) + "\n"
+	var deepMap strings.Builder
+	for i := range MaxDepth + 5 {
+		deepMap.WriteString(strings.Repeat(" ", i) + "k:\n")
+	}
+	for _, doc := range []string{deepBlock, deepFlow, deepMap.String()} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "nesting deeper") {
+			t.Errorf("Parse(%.20q...) error = %v, want a nesting error", doc, err)
+		}
+	}
+	ok := strings.Repeat("- ", MaxDepth-2) + "x\n"
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Errorf("Parse at depth %d: %v", MaxDepth-2, err)
+	}
+}
+
+func TestErrorsDoNotQuoteText(t *testing.T) {
+	const secret = "sekrit-7f3a9c"
+	docs := []string{
+		"token " + secret + "\nx: y\n",
+		"a: b\n" + secret + "\n",
+		"a: \"" + secret + "\\q\"\n",
+		"a: [" + secret + "\n",
+		"a: " + secret + ": x\n",
+		secret + ": 1\n" + secret + ": 2\n",
+		"a: {" + secret + " x}\n",
+	}
+	for _, doc := range docs {
+		_, err := Parse([]byte(doc))
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want an error", doc)
+			continue
+		}
+		if strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("error %q quotes the document", err)
+		}
+	}
+}
+
+func TestGetAndLines(t *testing.T) {
+	n, err := Parse([]byte("# c\na: 1\nb:\n  - x\n  - y: z\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Line != 2 || n.Get("a").Value != "1" || n.Get("missing") != nil || n.Get("a").Get("x") != nil {
+		t.Errorf("unexpected tree %s", render(n))
+	}
+	b := n.Get("b")
+	if b.Kind != List || b.Line != 4 || b.Items[1].Line != 5 || n.Entries[1].Line != 3 {
+		t.Errorf("lines: b=%d item=%d entry=%d", b.Line, b.Items[1].Line, n.Entries[1].Line)
+	}
+	if Kind(9).String() != "Kind(9)" || Map.String() != "map" {
+		t.Error("Kind.String")
+	}
+}
