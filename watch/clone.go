@@ -1,0 +1,106 @@
+package watch
+
+import "reflect"
+
+// Clone returns a deep copy of obj: every map, slice and pointer reachable
+// through exported fields is copied, so the copy can be changed without
+// touching obj. Strings are immutable and shared. Unexported fields are
+// copied as values (shallowly), which is right for types such as time.Time.
+// Clone(nil) is nil.
+//
+// Objects from a [Store] must not be mutated; Clone one before changing it.
+// For a change to one field it is cheaper to copy the struct and replace
+// only the maps or slices you change.
+func Clone[T any](obj *T) *T {
+	if obj == nil {
+		return nil
+	}
+	out := new(T)
+	*out = *obj
+	deepen(reflect.ValueOf(out).Elem())
+	return out
+}
+
+// deepen replaces, in place, every map, slice and pointer reachable from v
+// through settable values by a copy of it.
+func deepen(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			if !t.Field(i).IsExported() {
+				continue
+			}
+			deepen(v.Field(i))
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			deepen(v.Index(i))
+		}
+	case reflect.Pointer:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		p.Elem().Set(v.Elem())
+		deepen(p.Elem())
+		v.Set(p)
+	case reflect.Slice:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(s, v)
+		if needsDeepen(v.Type().Elem()) {
+			for i := range s.Len() {
+				deepen(s.Index(i))
+			}
+		}
+		v.Set(s)
+	case reflect.Map:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		deepVal := needsDeepen(v.Type().Elem())
+		iter := v.MapRange()
+		for iter.Next() {
+			val := iter.Value()
+			if deepVal {
+				c := reflect.New(val.Type()).Elem()
+				c.Set(val)
+				deepen(c)
+				val = c
+			}
+			m.SetMapIndex(iter.Key(), val)
+		}
+		v.Set(m)
+	case reflect.Interface:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		c := reflect.New(v.Elem().Type()).Elem()
+		c.Set(v.Elem())
+		deepen(c)
+		v.Set(c)
+	}
+}
+
+// needsDeepen reports whether values of type t can hold references that
+// Clone must copy.
+func needsDeepen(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	case reflect.Array:
+		return needsDeepen(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.IsExported() && needsDeepen(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}

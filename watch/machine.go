@@ -1,0 +1,543 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// This file is the informer's core: step, a pure function from a state and
+// an input to the next state and a list of actions. It does no I/O, reads
+// no clock and draws no random numbers; the driver in informer.go does all
+// of that and feeds the results back in as inputs.
+
+// Backoff and timing defaults.
+const (
+	backoffInitial  = 800 * time.Millisecond
+	backoffMax      = 30 * time.Second
+	backoffReset    = 2 * time.Minute // healthy this long: backoff starts over
+	retryAfterMax   = 5 * time.Minute // cap on a server's Retry-After
+	defaultPageSize = 500
+
+	// InitialEventsEndAnnotation marks the bookmark that ends the initial
+	// events of a streaming list.
+	InitialEventsEndAnnotation = "k8s.io/initial-events-end"
+)
+
+// phase is what the machine is waiting for.
+type phase uint8
+
+const (
+	phaseNew   phase = iota // not started
+	phaseList               // a list page
+	phaseOpen               // a watch to open
+	phaseWatch              // the next event of an open watch
+	phaseWait               // the end of a backoff
+)
+
+func (p phase) String() string {
+	switch p {
+	case phaseNew:
+		return "new"
+	case phaseList:
+		return "list"
+	case phaseOpen:
+		return "open"
+	case phaseWatch:
+		return "watch"
+	case phaseWait:
+		return "wait"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// state is everything the machine remembers. It is a value: step returns a
+// new one.
+type state[T any] struct {
+	phase phase
+
+	rv     string // last resourceVersion seen: list, event or bookmark
+	synced bool   // a full list has been delivered
+	gone   bool   // the next sync must be a consistent list (after a 410)
+
+	streamRefused bool // the server refused a streaming list
+
+	// The sync in progress: a paginated list or a streaming list.
+	initial bool   // the open watch is a streaming list before its end bookmark
+	cont    string // continue token of the next list page
+	pending []*T   // objects collected so far
+
+	// The watch in progress.
+	watchStart   time.Time
+	watchTimeout time.Duration
+	watchEvents  int
+
+	// Backoff.
+	after        phase     // what phaseWait leads to: phaseList or phaseOpen
+	failures     int       // consecutive failures, for the backoff delay
+	retrying     bool      // a failure episode is in progress (logged once)
+	relistLogged bool      // the relist in progress has been logged
+	healthySince time.Time // start of the current run of successes
+}
+
+// inputKind says what happened.
+type inputKind uint8
+
+const (
+	inStart  inputKind = iota // Run was called
+	inListed                  // a list page came back: list or err
+	inOpened                  // a watch opened, or err
+	inEvent                   // a watch event, or err (io.EOF: clean end)
+	inTimer                   // a backoff ended
+	inIdle                    // no byte arrived for too long: err says so
+)
+
+// input is one thing that happened, with the time and a uniform random
+// number in [0, 1) drawn by the driver.
+type input[T any] struct {
+	kind inputKind
+	now  time.Time
+	rand float64
+	list *k8sapi.List[T] // inListed
+	typ  k8sapi.EventType
+	obj  *T    // inEvent
+	err  error // inListed, inOpened, inEvent
+}
+
+// actionKind says what the driver must do.
+type actionKind uint8
+
+const (
+	actList    actionKind = iota // request a list page with opts
+	actWatch                     // open a watch with opts
+	actClose                     // close the open watch
+	actWait                      // wait for delay, then send inTimer
+	actReplace                   // replace the whole cache with items
+	actApply                     // apply one event (typ, obj) to the cache
+	actSynced                    // the first full list has been delivered
+	actLog                       // log msg at level, with err
+)
+
+// action is one thing for the driver to do.
+type action[T any] struct {
+	kind  actionKind
+	opts  k8sapi.ListOptions // actList, actWatch
+	delay time.Duration      // actWait
+	items []*T               // actReplace
+	typ   k8sapi.EventType   // actApply
+	obj   *T                 // actApply
+
+	reconnect bool // actWatch: this watch replaces one that failed
+
+	level slog.Level // actLog
+	msg   string
+	err   error
+}
+
+// machine holds what step needs that never changes during a run.
+type machine[T any] struct {
+	meta         func(*T) *k8sapi.ObjectMeta
+	labels       string
+	fields       string
+	pageSize     int64
+	streaming    bool          // offer streaming lists
+	watchTimeout time.Duration // zero: 5 to 10 minutes
+}
+
+// step returns the state after in and the actions to carry out, in order.
+// At most one action of kinds actList, actWatch and actWait is returned:
+// the machine waits for one thing at a time.
+func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
+	var acts []action[T]
+	switch in.kind {
+	case inStart:
+		if s.phase != phaseNew {
+			return s, nil
+		}
+		acts = m.sync(&s, in, acts)
+
+	case inListed:
+		if s.phase != phaseList {
+			return s, nil
+		}
+		if in.err != nil {
+			if isGone(in.err) {
+				// The continue token or resourceVersion expired: start a
+				// consistent list from the first page.
+				s.gone = true
+				s.cont, s.pending = "", nil
+			}
+			acts = m.fail(&s, in, phaseList, "list failed", acts)
+			break
+		}
+		if in.list == nil {
+			acts = m.fail(&s, in, phaseList, "list failed", acts)
+			break
+		}
+		m.healthy(&s, in.now)
+		for i := range in.list.Items {
+			s.pending = append(s.pending, &in.list.Items[i])
+		}
+		if c := in.list.Metadata.Continue; c != "" {
+			s.cont = c
+			acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
+			break
+		}
+		s.rv = in.list.Metadata.ResourceVersion
+		acts = m.synced(&s, acts)
+		acts = m.watch(&s, in, false, acts)
+
+	case inOpened:
+		if s.phase != phaseOpen {
+			return s, nil
+		}
+		if in.err != nil {
+			if s.initial && refused(in.err) {
+				// The server does not do streaming lists: list instead,
+				// now and from now on.
+				s.streamRefused, s.initial = true, false
+				acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+					msg: "streaming list refused; using list and watch", err: in.err})
+				acts = m.list(&s, acts)
+				break
+			}
+			if isGone(in.err) {
+				s.gone = true
+			}
+			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
+			break
+		}
+		m.healthy(&s, in.now)
+		s.phase = phaseWatch
+		s.watchStart = in.now
+		s.watchEvents = 0
+
+	case inEvent:
+		if s.phase != phaseWatch {
+			return s, nil
+		}
+		if in.err != nil {
+			acts = append(acts, action[T]{kind: actClose})
+			acts = m.ended(&s, in, acts)
+			break
+		}
+		if in.obj == nil {
+			acts = append(acts, action[T]{kind: actClose})
+			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
+			break
+		}
+		s.watchEvents++
+		meta := m.meta(in.obj)
+		switch in.typ {
+		case k8sapi.Bookmark:
+			if meta.ResourceVersion != "" {
+				s.rv = meta.ResourceVersion
+			}
+			if s.initial && meta.Annotations[InitialEventsEndAnnotation] == "true" {
+				s.initial = false
+				acts = m.synced(&s, acts)
+			}
+		case k8sapi.Added, k8sapi.Modified, k8sapi.Deleted:
+			if meta.ResourceVersion != "" {
+				s.rv = meta.ResourceVersion
+			}
+			if s.initial {
+				// Before the end bookmark a streaming list sends only the
+				// objects that exist; collect them.
+				if in.typ != k8sapi.Deleted {
+					s.pending = append(s.pending, in.obj)
+				}
+				break
+			}
+			acts = append(acts, action[T]{kind: actApply, typ: in.typ, obj: in.obj})
+		default:
+			acts = append(acts, action[T]{kind: actClose})
+			acts = m.fail(&s, in, phaseOpen, "watch failed",
+				acts, fmt.Errorf("watch: unexpected event type %q", in.typ))
+		}
+
+	case inIdle:
+		if s.phase != phaseWatch {
+			return s, nil
+		}
+		acts = append(acts, action[T]{kind: actClose})
+		acts = m.fail(&s, in, phaseOpen, "watch silent; reconnecting", acts)
+
+	case inTimer:
+		if s.phase != phaseWait {
+			return s, nil
+		}
+		if s.after == phaseList {
+			if s.cont != "" {
+				// Resume a paginated list where it failed.
+				s.phase = phaseList
+				acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
+				break
+			}
+			acts = m.sync(&s, in, acts)
+			break
+		}
+		acts = m.watch(&s, in, true, acts)
+	}
+	return s, acts
+}
+
+// ended handles the end of a watch stream with err (io.EOF if clean).
+func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[T] {
+	if errors.Is(in.err, io.EOF) {
+		if s.initial {
+			// The stream ended before its initial events did. A server
+			// that ignores sendInitialEvents does this at its timeout;
+			// list instead.
+			s.streamRefused, s.initial = true, false
+			acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+				msg: "streaming list ended early; using list and watch"})
+			return m.list(s, acts)
+		}
+		lived := in.now.Sub(s.watchStart)
+		if s.watchEvents == 0 && lived < s.watchTimeout/2 {
+			return m.fail(s, in, phaseOpen, "watch ended at once", acts,
+				fmt.Errorf("watch: server closed the watch after %v with no events", lived))
+		}
+		// The server ended the watch at its timeout: watch on from the
+		// last resourceVersion, at once, without relisting.
+		return m.watch(s, in, false, acts)
+	}
+	if isGone(in.err) {
+		s.gone = true
+	}
+	return m.fail(s, in, phaseOpen, "watch failed", acts)
+}
+
+// sync starts a full sync: a streaming list if offered and not refused,
+// else a paginated list.
+func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
+	if m.streaming && !s.streamRefused {
+		s.pending, s.cont = nil, ""
+		s.initial = true
+		return m.watch(s, in, s.retrying, acts)
+	}
+	return m.list(s, acts)
+}
+
+// list starts a paginated list from its first page.
+func (m *machine[T]) list(s *state[T], acts []action[T]) []action[T] {
+	s.phase = phaseList
+	s.pending, s.cont = nil, ""
+	return append(acts, action[T]{kind: actList, opts: m.listOptions(s)})
+}
+
+// synced delivers the collected objects as the whole cache and moves on.
+func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
+	acts = append(acts, action[T]{kind: actReplace, items: s.pending})
+	s.pending, s.cont = nil, ""
+	s.gone, s.relistLogged = false, false
+	if !s.synced {
+		s.synced = true
+		acts = append(acts, action[T]{kind: actSynced})
+	}
+	return acts
+}
+
+// watch opens a watch from the last resourceVersion, or a streaming list
+// (from its start) if s.initial.
+func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []action[T]) []action[T] {
+	if s.initial {
+		s.pending = nil
+	}
+	s.phase = phaseOpen
+	s.watchTimeout = m.timeout(in.rand)
+	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: reconnect})
+}
+
+// fail records a failure and schedules a retry of after once the backoff
+// has passed. err, if given, replaces in.err as the cause.
+func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, acts []action[T], err ...error) []action[T] {
+	cause := in.err
+	if len(err) > 0 {
+		cause = err[0]
+	}
+	if !s.healthySince.IsZero() && in.now.Sub(s.healthySince) >= backoffReset {
+		s.failures = 0
+	}
+	s.healthySince = time.Time{}
+	delay := max(backoff(s.failures, in.rand), min(retryAfter(cause), retryAfterMax))
+	s.failures++
+
+	// Log each episode once: its start at warning level, a relist at info
+	// level, the retries that follow at debug level only.
+	level := slog.LevelDebug
+	switch {
+	case s.gone && !s.relistLogged:
+		level, msg = slog.LevelInfo, "resourceVersion expired; relisting"
+		s.relistLogged = true
+	case !s.retrying:
+		level = slog.LevelWarn
+	}
+	s.retrying = true
+	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: cause})
+
+	if s.gone {
+		after = phaseList // sync again, consistently
+	}
+	if after == phaseList {
+		// A paginated list resumes from its continue token; a streaming
+		// list starts over.
+		s.initial = false
+	}
+	s.phase = phaseWait
+	s.after = after
+	return append(acts, action[T]{kind: actWait, delay: delay})
+}
+
+// healthy records a success.
+func (m *machine[T]) healthy(s *state[T], now time.Time) {
+	if s.healthySince.IsZero() {
+		s.healthySince = now
+	}
+	s.retrying = false
+}
+
+// listOptions returns the options of the next list page.
+func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
+	rv, match := nextResourceVersion(s.phaseFor(phaseList), s.rv, s.synced, s.gone, s.cont)
+	return k8sapi.ListOptions{
+		LabelSelector:        m.labels,
+		FieldSelector:        m.fields,
+		ResourceVersion:      rv,
+		ResourceVersionMatch: match,
+		Limit:                m.pageSize,
+		Continue:             s.cont,
+	}
+}
+
+// watchOptions returns the options of the next watch.
+func (m *machine[T]) watchOptions(s *state[T]) k8sapi.ListOptions {
+	o := k8sapi.ListOptions{
+		LabelSelector:       m.labels,
+		FieldSelector:       m.fields,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      int64(s.watchTimeout / time.Second),
+	}
+	if s.initial {
+		t := true
+		o.SendInitialEvents = &t
+	}
+	o.ResourceVersion, o.ResourceVersionMatch = nextResourceVersion(s.phaseFor(phaseOpen), s.rv, s.synced, s.gone, "")
+	return o
+}
+
+// phaseFor is a helper for nextResourceVersion: the request kind, with a
+// streaming list told apart from a plain watch.
+func (s *state[T]) phaseFor(p phase) request {
+	switch {
+	case p == phaseList:
+		return reqList
+	case s.initial:
+		return reqStream
+	}
+	return reqWatch
+}
+
+// request is a kind of request for nextResourceVersion.
+type request uint8
+
+const (
+	reqList   request = iota // a page of a list
+	reqWatch                 // a watch that goes on from the cache's state
+	reqStream                // a streaming list (watch with initial events)
+)
+
+// nextResourceVersion returns the resourceVersion and resourceVersionMatch
+// of the next request, given the last resourceVersion seen, whether a full
+// list has been delivered, whether that resourceVersion has expired (410)
+// and the continue token of a list in progress.
+//
+//   - The first list asks for resourceVersion "0": any state the server's
+//     watch cache holds will do, which spares etcd. (The server ignores
+//     limit then and answers in one page.)
+//   - A list after a 410 asks for "": a consistent read, never older than
+//     what the cache has already seen.
+//   - Later pages of a list carry only the continue token.
+//   - A watch goes on from the last resourceVersion seen.
+//   - A streaming list asks for "" with NotOlderThan: the server sends the
+//     current state, then a bookmark, then changes.
+func nextResourceVersion(req request, lastRV string, synced, gone bool, cont string) (rv, match string) {
+	switch req {
+	case reqList:
+		switch {
+		case cont != "":
+			return "", ""
+		case gone || synced:
+			return "", ""
+		}
+		return "0", ""
+	case reqStream:
+		return "", "NotOlderThan"
+	}
+	return lastRV, ""
+}
+
+// isGone reports whether err says the resourceVersion asked for is too old
+// to serve: an HTTP 410, an ERROR event with code 410 or a "too old
+// resource version" message. The answer to it is a consistent relist.
+func isGone(err error) bool {
+	return err != nil && k8sapi.IsGone(err)
+}
+
+// refused reports whether err is the server rejecting a request's
+// parameters, as a server without streaming lists rejects
+// sendInitialEvents.
+func refused(err error) bool {
+	var ae *k8sapi.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	return ae.Code == 400 || ae.Code == 422
+}
+
+// retryAfter returns how long the server asked the client to wait, or 0.
+func retryAfter(err error) time.Duration {
+	var ae *k8sapi.APIError
+	if err == nil || !errors.As(err, &ae) {
+		return 0
+	}
+	if ae.RetryAfter > 0 {
+		return ae.RetryAfter
+	}
+	if ae.Status.Details != nil && ae.Status.Details.RetryAfterSeconds > 0 {
+		return time.Duration(ae.Status.Details.RetryAfterSeconds) * time.Second
+	}
+	return 0
+}
+
+// backoff returns the delay before retry number n (0-based): 800ms doubling
+// to at most 30s, then spread over the upper half of that by r in [0, 1),
+// so clients that failed together retry apart.
+func backoff(n int, r float64) time.Duration {
+	d := backoffInitial
+	for range n {
+		d *= 2
+		if d >= backoffMax {
+			d = backoffMax
+			break
+		}
+	}
+	return d/2 + time.Duration(r*float64(d/2))
+}
+
+// timeout returns the timeout of the next watch: by default between 5 and
+// 10 minutes, drawn by r in [0, 1), so that watches started together do
+// not end together.
+func (m *machine[T]) timeout(r float64) time.Duration {
+	base := m.watchTimeout
+	if base <= 0 {
+		base = 5 * time.Minute
+	}
+	d := base + time.Duration(r*float64(base))
+	return d.Truncate(time.Second)
+}

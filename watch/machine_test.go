@@ -1,0 +1,485 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// thing is the smallest object type: metadata only.
+type thing struct {
+	k8sapi.ObjectMeta `json:"metadata"`
+}
+
+func obj(name, rv string) *thing {
+	return &thing{k8sapi.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+func bookmark(rv string, end bool) *thing {
+	t := &thing{k8sapi.ObjectMeta{ResourceVersion: rv}}
+	if end {
+		t.Annotations = map[string]string{InitialEventsEndAnnotation: "true"}
+	}
+	return t
+}
+
+func page(rv, cont string, items ...*thing) *k8sapi.List[thing] {
+	l := &k8sapi.List[thing]{Metadata: k8sapi.ListMeta{ResourceVersion: rv, Continue: cont}}
+	for _, it := range items {
+		l.Items = append(l.Items, *it)
+	}
+	return l
+}
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func gone410() error {
+	return &k8sapi.APIError{Op: "watch", Resource: "things", Code: http.StatusGone,
+		Status: k8sapi.Status{Reason: "Expired", Code: 410, Message: "too old resource version: 1 (5)"}}
+}
+
+func goneEvent() error {
+	// An ERROR event: the HTTP status was 200, the Status inside says 410.
+	return &k8sapi.APIError{Op: "watch", Resource: "things", Code: 410,
+		Status: k8sapi.Status{Status: "Failure", Reason: "Expired", Code: 410,
+			Message: "The resourceVersion for the provided watch is too old."}}
+}
+
+func tooMany(after time.Duration) error {
+	return &k8sapi.APIError{Op: "watch", Resource: "things", Code: http.StatusTooManyRequests,
+		RetryAfter: after, Status: k8sapi.Status{Reason: "TooManyRequests", Code: 429}}
+}
+
+func netErr() error {
+	return &k8sapi.RequestError{Op: "watch", Resource: "things", Err: syscall.ECONNRESET}
+}
+
+// describe renders actions compactly for comparison.
+func describe(acts []action[thing]) string {
+	var parts []string
+	for _, a := range acts {
+		var s string
+		switch a.kind {
+		case actList:
+			s = fmt.Sprintf("list rv=%q", a.opts.ResourceVersion)
+			if a.opts.ResourceVersionMatch != "" {
+				s += " match=" + a.opts.ResourceVersionMatch
+			}
+			if a.opts.Continue != "" {
+				s += " cont=" + a.opts.Continue
+			}
+			s += fmt.Sprintf(" limit=%d", a.opts.Limit)
+		case actWatch:
+			s = fmt.Sprintf("watch rv=%q timeout=%d", a.opts.ResourceVersion, a.opts.TimeoutSeconds)
+			if a.opts.ResourceVersionMatch != "" {
+				s += " match=" + a.opts.ResourceVersionMatch
+			}
+			if a.opts.SendInitialEvents != nil && *a.opts.SendInitialEvents {
+				s += " initial"
+			}
+			if !a.opts.AllowWatchBookmarks {
+				s += " nobookmarks"
+			}
+			if a.reconnect {
+				s += " reconnect"
+			}
+		case actClose:
+			s = "close"
+		case actWait:
+			s = "wait " + a.delay.String()
+		case actReplace:
+			var names []string
+			for _, it := range a.items {
+				names = append(names, it.Name)
+			}
+			s = "replace [" + strings.Join(names, " ") + "]"
+		case actApply:
+			s = fmt.Sprintf("apply %s %s", a.typ, a.obj.Name)
+		case actSynced:
+			s = "synced"
+		case actLog:
+			s = fmt.Sprintf("log %s %s", a.level, a.msg)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+type stepCase struct {
+	in    input[thing]
+	phase phase
+	acts  string
+}
+
+func start() stepCase {
+	return stepCase{input[thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=500`}
+}
+
+// listed is the first list coming back with rv, then the first watch.
+func listed(d time.Duration, rv string, items ...*thing) stepCase {
+	var names []string
+	for _, it := range items {
+		names = append(names, it.Name)
+	}
+	return stepCase{input[thing]{kind: inListed, now: at(d), list: page(rv, "", items...)}, phaseOpen,
+		"replace [" + strings.Join(names, " ") + "]; synced; watch rv=\"" + rv + "\" timeout=300"}
+}
+
+func opened(d time.Duration) stepCase {
+	return stepCase{input[thing]{kind: inOpened, now: at(d)}, phaseWatch, ""}
+}
+
+func event(d time.Duration, typ k8sapi.EventType, o *thing, acts string) stepCase {
+	return stepCase{input[thing]{kind: inEvent, now: at(d), typ: typ, obj: o}, phaseWatch, acts}
+}
+
+func ended(d time.Duration, err error, p phase, acts string) stepCase {
+	return stepCase{input[thing]{kind: inEvent, now: at(d), err: err}, p, acts}
+}
+
+func timer(d time.Duration, p phase, acts string) stepCase {
+	return stepCase{input[thing]{kind: inTimer, now: at(d)}, p, acts}
+}
+
+func TestStep(t *testing.T) {
+	tests := []struct {
+		name      string
+		streaming bool
+		steps     []stepCase
+		wantRV    string
+	}{
+		{
+			name: "clean close re-watches from the last resourceVersion without relisting",
+			steps: []stepCase{
+				start(),
+				listed(time.Second, "10", obj("a", "5"), obj("b", "9")),
+				opened(time.Second),
+				event(2*time.Second, k8sapi.Modified, obj("a", "11"), "apply MODIFIED a"),
+				event(3*time.Minute, k8sapi.Bookmark, bookmark("15", false), ""),
+				ended(5*time.Minute, io.EOF, phaseOpen, `close; watch rv="15" timeout=300`),
+				opened(5 * time.Minute),
+			},
+			wantRV: "15",
+		},
+		{
+			name: "410 as an HTTP status on the watch relists consistently",
+			steps: []stepCase{
+				start(),
+				listed(0, "10", obj("a", "5")),
+				{input[thing]{kind: inOpened, now: at(time.Second), err: gone410()}, phaseWait,
+					"log INFO resourceVersion expired; relisting; wait 400ms"},
+				timer(2*time.Second, phaseList, `list rv="" limit=500`),
+				{input[thing]{kind: inListed, now: at(3 * time.Second), list: page("20", "", obj("b", "19"))}, phaseOpen,
+					`replace [b]; watch rv="20" timeout=300`},
+			},
+			wantRV: "20",
+		},
+		{
+			name: "410 as an ERROR event mid-stream relists consistently, in pages",
+			steps: []stepCase{
+				start(),
+				listed(0, "10", obj("a", "5")),
+				opened(0),
+				event(time.Second, k8sapi.Added, obj("b", "11"), "apply ADDED b"),
+				ended(2*time.Second, goneEvent(), phaseWait, "close; log INFO resourceVersion expired; relisting; wait 400ms"),
+				timer(3*time.Second, phaseList, `list rv="" limit=500`),
+				{input[thing]{kind: inListed, now: at(4 * time.Second), list: page("30", "tok", obj("a", "25"))}, phaseList,
+					`list rv="" cont=tok limit=500`},
+				{input[thing]{kind: inListed, now: at(4 * time.Second), list: page("30", "", obj("c", "28"))}, phaseOpen,
+					`replace [a c]; watch rv="30" timeout=300`},
+			},
+			wantRV: "30",
+		},
+		{
+			name: "429 with Retry-After waits at least that long",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				{input[thing]{kind: inOpened, now: at(time.Second), err: tooMany(7 * time.Second)}, phaseWait,
+					"log WARN watch failed; wait 7s"},
+				{input[thing]{kind: inTimer, now: at(8 * time.Second)}, phaseOpen, `watch rv="10" timeout=300 reconnect`},
+				{input[thing]{kind: inOpened, now: at(9 * time.Second), err: tooMany(time.Second)}, phaseWait,
+					"log DEBUG watch failed; wait 1s"},
+			},
+			wantRV: "10",
+		},
+		{
+			name: "network error mid-stream reconnects from the last resourceVersion with growing backoff",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(time.Second, k8sapi.Added, obj("a", "12"), "apply ADDED a"),
+				ended(2*time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(3*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
+				{input[thing]{kind: inOpened, now: at(4 * time.Second), err: netErr()}, phaseWait,
+					"log DEBUG watch failed; wait 800ms"},
+				timer(5*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
+				{input[thing]{kind: inOpened, now: at(6 * time.Second), err: netErr()}, phaseWait,
+					"log DEBUG watch failed; wait 1.6s"},
+				timer(8*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
+				opened(9 * time.Second),
+				// Healthy for less than two minutes: the backoff goes on.
+				ended(60*time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 3.2s"),
+				timer(64*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
+				opened(64 * time.Second),
+				// Healthy for two minutes: the backoff starts over.
+				ended(200*time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+			},
+			wantRV: "12",
+		},
+		{
+			name: "bookmark-only stream tracks the resourceVersion and re-watches from it",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(time.Minute, k8sapi.Bookmark, bookmark("40", false), ""),
+				event(2*time.Minute, k8sapi.Bookmark, bookmark("55", false), ""),
+				ended(5*time.Minute, io.EOF, phaseOpen, `close; watch rv="55" timeout=300`),
+			},
+			wantRV: "55",
+		},
+		{
+			name: "idle stream is torn down and reopened from the last resourceVersion",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(time.Second, k8sapi.Bookmark, bookmark("11", false), ""),
+				{input[thing]{kind: inIdle, now: at(6 * time.Minute), err: errors.New("watch: no data for 5m30s")}, phaseWait,
+					"close; log WARN watch silent; reconnecting; wait 400ms"},
+				timer(6*time.Minute+time.Second, phaseOpen, `watch rv="11" timeout=300 reconnect`),
+			},
+			wantRV: "11",
+		},
+		{
+			name: "watch ending at once with no events backs off",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				ended(time.Second, io.EOF, phaseWait, "close; log WARN watch ended at once; wait 400ms"),
+				timer(2*time.Second, phaseOpen, `watch rv="10" timeout=300 reconnect`),
+			},
+			wantRV: "10",
+		},
+		{
+			name: "failed list page is retried from its continue token",
+			steps: []stepCase{
+				start(),
+				{input[thing]{kind: inListed, now: at(0), list: page("", "tok", obj("a", "1"))}, phaseList,
+					`list rv="" cont=tok limit=500`},
+				{input[thing]{kind: inListed, now: at(time.Second), err: netErr()}, phaseWait,
+					"log WARN list failed; wait 400ms"},
+				timer(2*time.Second, phaseList, `list rv="" cont=tok limit=500`),
+				{input[thing]{kind: inListed, now: at(3 * time.Second), list: page("9", "", obj("b", "2"))}, phaseOpen,
+					`replace [a b]; synced; watch rv="9" timeout=300`},
+			},
+			wantRV: "9",
+		},
+		{
+			name: "expired continue token restarts the list consistently",
+			steps: []stepCase{
+				start(),
+				{input[thing]{kind: inListed, now: at(0), list: page("", "tok", obj("a", "1"))}, phaseList,
+					`list rv="" cont=tok limit=500`},
+				{input[thing]{kind: inListed, now: at(time.Second), err: gone410()}, phaseWait,
+					"log INFO resourceVersion expired; relisting; wait 400ms"},
+				timer(2*time.Second, phaseList, `list rv="" limit=500`),
+			},
+		},
+		{
+			name:      "streaming list delivers the initial events at the end bookmark",
+			streaming: true,
+			steps: []stepCase{
+				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				opened(0),
+				event(0, k8sapi.Added, obj("a", "3"), ""),
+				event(0, k8sapi.Added, obj("b", "4"), ""),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]; synced"),
+				event(time.Second, k8sapi.Modified, obj("a", "10"), "apply MODIFIED a"),
+				ended(5*time.Minute, io.EOF, phaseOpen, `close; watch rv="10" timeout=300`),
+			},
+			wantRV: "10",
+		},
+		{
+			name:      "streaming list relists by streaming after a 410",
+			streaming: true,
+			steps: []stepCase{
+				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				opened(0),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace []; synced"),
+				ended(time.Second, goneEvent(), phaseWait, "close; log INFO resourceVersion expired; relisting; wait 400ms"),
+				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
+				opened(2 * time.Second),
+				event(2*time.Second, k8sapi.Added, obj("c", "20"), ""),
+				event(2*time.Second, k8sapi.Bookmark, bookmark("21", true), "replace [c]"),
+			},
+			wantRV: "21",
+		},
+		{
+			name:      "streaming list refused falls back to list and watch",
+			streaming: true,
+			steps: []stepCase{
+				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[thing]{kind: inOpened, now: at(0), err: &k8sapi.APIError{Code: 422, Status: k8sapi.Status{Reason: "Invalid"}}}, phaseList,
+					`log INFO streaming list refused; using list and watch; list rv="0" limit=500`},
+				listed(time.Second, "10", obj("a", "5")),
+			},
+			wantRV: "10",
+		},
+		{
+			name:      "streaming list broken before its end bookmark starts over",
+			streaming: true,
+			steps: []stepCase{
+				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				opened(0),
+				event(0, k8sapi.Added, obj("a", "3"), ""),
+				ended(time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
+				opened(2 * time.Second),
+				event(2*time.Second, k8sapi.Added, obj("b", "4"), ""),
+				event(2*time.Second, k8sapi.Bookmark, bookmark("9", true), "replace [b]; synced"),
+			},
+			wantRV: "9",
+		},
+		{
+			name: "inputs that do not fit the phase are ignored",
+			steps: []stepCase{
+				start(),
+				{input[thing]{kind: inTimer, now: at(0)}, phaseList, ""},
+				{input[thing]{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("x", "1")}, phaseList, ""},
+				{input[thing]{kind: inIdle, now: at(0)}, phaseList, ""},
+				{input[thing]{kind: inStart, now: at(0)}, phaseList, ""},
+			},
+		},
+		{
+			name: "unknown event type restarts the watch",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				{input[thing]{kind: inEvent, now: at(time.Second), typ: "SURPRISE", obj: obj("a", "11")}, phaseWait,
+					"close; log WARN watch failed; wait 400ms"},
+			},
+			wantRV: "10",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &machine[thing]{
+				meta:      func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
+				pageSize:  500,
+				streaming: tt.streaming,
+			}
+			var s state[thing]
+			for i, sc := range tt.steps {
+				var acts []action[thing]
+				s, acts = m.step(s, sc.in)
+				if got := describe(acts); got != sc.acts {
+					t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
+				}
+				if s.phase != sc.phase {
+					t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
+				}
+			}
+			if s.rv != tt.wantRV {
+				t.Errorf("last resourceVersion = %q, want %q", s.rv, tt.wantRV)
+			}
+		})
+	}
+}
+
+func TestNextResourceVersion(t *testing.T) {
+	tests := []struct {
+		name      string
+		req       request
+		last      string
+		synced    bool
+		gone      bool
+		cont      string
+		rv, match string
+	}{
+		{"first list from the watch cache", reqList, "", false, false, "", "0", ""},
+		{"first list retried", reqList, "", false, false, "", "0", ""},
+		{"relist after 410 is consistent", reqList, "10", true, true, "", "", ""},
+		{"later page carries only the token", reqList, "", false, false, "tok", "", ""},
+		{"relist page", reqList, "10", true, true, "tok", "", ""},
+		{"watch from last seen", reqWatch, "42", true, false, "", "42", ""},
+		{"streaming list", reqStream, "", false, false, "", "", "NotOlderThan"},
+		{"streaming relist", reqStream, "42", true, true, "", "", "NotOlderThan"},
+	}
+	for _, tt := range tests {
+		rv, match := nextResourceVersion(tt.req, tt.last, tt.synced, tt.gone, tt.cont)
+		if rv != tt.rv || match != tt.match {
+			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.name, rv, match, tt.rv, tt.match)
+		}
+	}
+}
+
+func TestIsGone(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"HTTP 410", gone410(), true},
+		{"ERROR event 410", goneEvent(), true},
+		{"wrapped", fmt.Errorf("watch: %w", gone410()), true},
+		{"too old message without code", &k8sapi.APIError{Code: 500,
+			Status: k8sapi.Status{Message: "too old resource version: 5 (9)"}}, true},
+		{"429", tooMany(time.Second), false},
+		{"network", netErr(), false},
+		{"EOF", io.EOF, false},
+	}
+	for _, tt := range tests {
+		if got := isGone(tt.err); got != tt.want {
+			t.Errorf("%s: isGone = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		n        int
+		r        float64
+		min, max time.Duration
+	}{
+		{0, 0, 400 * time.Millisecond, 400 * time.Millisecond},
+		{0, 0.999, 799 * time.Millisecond, 800 * time.Millisecond},
+		{1, 0, 800 * time.Millisecond, 800 * time.Millisecond},
+		{5, 0, 12800 * time.Millisecond, 12800 * time.Millisecond},
+		{6, 0.999, 29900 * time.Millisecond, 30 * time.Second},
+		{1000, 0.5, 22500 * time.Millisecond, 22500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := backoff(tt.n, tt.r); got < tt.min || got > tt.max {
+			t.Errorf("backoff(%d, %v) = %v, want in [%v, %v]", tt.n, tt.r, got, tt.min, tt.max)
+		}
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	m := &machine[thing]{}
+	if got := m.timeout(0); got != 5*time.Minute {
+		t.Errorf("timeout(0) = %v, want 5m", got)
+	}
+	if got := m.timeout(0.9999); got < 9*time.Minute || got >= 10*time.Minute {
+		t.Errorf("timeout(0.9999) = %v, want within [9m, 10m)", got)
+	}
+	m.watchTimeout = 2 * time.Second
+	if got := m.timeout(0.5); got != 3*time.Second {
+		t.Errorf("timeout(0.5) with 2s = %v, want 3s", got)
+	}
+}

@@ -1,0 +1,298 @@
+package watch
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// IndexFunc returns the index values of an object: the keys under which
+// [Store.ByIndex] finds it. It must not mutate obj and must return the same
+// values for the same object.
+type IndexFunc[T any] func(obj *T) []string
+
+// Well-known index names for [Config.Indexers].
+const (
+	// IndexOwnerUID names an index by the UIDs of all owner references.
+	IndexOwnerUID = "ownerUID"
+	// IndexControllerUID names an index by the UID of the controlling owner.
+	IndexControllerUID = "controllerUID"
+)
+
+// OwnerUIDs is an IndexFunc that indexes an object by the UID of every
+// owner reference it has.
+func OwnerUIDs[T any, P interface {
+	*T
+	k8sapi.Object
+}](obj *T) []string {
+	refs := P(obj).GetObjectMeta().OwnerReferences
+	if len(refs) == 0 {
+		return nil
+	}
+	uids := make([]string, 0, len(refs))
+	for i := range refs {
+		if refs[i].UID != "" {
+			uids = append(uids, refs[i].UID)
+		}
+	}
+	return uids
+}
+
+// ControllerUID is an IndexFunc that indexes an object by the UID of its
+// controlling owner (the owner reference with controller: true), so that an
+// event on a child maps to the object that manages it.
+func ControllerUID[T any, P interface {
+	*T
+	k8sapi.Object
+}](obj *T) []string {
+	ref := P(obj).GetObjectMeta().ControllerOf()
+	if ref == nil || ref.UID == "" {
+		return nil
+	}
+	return []string{ref.UID}
+}
+
+// Key returns the store key of an object: "namespace/name", or "name" for
+// an object without a namespace.
+func Key(meta *k8sapi.ObjectMeta) string {
+	return KeyOf(meta.Namespace, meta.Name)
+}
+
+// KeyOf returns the store key for a namespace and a name.
+func KeyOf(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Store is the local copy of a resource, keyed by [Key].
+//
+// A Store is safe for concurrent use by any number of readers; only the
+// [Informer] that owns it writes to it. The objects it hands out are shared
+// with the store and with every other reader: never mutate one. To change
+// an object, copy it first ([Clone] copies any object; for a small change,
+// copy the struct and replace only the fields you change).
+type Store[T any] struct {
+	meta     func(*T) *k8sapi.ObjectMeta
+	indexers map[string]IndexFunc[T]
+
+	mu      sync.RWMutex
+	items   map[string]*T
+	indexes map[string]index // by indexer name
+}
+
+// index maps an index value to the set of keys with that value.
+type index map[string]map[string]struct{}
+
+func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
+	s := &Store[T]{
+		meta:     meta,
+		indexers: make(map[string]IndexFunc[T], len(indexers)),
+		items:    make(map[string]*T),
+		indexes:  make(map[string]index, len(indexers)),
+	}
+	for name, f := range indexers {
+		if f == nil {
+			continue
+		}
+		s.indexers[name] = f
+		s.indexes[name] = make(index)
+	}
+	return s
+}
+
+// Get returns the object with the given namespace and name. Do not mutate
+// it.
+func (s *Store[T]) Get(namespace, name string) (*T, bool) {
+	return s.GetKey(KeyOf(namespace, name))
+}
+
+// GetKey returns the object with the given key. Do not mutate it.
+func (s *Store[T]) GetKey(key string) (*T, bool) {
+	s.mu.RLock()
+	obj, ok := s.items[key]
+	s.mu.RUnlock()
+	return obj, ok
+}
+
+// Len returns the number of objects in the store.
+func (s *Store[T]) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.items)
+}
+
+// List returns every object, in no particular order, in a new slice. Do not
+// mutate the objects.
+func (s *Store[T]) List() []*T {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*T, 0, len(s.items))
+	for _, obj := range s.items {
+		out = append(out, obj)
+	}
+	return out
+}
+
+// Keys returns every key, sorted.
+func (s *Store[T]) Keys() []string {
+	s.mu.RLock()
+	out := make([]string, 0, len(s.items))
+	for k := range s.items {
+		out = append(out, k)
+	}
+	s.mu.RUnlock()
+	slices.Sort(out)
+	return out
+}
+
+// ByIndex returns the objects whose indexer named name returned value, in
+// no particular order. It returns nil if there are none or no such index
+// exists (see [Store.HasIndex]). Do not mutate the objects.
+func (s *Store[T]) ByIndex(name, value string) []*T {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keys := s.indexes[name][value]
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make([]*T, 0, len(keys))
+	for k := range keys {
+		out = append(out, s.items[k])
+	}
+	return out
+}
+
+// HasIndex reports whether the store has an indexer named name.
+func (s *Store[T]) HasIndex(name string) bool {
+	_, ok := s.indexers[name]
+	return ok
+}
+
+// put stores obj under key and returns the object it replaced, if any.
+func (s *Store[T]) put(key string, obj *T) (old *T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old = s.items[key]
+	s.items[key] = obj
+	s.reindex(key, old, obj)
+	return old
+}
+
+// remove deletes key and returns the object it held, if any.
+func (s *Store[T]) remove(key string) (old *T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.items[key]
+	if !ok {
+		return nil
+	}
+	delete(s.items, key)
+	s.reindex(key, old, nil)
+	return old
+}
+
+// change is one difference found by replace.
+type change[T any] struct {
+	old, new *T // old nil: added; new nil: deleted
+}
+
+// replace makes items the whole content of the store in one step: a reader
+// sees either the old content or the new, never a mix. It returns the
+// differences: objects added, changed (resourceVersion differs) and gone.
+// An object whose resourceVersion did not change keeps its old pointer and
+// yields no change. Later items win over earlier ones with the same key.
+func (s *Store[T]) replace(items []*T) []change[T] {
+	next := make(map[string]*T, len(items))
+	var changes []change[T]
+	s.mu.RLock()
+	prev := s.items
+	s.mu.RUnlock()
+	for _, obj := range items {
+		m := s.meta(obj)
+		key := Key(m)
+		if old, ok := prev[key]; ok && s.meta(old).ResourceVersion == m.ResourceVersion && m.ResourceVersion != "" {
+			next[key] = old
+			continue
+		}
+		next[key] = obj
+	}
+	// Changes are computed against next, so a key listed twice counts once.
+	for _, obj := range items {
+		key := Key(s.meta(obj))
+		if next[key] != obj {
+			continue // unchanged, or superseded by a later duplicate
+		}
+		old := prev[key]
+		changes = append(changes, change[T]{old: old, new: obj})
+	}
+	var gone []string
+	for key := range prev {
+		if _, ok := next[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	slices.Sort(gone)
+	for _, key := range gone {
+		changes = append(changes, change[T]{old: prev[key]})
+	}
+
+	indexes := make(map[string]index, len(s.indexers))
+	for name, f := range s.indexers {
+		idx := make(index)
+		for key, obj := range next {
+			for _, v := range f(obj) {
+				idx.add(v, key)
+			}
+		}
+		indexes[name] = idx
+	}
+	s.mu.Lock()
+	s.items = next
+	s.indexes = indexes
+	s.mu.Unlock()
+	return changes
+}
+
+// reindex moves key from old's index values to obj's. Either may be nil.
+// The caller holds s.mu for writing.
+func (s *Store[T]) reindex(key string, old, obj *T) {
+	for name, f := range s.indexers {
+		idx := s.indexes[name]
+		var before, after []string
+		if old != nil {
+			before = f(old)
+		}
+		if obj != nil {
+			after = f(obj)
+		}
+		if slices.Equal(before, after) {
+			continue
+		}
+		for _, v := range before {
+			idx.del(v, key)
+		}
+		for _, v := range after {
+			idx.add(v, key)
+		}
+	}
+}
+
+func (idx index) add(value, key string) {
+	set := idx[value]
+	if set == nil {
+		set = make(map[string]struct{}, 1)
+		idx[value] = set
+	}
+	set[key] = struct{}{}
+}
+
+func (idx index) del(value, key string) {
+	set := idx[value]
+	delete(set, key)
+	if len(set) == 0 {
+		delete(idx, value)
+	}
+}

@@ -1,0 +1,146 @@
+package watch
+
+import (
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+func thingMeta(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }
+
+func owned(name, rv, owner string, controller bool) *thing {
+	o := obj(name, rv)
+	c := controller
+	o.OwnerReferences = []k8sapi.OwnerReference{{Kind: "Widget", Name: owner, UID: "uid-" + owner, Controller: &c}}
+	return o
+}
+
+func names(objs []*thing) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestStoreReplaceDiff(t *testing.T) {
+	s := newStore(thingMeta, nil)
+	a, b, c := obj("a", "1"), obj("b", "2"), obj("c", "3")
+	changes := s.replace([]*thing{a, b, c})
+	if len(changes) != 3 {
+		t.Fatalf("first replace: %d changes, want 3 adds", len(changes))
+	}
+	for _, ch := range changes {
+		if ch.old != nil || ch.new == nil {
+			t.Fatalf("first replace: want only adds, got %+v", ch)
+		}
+	}
+
+	// b unchanged, a changed, c gone, d new, d listed twice (the later wins).
+	a2, b2, d1, d2 := obj("a", "10"), obj("b", "2"), obj("d", "11"), obj("d", "12")
+	changes = s.replace([]*thing{a2, b2, d1, d2})
+	var got []string
+	for _, ch := range changes {
+		switch {
+		case ch.old == nil:
+			got = append(got, "add "+ch.new.Name+"@"+ch.new.ResourceVersion)
+		case ch.new == nil:
+			got = append(got, "delete "+ch.old.Name+"@"+ch.old.ResourceVersion)
+		default:
+			got = append(got, "update "+ch.old.Name+"@"+ch.old.ResourceVersion+"->"+ch.new.ResourceVersion)
+		}
+	}
+	want := []string{"update a@1->10", "add d@12", "delete c@3"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes = %q, want %q", got, want)
+	}
+	if o, _ := s.Get("ns", "b"); o != b {
+		t.Error("unchanged object lost its pointer: readers would see a new copy for no reason")
+	}
+	if keys := s.Keys(); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
+		t.Errorf("keys = %q", keys)
+	}
+}
+
+func TestStoreIndexes(t *testing.T) {
+	s := newStore(thingMeta, map[string]IndexFunc[thing]{
+		IndexControllerUID: ControllerUID[thing],
+		IndexOwnerUID:      OwnerUIDs[thing],
+		"broken":           nil, // ignored
+	})
+	if !s.HasIndex(IndexControllerUID) || s.HasIndex("broken") || s.HasIndex("nope") {
+		t.Fatal("HasIndex wrong")
+	}
+	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true), owned("b1", "1", "w2", false)})
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("controller w1 = %q", got)
+	}
+	if got := s.ByIndex(IndexControllerUID, "uid-w2"); got != nil {
+		t.Errorf("b1 has no controller, yet found %q", names(got))
+	}
+	if got := names(s.ByIndex(IndexOwnerUID, "uid-w2")); !slices.Equal(got, []string{"b1"}) {
+		t.Errorf("owner w2 = %q", got)
+	}
+
+	// Moving a1 to w2 moves its index entry.
+	s.put("ns/a1", owned("a1", "2", "w2", true))
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a2"}) {
+		t.Errorf("after move, w1 = %q", got)
+	}
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("after move, w2 = %q", got)
+	}
+	s.remove("ns/a2")
+	if got := s.ByIndex(IndexControllerUID, "uid-w1"); got != nil {
+		t.Errorf("after delete, w1 = %q", names(got))
+	}
+	if old := s.remove("ns/a2"); old != nil {
+		t.Error("second remove returned an object")
+	}
+	if got := s.ByIndex("nope", "x"); got != nil {
+		t.Error("unknown index returned objects")
+	}
+}
+
+func TestKey(t *testing.T) {
+	if got := KeyOf("ns", "a"); got != "ns/a" {
+		t.Errorf("KeyOf = %q", got)
+	}
+	if got := Key(&k8sapi.ObjectMeta{Name: "node1"}); got != "node1" {
+		t.Errorf("cluster-scoped Key = %q", got)
+	}
+}
+
+func TestClone(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	replicas := int32(3)
+	d := &k8sapi.Deployment{
+		ObjectMeta: k8sapi.ObjectMeta{Name: "d", Labels: map[string]string{"a": "1"}, CreationTimestamp: &now,
+			OwnerReferences: []k8sapi.OwnerReference{{Name: "w", UID: "u"}}},
+		Spec: k8sapi.DeploymentSpec{Replicas: &replicas, Template: k8sapi.PodTemplateSpec{
+			Spec: k8sapi.PodSpec{Containers: []k8sapi.Container{{Name: "c", Ports: []k8sapi.ContainerPort{{ContainerPort: 80}}}}}}},
+	}
+	c := Clone(d)
+	c.Labels["a"] = "2"
+	*c.Spec.Replicas = 5
+	c.OwnerReferences[0].Name = "x"
+	c.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 81
+	*c.CreationTimestamp = now.Add(time.Hour)
+	if d.Labels["a"] != "1" || *d.Spec.Replicas != 3 || d.OwnerReferences[0].Name != "w" ||
+		d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort != 80 || !d.CreationTimestamp.Equal(now) {
+		t.Fatalf("changing the clone changed the original: %+v", d)
+	}
+	if Clone[k8sapi.Deployment](nil) != nil {
+		t.Error("Clone(nil) != nil")
+	}
+	svc := &k8sapi.Service{Spec: k8sapi.ServiceSpec{Ports: []k8sapi.ServicePort{{TargetPort: k8sapi.IntOrString(`8080`)}}}}
+	sc := Clone(svc)
+	sc.Spec.Ports[0].TargetPort[0] = '9'
+	if string(svc.Spec.Ports[0].TargetPort) != "8080" {
+		t.Error("RawMessage shared between clone and original")
+	}
+}
