@@ -99,8 +99,12 @@ func TestReconcile(t *testing.T) {
 		wantPatch string // the status patch body, when one is sent
 	}{
 		{
-			name:      "create",
-			world:     func(t *testing.T) *recordingClient { c := newRecordingClient(); c.widgets["default/web"] = widget(); return c },
+			name: "create",
+			world: func(t *testing.T) *recordingClient {
+				c := newRecordingClient()
+				c.widgets["default/web"] = widget()
+				return c
+			},
 			wantCalls: calls("ApplyDeployment default/web", "ApplyService default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":0,"phase":"Pending","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"DeploymentPending","message":"waiting for the Deployment controller to observe Deployment default/web"}]}}`,
 		},
