@@ -1,0 +1,424 @@
+package k8sapi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The ExecCredential API versions a plugin may speak.
+const (
+	execV1      = "client.authentication.k8s.io/v1"
+	execV1beta1 = "client.authentication.k8s.io/v1beta1"
+)
+
+const (
+	// execTimeout bounds one plugin run.
+	execTimeout = time.Minute
+	// execMaxStdout bounds the plugin's output; a plugin that writes more
+	// is stopped.
+	execMaxStdout = 1 << 20
+	// execMaxStderr is how much of the plugin's stderr is kept to explain a
+	// failure.
+	execMaxStderr = 4 << 10
+	// execStderrSnippet is the most stderr an error message holds.
+	execStderrSnippet = 240
+	// execFailureHold is how long a failed run's error is returned before
+	// the plugin is run again, so that a broken plugin is not run for every
+	// request.
+	execFailureHold = 5 * time.Second
+	// execRefreshBefore is how long before a credential expires a new one
+	// is fetched: at most this, and at most a quarter of its lifetime.
+	execRefreshBefore = time.Minute
+)
+
+// execResult is one credential a plugin returned.
+type execResult struct {
+	token     string
+	cert      *tls.Certificate // nil when the plugin gave no certificate
+	expiry    time.Time        // zero when the credential does not expire
+	refreshAt time.Time        // zero when it does not expire
+}
+
+// execCall is one plugin run that callers wait on together.
+type execCall struct {
+	done chan struct{} // closed when res and err are set
+	res  *execResult
+	err  error
+}
+
+// execCredentials runs an exec credential plugin and caches what it
+// returns until shortly before it expires. Concurrent callers share one
+// run. A credential near its expiry is still handed out while a new one is
+// fetched; callers wait only when there is no valid one. Safe for
+// concurrent use.
+type execCredentials struct {
+	command string // for error messages
+	version string // the ExecCredential apiVersion spoken
+	now     func() time.Time
+	// run runs the plugin once and returns its stdout. stderr is kept for
+	// error messages, with redact applied.
+	run func(ctx context.Context) (stdout []byte, err error)
+
+	mu       sync.Mutex
+	cur      *execResult
+	call     *execCall
+	lastErr  error     // the last failed run's error
+	failedAt time.Time // when it failed
+	tokens   []string  // tokens seen, redacted from stderr snippets
+}
+
+// execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
+type execInfo struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Spec       execInfoSpec `json:"spec"`
+}
+
+type execInfoSpec struct {
+	Cluster     *execCluster `json:"cluster,omitempty"`
+	Interactive bool         `json:"interactive"`
+}
+
+type execCluster struct {
+	Server                   string `json:"server"`
+	TLSServerName            string `json:"tls-server-name,omitempty"`
+	InsecureSkipTLSVerify    bool   `json:"insecure-skip-tls-verify,omitempty"`
+	CertificateAuthorityData []byte `json:"certificate-authority-data,omitempty"`
+	ProxyURL                 string `json:"proxy-url,omitempty"`
+}
+
+// execCredential is the part of a plugin's ExecCredential output the
+// client reads.
+type execCredential struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Status     *struct {
+		Token                 string     `json:"token"`
+		ClientCertificateData string     `json:"clientCertificateData"`
+		ClientKeyData         string     `json:"clientKeyData"`
+		ExpirationTimestamp   *time.Time `json:"expirationTimestamp"`
+	} `json:"status"`
+}
+
+func newExecCredentials(c *Config) (*execCredentials, error) {
+	x := c.Exec
+	if x.Command == "" {
+		return nil, errors.New("k8sapi: exec plugin: no command")
+	}
+	switch x.APIVersion {
+	case execV1, execV1beta1:
+	default:
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: apiVersion %q is not supported; use %s or %s", x.Command, x.APIVersion, execV1, execV1beta1)
+	}
+	if x.InteractiveMode == "Always" {
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: interactiveMode Always needs a terminal, which the client never gives a plugin", x.Command)
+	}
+	info := execInfo{APIVersion: x.APIVersion, Kind: "ExecCredential"}
+	if x.ProvideClusterInfo {
+		info.Spec.Cluster = &execCluster{
+			Server:                   c.Host,
+			TLSServerName:            c.ServerName,
+			InsecureSkipTLSVerify:    c.Insecure,
+			CertificateAuthorityData: c.CAData,
+			ProxyURL:                 c.ProxyURL,
+		}
+	}
+	infoJSON, err := json.Marshal(info)
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
+	}
+	env := append(os.Environ(), x.Env...)
+	env = append(env, "KUBERNETES_EXEC_INFO="+string(infoJSON))
+	e := &execCredentials{command: x.Command, version: x.APIVersion, now: time.Now}
+	cmd, args, dir := x.Command, append([]string(nil), x.Args...), x.Dir
+	e.run = func(ctx context.Context) ([]byte, error) {
+		return e.runPlugin(ctx, cmd, args, dir, env)
+	}
+	return e, nil
+}
+
+func (e *execCredentials) authorize(ctx context.Context, req *http.Request) error {
+	r, err := e.get(ctx)
+	if err != nil {
+		return err
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	return nil
+}
+
+// refresh drops the cached credential, so that the next caller runs the
+// plugin again.
+func (e *execCredentials) refresh() bool {
+	e.mu.Lock()
+	e.cur = nil
+	e.lastErr = nil
+	e.mu.Unlock()
+	return true
+}
+
+func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certificate, error) {
+	r, err := e.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.cert == nil {
+		return &tls.Certificate{}, nil // no certificate: none is sent
+	}
+	return r.cert, nil
+}
+
+// get returns a valid credential, running the plugin if there is none or
+// the current one is due for refresh.
+func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
+	e.mu.Lock()
+	now := e.now()
+	cur := e.cur
+	if cur != nil && !cur.expiry.IsZero() && !now.Before(cur.expiry) {
+		cur, e.cur = nil, nil // expired
+	}
+	if cur != nil && (cur.refreshAt.IsZero() || now.Before(cur.refreshAt)) {
+		e.mu.Unlock()
+		return cur, nil
+	}
+	if cur == nil && e.lastErr != nil && e.call == nil && now.Sub(e.failedAt) < execFailureHold && !now.Before(e.failedAt) {
+		err := e.lastErr
+		e.mu.Unlock()
+		return nil, err
+	}
+	c := e.call
+	if c == nil {
+		c = &execCall{done: make(chan struct{})}
+		e.call = c
+		go e.fetch(c)
+	}
+	e.mu.Unlock()
+	if cur != nil {
+		return cur, nil // still valid while the new one is fetched
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, ctx.Err())
+	}
+}
+
+// fetch runs the plugin for call c, detached from any one caller's context
+// so that a caller giving up does not fail the others.
+func (e *execCredentials) fetch(c *execCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
+	defer cancel()
+	out, err := e.run(ctx)
+	var res *execResult
+	if err == nil {
+		res, err = e.parse(out)
+	}
+	e.mu.Lock()
+	if err == nil {
+		e.cur, e.lastErr = res, nil
+		if res.token != "" && !containsString(e.tokens, res.token) {
+			e.tokens = append(e.tokens, res.token)
+			if len(e.tokens) > 4 {
+				e.tokens = e.tokens[1:]
+			}
+		}
+	} else {
+		e.lastErr, e.failedAt = err, e.now()
+	}
+	e.call = nil
+	c.res, c.err = res, err
+	e.mu.Unlock()
+	close(c.done)
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parse reads the plugin's ExecCredential. Its errors describe the problem
+// without quoting the output, which holds the credential.
+func (e *execCredentials) parse(out []byte) (*execResult, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.command}, args...)...)
+	}
+	var ec execCredential
+	if err := json.Unmarshal(out, &ec); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fail("output is not JSON (at byte %d)", se.Offset)
+		}
+		return nil, fail("output is not a valid ExecCredential")
+	}
+	if ec.Kind != "ExecCredential" {
+		return nil, fail("output kind is not ExecCredential")
+	}
+	want := e.version
+	if ec.APIVersion != want {
+		return nil, fail("output apiVersion %q, want %q", truncate(ec.APIVersion, 80), want)
+	}
+	st := ec.Status
+	if st == nil {
+		return nil, fail("output has no status")
+	}
+	r := &execResult{token: st.Token}
+	if err := checkHeaderValue(st.Token); err != nil {
+		return nil, fail("token %v", err)
+	}
+	switch {
+	case st.ClientCertificateData != "" && st.ClientKeyData != "":
+		cert, err := keyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
+		if err != nil {
+			return nil, fail("client certificate: %w", err)
+		}
+		r.cert = &cert
+	case st.ClientCertificateData != "" || st.ClientKeyData != "":
+		return nil, fail("status has a client certificate or key without the other")
+	case st.Token == "":
+		return nil, fail("status has neither a token nor a client certificate")
+	}
+	if st.ExpirationTimestamp != nil && !st.ExpirationTimestamp.IsZero() {
+		r.expiry = *st.ExpirationTimestamp
+		life := r.expiry.Sub(e.now())
+		r.refreshAt = r.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
+	}
+	return r, nil
+}
+
+// runPlugin runs the plugin once without a terminal and returns its stdout.
+func (e *execCredentials) runPlugin(ctx context.Context, command string, args []string, dir string, env []string) ([]byte, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, command, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
+	stderr := &boundedBuffer{max: execMaxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	switch {
+	case stdout.over:
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.command, execMaxStdout>>10)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.command, execTimeout)
+	case errors.Is(err, exec.ErrNotFound):
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.command, exec.ErrNotFound)
+	case err != nil:
+		msg := e.redact(stderr.b, stderr.over)
+		if msg != "" {
+			return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr: %s", e.command, err, msg)
+		}
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, err)
+	}
+	return stdout.b, nil
+}
+
+// redact turns the plugin's stderr into a one-line snippet safe for an
+// error message: tokens the plugin returned before and every word that
+// looks like a credential (a long run of token characters) are replaced.
+func (e *execCredentials) redact(b []byte, truncated bool) string {
+	s := strings.ToValidUTF8(string(b), "?")
+	if truncated {
+		// The last word may be part of a longer secret.
+		if i := strings.LastIndexAny(s, " \t\r\n"); i >= 0 {
+			s = s[:i]
+		} else {
+			s = ""
+		}
+	}
+	e.mu.Lock()
+	for _, t := range e.tokens {
+		s = strings.ReplaceAll(s, t, "[redacted]")
+	}
+	e.mu.Unlock()
+	s = redactLongWords(s)
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r < 0x20 || r == 0x7f
+	}), " ")
+	if len(s) > execStderrSnippet {
+		// Keep the end, where a plugin usually says what went wrong.
+		cut := len(s) - execStderrSnippet
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s = "..." + s[cut:]
+	}
+	return s
+}
+
+// credentialWordLen is the length from which a word of token characters
+// is taken for a credential.
+const credentialWordLen = 16
+
+// redactLongWords replaces every run of credentialWordLen or more token
+// characters (letters, digits and "+/=._-~") with "[redacted]".
+func redactLongWords(s string) string {
+	isTok := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=._-~", c) >= 0
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && isTok(s[j]) {
+			j++
+		}
+		if j == i {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		if j-i >= credentialWordLen {
+			b.WriteString("[redacted]")
+		} else {
+			b.WriteString(s[i:j])
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// boundedBuffer keeps at most max bytes; past that it records the
+// overflow, calls overflow once and drops the rest.
+type boundedBuffer struct {
+	b        []byte
+	max      int
+	over     bool
+	overflow func()
+}
+
+func (w *boundedBuffer) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); len(p) > room {
+		w.b = append(w.b, p[:room]...)
+		if !w.over && w.overflow != nil {
+			w.overflow()
+		}
+		w.over = true
+		return len(p), nil
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,67 @@
+package k8sapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultInClusterDir is the folder where Kubernetes mounts a pod's
+// service-account token, CA bundle and namespace.
+const DefaultInClusterDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// ErrNotInCluster is returned by [InCluster] when KUBERNETES_SERVICE_HOST
+// or KUBERNETES_SERVICE_PORT is not set: the process is not in a pod.
+var ErrNotInCluster = errors.New("k8sapi: not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
+
+// InCluster returns the Config of a process running in a pod: the API
+// server from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT, and
+// the token, ca.crt and namespace files in dir ("" means
+// [DefaultInClusterDir]). The token file is re-read as the kubelet rotates
+// it (see [Config].BearerTokenFile). A missing namespace file leaves
+// Namespace empty; a missing token or CA file is an error.
+func InCluster(dir string) (*Config, error) {
+	return inCluster(dir, os.Getenv)
+}
+
+func inCluster(dir string, getenv func(string) string) (*Config, error) {
+	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return nil, ErrNotInCluster
+	}
+	if strings.ContainsAny(host, "/[]@ ") || strings.ContainsAny(port, "/:@ ") {
+		return nil, errors.New("k8sapi: in-cluster config: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is malformed")
+	}
+	if dir == "" {
+		dir = DefaultInClusterDir
+	}
+	tokenFile := filepath.Join(dir, "token")
+	token, err := readTokenFile(tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: in-cluster config: %w", err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: in-cluster config: CA bundle: %w", err)
+	}
+	if _, err := certPool(ca); err != nil {
+		return nil, fmt.Errorf("k8sapi: in-cluster config: %s: %w", filepath.Join(dir, "ca.crt"), err)
+	}
+	var ns string
+	switch b, err := os.ReadFile(filepath.Join(dir, "namespace")); {
+	case err == nil:
+		ns = strings.TrimSpace(string(b))
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("k8sapi: in-cluster config: namespace: %w", err)
+	}
+	return &Config{
+		Host:            "https://" + net.JoinHostPort(host, port),
+		CAData:          ca,
+		BearerToken:     token,
+		BearerTokenFile: tokenFile,
+		Namespace:       ns,
+	}, nil
+}

@@ -1,0 +1,684 @@
+package k8sapi
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+)
+
+// ConfigError is a problem with a kubeconfig file: it cannot be read, is not
+// valid YAML in the subset this package reads, or does not describe a usable
+// context. It never holds a token, key or password.
+type ConfigError struct {
+	// Path is the kubeconfig file, or the files joined by the list
+	// separator when the problem concerns their merged content.
+	Path string
+	// Line is the 1-based line the problem is at; 0 when it is not at one.
+	Line int
+	// Err is the cause.
+	Err error
+}
+
+// Error returns "k8sapi: kubeconfig PATH: line N: cause".
+func (e *ConfigError) Error() string {
+	s := "k8sapi: kubeconfig " + e.Path + ": "
+	if e.Line > 0 {
+		s += "line " + strconv.Itoa(e.Line) + ": "
+	}
+	return s + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// maxKubeconfigSize bounds the bytes read from one kubeconfig file.
+const maxKubeconfigSize = 8 << 20
+
+// kcFile is one kubeconfig file that took part in a merge.
+type kcFile struct {
+	path string // as given
+	dir  string // absolute folder, for relative paths inside it
+}
+
+type kcCluster struct {
+	file                 *kcFile
+	line                 int
+	server               string
+	caFile               string
+	caData               []byte
+	insecure             bool
+	serverName, proxyURL string
+}
+
+type kcExec struct {
+	apiVersion, command string
+	args, env           []string
+	interactiveMode     string
+	provideClusterInfo  bool
+	installHint         string
+}
+
+type kcUser struct {
+	file               *kcFile
+	line               int
+	token, tokenFile   string
+	certFile, keyFile  string
+	certData, keyData  []byte
+	username, password string
+	exec               *kcExec
+}
+
+type kcContext struct {
+	file                     *kcFile
+	line                     int
+	cluster, user, namespace string
+}
+
+// kubeconfig is the merged content of one or more kubeconfig files. The
+// first file to name an entry or set current-context wins.
+type kubeconfig struct {
+	currentContext string
+	clusters       map[string]*kcCluster
+	users          map[string]*kcUser
+	contexts       map[string]*kcContext
+}
+
+func newKubeconfig() *kubeconfig {
+	return &kubeconfig{
+		clusters: make(map[string]*kcCluster),
+		users:    make(map[string]*kcUser),
+		contexts: make(map[string]*kcContext),
+	}
+}
+
+// LoadKubeconfig reads and merges the kubeconfig files at paths, the way
+// kubectl merges $KUBECONFIG: for current-context and for each named
+// cluster, user and context, the first file that sets it wins. It returns
+// the Config of the named context, or of current-context when context is
+// empty. Relative file paths in a file are resolved against that file's
+// folder. Every problem is a [*ConfigError].
+func LoadKubeconfig(paths []string, context string) (*Config, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("k8sapi: LoadKubeconfig: no kubeconfig path given")
+	}
+	kc := newKubeconfig()
+	for _, p := range paths {
+		data, err := readKubeconfig(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := kc.merge(p, data); err != nil {
+			return nil, err
+		}
+	}
+	return kc.config(strings.Join(paths, string(os.PathListSeparator)), context)
+}
+
+func readKubeconfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ConfigError{Path: path, Err: pathCause(err)}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKubeconfigSize+1))
+	if err != nil {
+		return nil, &ConfigError{Path: path, Err: pathCause(err)}
+	}
+	if len(data) > maxKubeconfigSize {
+		return nil, &ConfigError{Path: path, Err: fmt.Errorf("larger than %d MiB", maxKubeconfigSize>>20)}
+	}
+	return data, nil
+}
+
+// pathCause drops the path from an *fs.PathError, which the ConfigError
+// already names.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// merge decodes one file's content and adds what is not there yet.
+func (kc *kubeconfig) merge(path string, data []byte) error {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return &ConfigError{Path: path, Err: err}
+	}
+	d := decoder{file: &kcFile{path: path, dir: dir}}
+	root, err := yaml.Parse(data)
+	if err != nil {
+		var se *yaml.SyntaxError
+		if errors.As(err, &se) {
+			return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
+		}
+		return &ConfigError{Path: path, Err: err}
+	}
+	if root.IsNull() {
+		return nil // an empty file is an empty config
+	}
+	if root.Kind != yaml.Map {
+		return d.errorf(root, "the document is a %s, want a map", root.Kind)
+	}
+	for _, e := range root.Entries {
+		v := e.Value
+		switch e.Key {
+		case "current-context":
+			s, err := d.str(v, "current-context")
+			if err != nil {
+				return err
+			}
+			if kc.currentContext == "" {
+				kc.currentContext = s
+			}
+		case "clusters":
+			err = d.named(v, "clusters", "cluster", func(name string, n *yaml.Node, line int) error {
+				c, err := d.cluster(n, name)
+				if err == nil {
+					c.line = line
+					if _, ok := kc.clusters[name]; !ok {
+						kc.clusters[name] = c
+					}
+				}
+				return err
+			})
+		case "users":
+			err = d.named(v, "users", "user", func(name string, n *yaml.Node, line int) error {
+				u, err := d.user(n, name)
+				if err == nil {
+					u.line = line
+					if _, ok := kc.users[name]; !ok {
+						kc.users[name] = u
+					}
+				}
+				return err
+			})
+		case "contexts":
+			err = d.named(v, "contexts", "context", func(name string, n *yaml.Node, line int) error {
+				c, err := d.context(n, name)
+				if err == nil {
+					c.line = line
+					if _, ok := kc.contexts[name]; !ok {
+						kc.contexts[name] = c
+					}
+				}
+				return err
+			})
+		}
+		// Other keys (apiVersion, kind, preferences, extensions) carry
+		// nothing this package uses.
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decoder turns the nodes of one file into kubeconfig entries. Its errors
+// name fields and entries, never a field's value.
+type decoder struct {
+	file *kcFile
+}
+
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {
+	return &ConfigError{Path: d.file.path, Line: n.Line, Err: fmt.Errorf(format, args...)}
+}
+
+func (d *decoder) str(n *yaml.Node, field string) (string, error) {
+	if n.IsNull() {
+		return "", nil
+	}
+	if n.Kind != yaml.Scalar {
+		return "", d.errorf(n, "%s: want a string, got a %s", field, n.Kind)
+	}
+	return n.Value, nil
+}
+
+func (d *decoder) boolean(n *yaml.Node, field string) (bool, error) {
+	if n.IsNull() {
+		return false, nil
+	}
+	if n.Kind == yaml.Scalar && !n.Quoted {
+		switch n.Value {
+		case "true", "True", "TRUE":
+			return true, nil
+		case "false", "False", "FALSE":
+			return false, nil
+		}
+	}
+	return false, d.errorf(n, "%s: want true or false", field)
+}
+
+func (d *decoder) base64(n *yaml.Node, field string) ([]byte, error) {
+	s, err := d.str(n, field)
+	if err != nil || s == "" {
+		return nil, err
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		var ce base64.CorruptInputError
+		if errors.As(err, &ce) {
+			return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
+		}
+		return nil, d.errorf(n, "%s: invalid base64", field)
+	}
+	return b, nil
+}
+
+func (d *decoder) mapping(n *yaml.Node, field string) ([]yaml.Entry, error) {
+	if n.IsNull() {
+		return nil, nil
+	}
+	if n.Kind != yaml.Map {
+		return nil, d.errorf(n, "%s: want a map, got a %s", field, n.Kind)
+	}
+	return n.Entries, nil
+}
+
+func (d *decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {
+	if n.IsNull() {
+		return nil, nil
+	}
+	if n.Kind != yaml.List {
+		return nil, d.errorf(n, "%s: want a list, got a %s", field, n.Kind)
+	}
+	return n.Items, nil
+}
+
+// named decodes a list of {name: ..., <inner>: {...}} entries.
+func (d *decoder) named(n *yaml.Node, field, inner string, each func(name string, n *yaml.Node, line int) error) error {
+	items, err := d.list(n, field)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int)
+	for i, it := range items {
+		entries, err := d.mapping(it, fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return err
+		}
+		var name string
+		var body *yaml.Node
+		hasName := false
+		for _, e := range entries {
+			switch e.Key {
+			case "name":
+				if name, err = d.str(e.Value, fmt.Sprintf("%s[%d].name", field, i)); err != nil {
+					return err
+				}
+				hasName = true
+			case inner:
+				body = e.Value
+			}
+		}
+		if !hasName || name == "" {
+			return d.errorf(it, "%s[%d]: no name", field, i)
+		}
+		if first, dup := seen[name]; dup {
+			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
+		}
+		seen[name] = it.Line
+		if body == nil {
+			body = &yaml.Node{Kind: yaml.Scalar, Line: it.Line}
+		}
+		if err := each(name, body, it.Line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoder) cluster(n *yaml.Node, name string) (*kcCluster, error) {
+	entries, err := d.mapping(n, "cluster "+strconv.Quote(name))
+	if err != nil {
+		return nil, err
+	}
+	c := &kcCluster{file: d.file}
+	for _, e := range entries {
+		field := fmt.Sprintf("cluster %q: %s", name, e.Key)
+		switch e.Key {
+		case "server":
+			c.server, err = d.str(e.Value, field)
+		case "certificate-authority":
+			c.caFile, err = d.str(e.Value, field)
+		case "certificate-authority-data":
+			c.caData, err = d.base64(e.Value, field)
+		case "insecure-skip-tls-verify":
+			c.insecure, err = d.boolean(e.Value, field)
+		case "tls-server-name":
+			c.serverName, err = d.str(e.Value, field)
+		case "proxy-url":
+			c.proxyURL, err = d.str(e.Value, field)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (d *decoder) user(n *yaml.Node, name string) (*kcUser, error) {
+	entries, err := d.mapping(n, "user "+strconv.Quote(name))
+	if err != nil {
+		return nil, err
+	}
+	u := &kcUser{file: d.file}
+	for _, e := range entries {
+		field := fmt.Sprintf("user %q: %s", name, e.Key)
+		switch e.Key {
+		case "token":
+			u.token, err = d.str(e.Value, field)
+		case "tokenFile":
+			u.tokenFile, err = d.str(e.Value, field)
+		case "client-certificate":
+			u.certFile, err = d.str(e.Value, field)
+		case "client-key":
+			u.keyFile, err = d.str(e.Value, field)
+		case "client-certificate-data":
+			u.certData, err = d.base64(e.Value, field)
+		case "client-key-data":
+			u.keyData, err = d.base64(e.Value, field)
+		case "username":
+			u.username, err = d.str(e.Value, field)
+		case "password":
+			u.password, err = d.str(e.Value, field)
+		case "exec":
+			if !e.Value.IsNull() {
+				u.exec, err = d.exec(e.Value, field)
+			}
+		case "auth-provider":
+			if !e.Value.IsNull() {
+				err = d.errorf(e.Value, "%s: auth providers are not supported; use an exec plugin", field)
+			}
+		case "as", "as-uid", "as-groups", "as-user-extra":
+			if !e.Value.IsNull() {
+				err = d.errorf(e.Value, "%s: impersonation is not supported", field)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
+	entries, err := d.mapping(n, field)
+	if err != nil {
+		return nil, err
+	}
+	x := &kcExec{}
+	for _, e := range entries {
+		f := field + "." + e.Key
+		switch e.Key {
+		case "apiVersion":
+			x.apiVersion, err = d.str(e.Value, f)
+		case "command":
+			x.command, err = d.str(e.Value, f)
+		case "args":
+			var items []*yaml.Node
+			if items, err = d.list(e.Value, f); err != nil {
+				return nil, err
+			}
+			for i, it := range items {
+				var s string
+				if s, err = d.str(it, fmt.Sprintf("%s[%d]", f, i)); err != nil {
+					return nil, err
+				}
+				x.args = append(x.args, s)
+			}
+		case "env":
+			var items []*yaml.Node
+			if items, err = d.list(e.Value, f); err != nil {
+				return nil, err
+			}
+			for i, it := range items {
+				fi := fmt.Sprintf("%s[%d]", f, i)
+				if it.Kind != yaml.Map {
+					return nil, d.errorf(it, "%s: want a map with name and value", fi)
+				}
+				name, err := d.str(it.Get("name"), fi+".name")
+				if err != nil {
+					return nil, err
+				}
+				if name == "" || strings.ContainsAny(name, "=\x00") {
+					return nil, d.errorf(it, "%s: invalid or missing name", fi)
+				}
+				val, err := d.str(it.Get("value"), fi+".value")
+				if err != nil {
+					return nil, err
+				}
+				if v := it.Get("value"); v != nil && v.Kind == yaml.Scalar && strings.ContainsRune(val, 0) {
+					return nil, d.errorf(v, "%s.value: contains a NUL byte", fi)
+				}
+				x.env = append(x.env, name+"="+val)
+			}
+		case "interactiveMode":
+			x.interactiveMode, err = d.str(e.Value, f)
+		case "provideClusterInfo":
+			x.provideClusterInfo, err = d.boolean(e.Value, f)
+		case "installHint":
+			x.installHint, err = d.str(e.Value, f)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch x.apiVersion {
+	case execV1, execV1beta1:
+	case "":
+		return nil, d.errorf(n, "%s: apiVersion is missing", field)
+	default:
+		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.apiVersion, execV1, execV1beta1)
+	}
+	if x.command == "" {
+		return nil, d.errorf(n, "%s: command is missing", field)
+	}
+	switch x.interactiveMode {
+	case "":
+		if x.apiVersion == execV1 {
+			return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
+		}
+		x.interactiveMode = "IfAvailable"
+	case "Never", "IfAvailable":
+	case "Always":
+		return nil, d.errorf(n, "%s: interactiveMode Always needs a terminal, which the client never gives a plugin", field)
+	default:
+		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.interactiveMode)
+	}
+	return x, nil
+}
+
+func (d *decoder) context(n *yaml.Node, name string) (*kcContext, error) {
+	entries, err := d.mapping(n, "context "+strconv.Quote(name))
+	if err != nil {
+		return nil, err
+	}
+	c := &kcContext{file: d.file}
+	for _, e := range entries {
+		field := fmt.Sprintf("context %q: %s", name, e.Key)
+		switch e.Key {
+		case "cluster":
+			c.cluster, err = d.str(e.Value, field)
+		case "user":
+			c.user, err = d.str(e.Value, field)
+		case "namespace":
+			c.namespace, err = d.str(e.Value, field)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// resolve makes a path from a kubeconfig absolute, relative to the folder
+// of the file that held it.
+func (f *kcFile) resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(f.dir, p)
+}
+
+// readFile reads a file a kubeconfig entry names.
+func (f *kcFile) readFile(line int, what, p string) ([]byte, error) {
+	b, err := os.ReadFile(f.resolve(p))
+	if err != nil {
+		return nil, &ConfigError{Path: f.path, Line: line, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return b, nil
+}
+
+// config builds the Config of a context. paths names the merged files for
+// errors that concern no one file.
+func (kc *kubeconfig) config(paths, context string) (*Config, error) {
+	name := context
+	if name == "" {
+		name = kc.currentContext
+	}
+	if name == "" {
+		return nil, &ConfigError{Path: paths, Err: errors.New("no current-context is set and no context was given")}
+	}
+	ctx, ok := kc.contexts[name]
+	if !ok {
+		return nil, &ConfigError{Path: paths, Err: fmt.Errorf("context %q not found", name)}
+	}
+	ctxErr := func(format string, args ...any) error {
+		return &ConfigError{Path: ctx.file.path, Line: ctx.line, Err: fmt.Errorf("context %q: "+format, append([]any{name}, args...)...)}
+	}
+	if ctx.cluster == "" {
+		return nil, ctxErr("no cluster")
+	}
+	cl, ok := kc.clusters[ctx.cluster]
+	if !ok {
+		return nil, ctxErr("cluster %q not found", ctx.cluster)
+	}
+	cfg := &Config{Namespace: ctx.namespace}
+	if err := cl.apply(cfg, ctx.cluster); err != nil {
+		return nil, err
+	}
+	if ctx.user != "" {
+		u, ok := kc.users[ctx.user]
+		if !ok {
+			return nil, ctxErr("user %q not found", ctx.user)
+		}
+		if err := u.apply(cfg, ctx.user); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+func (c *kcCluster) apply(cfg *Config, name string) error {
+	fail := func(format string, args ...any) error {
+		return &ConfigError{Path: c.file.path, Line: c.line, Err: fmt.Errorf("cluster %q: "+format, append([]any{name}, args...)...)}
+	}
+	if c.server == "" {
+		return fail("server is missing")
+	}
+	u, err := url.Parse(c.server)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fail("server is not an https:// or http:// URL")
+	}
+	if u.User != nil {
+		return fail("server URL must not hold user information")
+	}
+	cfg.Host = c.server
+	cfg.ServerName = c.serverName
+	cfg.Insecure = c.insecure
+	switch {
+	case len(c.caData) > 0:
+		cfg.CAData = c.caData
+	case c.caFile != "":
+		b, err := c.file.readFile(c.line, fmt.Sprintf("cluster %q: certificate-authority", name), c.caFile)
+		if err != nil {
+			return err
+		}
+		cfg.CAData = b
+	}
+	if c.insecure && (len(c.caData) > 0 || c.caFile != "") {
+		return fail("insecure-skip-tls-verify and a certificate authority cannot both be set")
+	}
+	if c.proxyURL != "" {
+		p, err := url.Parse(c.proxyURL)
+		if err != nil || p.Host == "" {
+			return fail("proxy-url is not a URL")
+		}
+		if p.Scheme != "http" && p.Scheme != "https" {
+			return fail("proxy-url scheme %q is not supported; use http or https", p.Scheme)
+		}
+		cfg.ProxyURL = c.proxyURL
+	}
+	return nil
+}
+
+func (u *kcUser) apply(cfg *Config, name string) error {
+	fail := func(format string, args ...any) error {
+		return &ConfigError{Path: u.file.path, Line: u.line, Err: fmt.Errorf("user %q: "+format, append([]any{name}, args...)...)}
+	}
+	var methods []string
+	if u.token != "" || u.tokenFile != "" {
+		methods = append(methods, "token")
+	}
+	if u.username != "" || u.password != "" {
+		methods = append(methods, "username/password")
+	}
+	if u.exec != nil {
+		methods = append(methods, "exec")
+	}
+	if len(methods) > 1 {
+		return fail("more than one authentication method: %s", strings.Join(methods, ", "))
+	}
+	cfg.BearerToken = u.token
+	cfg.BearerTokenFile = u.file.resolve(u.tokenFile)
+	cfg.Username, cfg.Password = u.username, u.password
+	var err error
+	switch {
+	case len(u.certData) > 0:
+		cfg.CertData = u.certData
+	case u.certFile != "":
+		if cfg.CertData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-certificate", name), u.certFile); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(u.keyData) > 0:
+		cfg.KeyData = u.keyData
+	case u.keyFile != "":
+		if cfg.KeyData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-key", name), u.keyFile); err != nil {
+			return err
+		}
+	}
+	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
+		return fail("a client certificate needs both a certificate and a key")
+	}
+	if x := u.exec; x != nil {
+		cmd := x.command
+		// A command with a path separator is a file relative to the
+		// kubeconfig; a bare name is looked up in $PATH.
+		if strings.ContainsRune(cmd, '/') || strings.ContainsRune(cmd, filepath.Separator) {
+			cmd = u.file.resolve(cmd)
+		}
+		cfg.Exec = &ExecConfig{
+			APIVersion:         x.apiVersion,
+			Command:            cmd,
+			Args:               x.args,
+			Env:                x.env,
+			Dir:                u.file.dir,
+			InteractiveMode:    x.interactiveMode,
+			ProvideClusterInfo: x.provideClusterInfo,
+		}
+	}
+	return nil
+}
