@@ -1,0 +1,136 @@
+// Command widget-operator runs the Widget operator: it watches Widgets
+// (example.com/v1) and keeps a Deployment and a Service for each.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/zerodep-k8s/widget-operator/internal/operator"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is main without the process exit, for tests. It returns the exit code.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	opts, showVersion, err := parseFlags(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "widget-operator: %v (see -h)\n", err)
+		return 2
+	}
+	if showVersion {
+		fmt.Fprintf(stdout, "widget-operator %s\n", k8sapi.Version)
+		return 0
+	}
+
+	logger, err := newLogger(stderr, opts.LogLevel, opts.LogFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "widget-operator: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() {
+		// A second signal exits at once.
+		<-ctx.Done()
+		stop()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
+		<-again
+		fmt.Fprintln(stderr, "widget-operator: second signal, exiting now")
+		os.Exit(1)
+	}()
+
+	if err := operator.Run(ctx, opts.Options, logger); err != nil {
+		// One line, no stack trace.
+		fmt.Fprintf(stderr, "widget-operator: %v\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+type flags struct {
+	operator.Options
+	LogLevel  string
+	LogFormat string
+}
+
+// parseFlags parses the command line. Help goes to helpOut; a bad flag is an
+// error, printed by the caller as one line.
+func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (flags, bool, error) {
+	var f flags
+	fs := flag.NewFlagSet("widget-operator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	// The flag package calls Usage on every parse error too; help is
+	// printed below only when it was asked for.
+	fs.Usage = func() {}
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means $KUBECONFIG, then in-cluster, then ~/.kube/config")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig context to use; empty means current-context")
+	fs.StringVar(&f.Namespace, "namespace", getenv("WATCH_NAMESPACE"), "namespace to watch; empty means all namespaces (default $WATCH_NAMESPACE)")
+	fs.IntVar(&f.Workers, "workers", 4, "number of concurrent reconciles")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 turns it off")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader with a Lease, so that only one replica reconciles")
+	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; empty means the operator's own namespace")
+	fs.StringVar(&f.LeaderElectionID, "leader-election-id", "widget-operator.example.com", "name of the leader-election Lease")
+	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.LogFormat, "log-format", "json", "log format: json or text")
+	fs.Float64Var(&f.QPS, "qps", 0, "client-side limit on API requests per second; 0 means no limit")
+	fs.IntVar(&f.Burst, "burst", 0, "burst for --qps; 0 means 1 when --qps is set")
+	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", operator.DefaultShutdownTimeout, "how long in-flight reconciles may run after SIGTERM")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(helpOut, "Usage: widget-operator [flags]\n\n"+
+				"Runs the Widget operator against the cluster of the current kubeconfig,\n"+
+				"or in-cluster with the pod's service account.\n\nFlags:\n")
+			fs.SetOutput(helpOut)
+			fs.PrintDefaults()
+		}
+		return f, false, err
+	}
+	if fs.NArg() > 0 {
+		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.Workers < 1 {
+		return f, false, fmt.Errorf("--workers must be at least 1, not %d", f.Workers)
+	}
+	if f.QPS < 0 || f.Burst < 0 {
+		return f, false, errors.New("--qps and --burst must not be negative")
+	}
+	return f, *version, nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	o := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,271 @@
+// Package operator wires the Widget operator together: configuration, the
+// watches of Widgets and their children, the work queue and the reconciler,
+// and the probe endpoints. cmd/widget-operator is a thin shell over Run.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// DefaultShutdownTimeout bounds how long in-flight reconciles may run after
+// the operator is told to stop.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "widget"
+
+// Options configure Run. They mirror the command-line flags.
+type Options struct {
+	// Kubeconfig and Context select the cluster; empty means the usual
+	// order ($KUBECONFIG, in-cluster, ~/.kube/config) and current-context.
+	Kubeconfig, Context string
+	// InClusterDir overrides the service-account folder; empty means the
+	// standard one. For tests that run the operator as its ServiceAccount.
+	InClusterDir string
+	// Namespace limits the operator to one namespace; empty means all.
+	Namespace string
+	// Workers is the number of concurrent reconciles; zero means 4.
+	Workers int
+	// MetricsAddr and ProbeAddr are listen addresses; "" or "0" turns the
+	// endpoint off.
+	MetricsAddr, ProbeAddr string
+	// LeaderElect, LeaderElectionNamespace and LeaderElectionID configure
+	// leader election with a Lease.
+	LeaderElect                               bool
+	LeaderElectionNamespace, LeaderElectionID string
+	// QPS and Burst limit the client's request rate; zero means no limit.
+	QPS   float64
+	Burst int
+	// ShutdownTimeout bounds in-flight reconciles after ctx ends; zero
+	// means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Run runs the operator until ctx ends, then shuts down gracefully. It
+// returns an error when the operator cannot start (bad configuration, an
+// unreachable API server, a missing CRD or permission) and nil after a clean
+// shutdown.
+func Run(ctx context.Context, opts Options, log *slog.Logger) error {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: opts.Kubeconfig, Context: opts.Context, InClusterDir: opts.InClusterDir})
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	client, err := k8sapi.New(cfg)
+	if err != nil {
+		return err
+	}
+	scope := "all namespaces"
+	if opts.Namespace != "" {
+		scope = "namespace " + opts.Namespace
+	}
+	log.Info("starting widget-operator", "version", k8sapi.Version, "scope", scope,
+		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers)
+	if cfg.Insecure {
+		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
+	}
+	if err := preflight(ctx, client, opts.Namespace); err != nil {
+		return err
+	}
+
+	op := newOperator(client, opts, log)
+	return op.run(ctx)
+}
+
+// preflight makes the first contact fail fast with a clear reason instead of
+// a silent backoff loop: no server, no CRD, no permission.
+func preflight(ctx context.Context, c *k8sapi.Client, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err := k8sapi.For[reconcile.Widget](c, reconcile.Widgets).List(ctx, namespace, k8sapi.ListOptions{Limit: 1})
+	switch {
+	case err == nil:
+		return nil
+	case k8sapi.IsNotFound(err):
+		return errors.New("the Widget CRD (widgets.example.com) is not installed: kubectl apply -f manifests/crd.yaml")
+	case k8sapi.IsForbidden(err) || k8sapi.IsUnauthorized(err):
+		return fmt.Errorf("not allowed to list widgets: %w", err)
+	case ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("cannot reach the API server at %s: no answer in 15s", c.Host())
+	}
+	return fmt.Errorf("cannot reach the API server at %s: %w", c.Host(), err)
+}
+
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return raw
+}
+
+// operator holds the running parts.
+type operator struct {
+	opts   Options
+	log    *slog.Logger
+	client *k8sapi.Client
+
+	widgets     *watch.Informer[reconcile.Widget]
+	deployments *watch.Informer[k8sapi.Deployment]
+	services    *watch.Informer[k8sapi.Service]
+	queue       *queue.Queue
+	reconciler  *reconcile.Reconciler
+}
+
+// childSelector limits the child caches to objects this operator labels, so
+// that unrelated Deployments and Services are never cached.
+const childSelector = reconcile.LabelManagedBy + "=" + reconcile.FieldManager
+
+func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger) *operator {
+	op := &operator{opts: opts, log: log, client: client}
+	op.queue = queue.New(queue.Config{Name: ControllerName})
+	enqueueWidget := func(w *reconcile.Widget) { op.queue.Add(reconcile.Key(w.Namespace, w.Name)) }
+	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
+		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
+		Namespace: opts.Namespace,
+		Name:      "widgets",
+		Logger:    log,
+		Handler: watch.Handler[reconcile.Widget]{
+			OnAdd: enqueueWidget,
+			OnUpdate: func(old, new *reconcile.Widget) {
+				// Our own status writes come back as updates; only a
+				// change of spec, labels or deletion needs work. A
+				// resync of the status is cheap but not needed.
+				enqueueWidget(new)
+			},
+			OnDelete: enqueueWidget,
+		},
+	})
+	enqueueOwner := func(meta *k8sapi.ObjectMeta) {
+		if ref := meta.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.APIVersion == reconcile.WidgetAPIVersion {
+			op.queue.Add(reconcile.Key(meta.Namespace, ref.Name))
+		}
+	}
+	op.deployments = watch.New[k8sapi.Deployment](watch.Config[k8sapi.Deployment]{
+		Source:        watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
+		Namespace:     opts.Namespace,
+		LabelSelector: childSelector,
+		Name:          "deployments",
+		Logger:        log,
+		Handler: watch.Handler[k8sapi.Deployment]{
+			OnAdd:    func(d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
+			OnUpdate: func(_, d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
+			OnDelete: func(d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
+		},
+	})
+	op.services = watch.New[k8sapi.Service](watch.Config[k8sapi.Service]{
+		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
+		Namespace:     opts.Namespace,
+		LabelSelector: childSelector,
+		Name:          "services",
+		Logger:        log,
+		Handler: watch.Handler[k8sapi.Service]{
+			OnAdd:    func(s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
+			OnUpdate: func(_, s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
+			OnDelete: func(s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
+		},
+	})
+	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}}
+	return op
+}
+
+func (op *operator) run(ctx context.Context) error {
+	// Informers run until the very end: they stop only after the workers.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformers()
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{op.widgets.Run, op.deployments.Run, op.services.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(infCtx); err != nil && !errors.Is(err, context.Canceled) {
+				op.log.Error("watch stopped", "err", err)
+			}
+		}()
+	}
+	defer wg.Wait()
+
+	if !op.waitForSync(ctx) {
+		op.queue.ShutDown()
+		stopInformers()
+		return nil
+	}
+	op.log.Info("caches synced; starting workers", "workers", op.opts.Workers)
+
+	runner := &queue.Runner{
+		Queue:   op.queue,
+		Workers: op.opts.Workers,
+		Logger:  op.log,
+		Func:    op.reconcileKey,
+	}
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(ctx) }()
+	<-ctx.Done()
+	op.log.Info("shutting down: finishing in-flight reconciles", "timeout", op.opts.ShutdownTimeout)
+	select {
+	case <-done:
+	case <-time.After(op.opts.ShutdownTimeout):
+		op.log.Warn("shutdown timeout passed with reconciles still running")
+	}
+	stopInformers()
+	op.log.Info("stopped")
+	return nil
+}
+
+// waitForSync waits until every informer has delivered its first list, or
+// ctx ends. It polls: syncing is a one-off at start-up.
+func (op *operator) waitForSync(ctx context.Context) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if op.widgets.HasSynced() && op.deployments.HasSynced() && op.services.HasSynced() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result, error) {
+	start := time.Now()
+	res, err := op.reconciler.Reconcile(ctx, key)
+	ns, name, _ := reconcile.SplitKey(key)
+	rv := ""
+	if w, ok := op.widgets.Store().Get(ns, name); ok {
+		rv = w.ResourceVersion
+	}
+	result := "success"
+	switch {
+	case err != nil:
+		result = "error"
+	case res.RequeueAfter > 0:
+		result = "requeue_after"
+	}
+	attrs := []any{"controller", ControllerName, "namespace", ns, "name", name, "resourceVersion", rv,
+		"result", result, "duration", time.Since(start)}
+	if err != nil {
+		op.log.Error("reconcile failed", append(attrs, "err", err)...)
+	} else {
+		op.log.Debug("reconciled", attrs...)
+	}
+	return queue.Result{RequeueAfter: res.RequeueAfter}, err
+}
