@@ -12,12 +12,17 @@ FUZZ_TARGETS ?=
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build test check fmt vet deps unit fuzz clean
+.PHONY: all build run test check fmt vet deps unit fuzz clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/widget-operator
+
+## run: the operator against the current kubeconfig's cluster, or against
+## the local control plane when there is none (built on first use).
+run: build
+	$(GO) run ./hack/quickstart -operator=$(BIN)
 
 ## test: formatting, vet, the standard-library-only check, unit and
 ## control-plane tests under the race detector, then short fuzz runs.
