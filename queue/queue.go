@@ -80,8 +80,9 @@ type entry struct {
 	// due and seq order the entry in Queue.waiting.
 	due time.Time
 	seq uint64
-	// readyAt is when the entry last entered Queue.ready, if metrics are
-	// on. startedAt is when the last Get returned it.
+	// readyAt is when the entry last entered Queue.ready and startedAt is
+	// when the last Get returned it. Both are set only when metrics are
+	// on, so that the hot path does not read the clock otherwise.
 	readyAt   time.Time
 	startedAt time.Time
 }
@@ -235,8 +236,8 @@ func (q *Queue) take() string {
 	e.dirty = false
 	e.processing = true
 	q.nprocessing++
-	e.startedAt = q.clock.Now()
 	if q.metrics != nil {
+		e.startedAt = q.clock.Now()
 		q.metrics.Depth(q.ready.n)
 		q.metrics.Waited(e.startedAt.Sub(e.readyAt))
 	}
@@ -282,11 +283,13 @@ func (q *Queue) Len() int {
 // long each has been held and the longest of them. Poll it for
 // workqueue_unfinished_work_seconds and
 // workqueue_longest_running_processor_seconds. It takes time proportional
-// to the number of keys the queue remembers.
+// to the number of keys the queue remembers. It reports zeros unless
+// Config.Metrics was set: without metrics the queue does not time its
+// keys.
 func (q *Queue) Unfinished() (total, longest time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nprocessing == 0 {
+	if q.nprocessing == 0 || q.metrics == nil {
 		return 0, 0
 	}
 	now := q.clock.Now()

@@ -458,10 +458,12 @@ func TestStress(t *testing.T) {
 					if s.inFlight > 1 {
 						t.Errorf("key %s held by %d workers", k, s.inFlight)
 					}
-					s.mu.Unlock()
-					runtime.Gosched() // widen the window for a second holder
-					s.mu.Lock()
 					s.observed = s.version
+					s.mu.Unlock()
+					// Widen the windows for a second holder and for an add
+					// that comes after the read.
+					runtime.Gosched()
+					s.mu.Lock()
 					s.inFlight--
 					s.mu.Unlock()
 					q.Done(k)
