@@ -1,0 +1,86 @@
+package reconcile
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+func TestSetControllerReference(t *testing.T) {
+	owner := &k8sapi.ObjectMeta{Name: "web", UID: "uid-web"}
+	ref := NewControllerRef(owner, WidgetAPIVersion, WidgetKind)
+	plain := k8sapi.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "uid-cm"}
+	otherCtl := NewControllerRef(&k8sapi.ObjectMeta{Name: "old", UID: "uid-old"}, WidgetAPIVersion, WidgetKind)
+	tests := []struct {
+		name    string
+		refs    []k8sapi.OwnerReference
+		want    []k8sapi.OwnerReference
+		wantErr bool
+	}{
+		{"none", nil, []k8sapi.OwnerReference{ref}, false},
+		{"keeps a plain owner", []k8sapi.OwnerReference{plain}, []k8sapi.OwnerReference{plain, ref}, false},
+		{"replaces itself", []k8sapi.OwnerReference{{UID: "uid-web", Name: "stale"}, plain}, []k8sapi.OwnerReference{plain, ref}, false},
+		{"another controller", []k8sapi.OwnerReference{otherCtl}, []k8sapi.OwnerReference{otherCtl}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := append([]k8sapi.OwnerReference(nil), tt.refs...)
+			obj := &k8sapi.ObjectMeta{Namespace: "ns", Name: "child", OwnerReferences: in}
+			err := SetControllerReference(obj, ref)
+			var owned *AlreadyOwnedError
+			if tt.wantErr != errors.As(err, &owned) {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil && err.Error() != "reconcile: ns/child is already controlled by Widget old (uid uid-old)" {
+				t.Errorf("error text %q", err)
+			}
+			if len(obj.OwnerReferences) != len(tt.want) {
+				t.Fatalf("refs = %+v, want %+v", obj.OwnerReferences, tt.want)
+			}
+			for i := range tt.want {
+				g, w := obj.OwnerReferences[i], tt.want[i]
+				if g.UID != w.UID || g.Name != w.Name || !boolPtrEqual(g.Controller, w.Controller) || !boolPtrEqual(g.BlockOwnerDeletion, w.BlockOwnerDeletion) {
+					t.Errorf("ref %d = %+v, want %+v", i, g, w)
+				}
+			}
+			for i := range tt.refs {
+				if in[i].UID != tt.refs[i].UID || in[i].Name != tt.refs[i].Name {
+					t.Errorf("the input slice was modified: %+v", in)
+				}
+			}
+		})
+	}
+	if !IsControlledBy(&k8sapi.ObjectMeta{OwnerReferences: []k8sapi.OwnerReference{plain, ref}}, "uid-web") {
+		t.Error("IsControlledBy(own) = false")
+	}
+	if IsControlledBy(&k8sapi.ObjectMeta{OwnerReferences: []k8sapi.OwnerReference{{UID: "uid-web"}}}, "uid-web") {
+		t.Error("IsControlledBy(non-controller ref) = true")
+	}
+	if IsControlledBy(&k8sapi.ObjectMeta{}, "") {
+		t.Error(`IsControlledBy(no refs, "") = true`)
+	}
+}
+
+func TestSplitKey(t *testing.T) {
+	tests := []struct{ key, ns, name string }{
+		{"default/web", "default", "web"},
+		{"node-1", "", "node-1"},
+		{"", "", ""},
+		{"/web", "", ""},
+		{"ns/", "", ""},
+		{"a/b/c", "", ""},
+	}
+	for _, tt := range tests {
+		ns, name, err := SplitKey(tt.key)
+		if ns != tt.ns || name != tt.name || (err != nil) != (tt.name == "") {
+			t.Errorf("SplitKey(%q) = %q, %q, %v", tt.key, ns, name, err)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("SplitKey(%q) error %v does not wrap ErrInvalidKey", tt.key, err)
+		}
+		if err == nil && Key(ns, name) != tt.key {
+			t.Errorf("Key(%q, %q) = %q", ns, name, Key(ns, name))
+		}
+	}
+}
