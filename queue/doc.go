@@ -29,8 +29,9 @@
 //   - Shutdown. [Queue.ShutDown] stops new work at once: every Get, waiting
 //     or not, returns shutdown=true, keys not yet handed out are dropped and
 //     later adds are ignored. [Queue.ShutDownWithDrain] does the same and
-//     then waits until every held key is Done. The queue starts no
-//     goroutine of its own; its single timer is stopped on shutdown.
+//     then waits until every held key is Done. The queue keeps no
+//     goroutine of its own; delayed adds share one timer, stopped on
+//     shutdown.
 //   - Bounded. The queue remembers a key only while it is ready, held or
 //     delayed, so memory grows with the number of distinct keys in flight,
 //     never with the number of adds.

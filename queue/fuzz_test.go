@@ -165,7 +165,9 @@ func FuzzQueue(f *testing.F) {
 				m.addAfter(k, d)
 			case 2:
 				q.AddRateLimited(k)
-				m.addAfter(k, m.limiter.When(k, m.now))
+				if !m.shut {
+					m.addAfter(k, m.limiter.When(k, m.now))
+				}
 			case 3:
 				got, ok, shut := q.tryGet()
 				want, wantOK := m.get()

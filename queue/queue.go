@@ -180,6 +180,9 @@ func (q *Queue) addAfter(key string, d time.Duration) {
 // AddRateLimited adds key after the wait its RateLimiter asks for, and
 // records the retry. See AddAfter for how deadlines combine.
 func (q *Queue) AddRateLimited(key string) {
+	if q.ShuttingDown() { // record no retry that will not happen
+		return
+	}
 	d := q.limiter.When(key, q.clock.Now())
 	q.mu.Lock()
 	if !q.shuttingDown && q.metrics != nil {

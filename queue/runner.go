@@ -100,6 +100,10 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 		return false
 	}
 	defer q.Done(key)
+	if ctx.Err() != nil {
+		// Run is about to shut the queue down, which drops the key.
+		return false
+	}
 	res, panicked, err := r.call(ctx, key)
 	switch {
 	case panicked != nil:

@@ -209,8 +209,11 @@ func TestRunnerWorkersAndCancel(t *testing.T) {
 		if finished != 3 || peak != 3 {
 			t.Fatalf("finished %d, peak %d; want 3 and 3 (Run waits for calls in flight)", finished, peak)
 		}
-		if total, _ := q.Unfinished(); total != 0 {
-			t.Fatalf("keys still held after Run: %v", total)
+		q.mu.Lock()
+		held := q.nprocessing
+		q.mu.Unlock()
+		if held != 0 {
+			t.Fatalf("%d keys still held after Run", held)
 		}
 	})
 }
