@@ -2,4 +2,42 @@
 // it lists, then watches, tracking resourceVersion through bookmarks,
 // reconnects with backoff, relists atomically on 410 Gone and tears down
 // connections that have gone silent.
+//
+// An [Informer] reads through a [Source] ([ClientSource] for the API
+// server), keeps the objects in a [Store] keyed by "namespace/name", and
+// calls a [Handler] for every add, update and delete:
+//
+//	inf := watch.New(watch.Config[k8sapi.Deployment]{
+//		Source:    watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
+//		Namespace: "prod",
+//		Handler:   watch.Handler[k8sapi.Deployment]{OnAdd: ..., OnUpdate: ..., OnDelete: ...},
+//		Indexers:  map[string]watch.IndexFunc[k8sapi.Deployment]{watch.IndexControllerUID: watch.ControllerUID[k8sapi.Deployment]},
+//	})
+//	go inf.Run(ctx)
+//
+// Objects in the store are shared: never mutate one; [Clone] it first.
+//
+// The behaviour, in short:
+//
+//   - The first list asks for resourceVersion "0" (the server's watch
+//     cache); the watch then goes on from the list's resourceVersion with
+//     bookmarks and a timeout drawn between 5 and 10 minutes. With
+//     [Config.StreamingList] the initial state comes as a watch with
+//     sendInitialEvents instead, falling back to list and watch if the
+//     server refuses.
+//   - A watch that ends cleanly is reopened from the last resourceVersion
+//     seen, bookmarks included, without a list.
+//   - A 410 (HTTP status or ERROR event, "too old resource version") leads
+//     to a consistent list (resourceVersion "") that replaces the cache in
+//     one step: vanished objects are delivered as deletes, changed ones as
+//     updates, unchanged ones not at all.
+//   - Failures back off from 800ms to 30s with jitter, honouring a
+//     server's Retry-After; the backoff starts over after 2 minutes of
+//     health. A watch that ends at once with no events counts as a
+//     failure.
+//   - A watch silent for longer than its timeout plus a margin is torn
+//     down and reopened.
+//
+// The logic lives in a pure state machine (step in machine.go), tested by
+// table without a network; informer.go carries out its actions.
 package watch

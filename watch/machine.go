@@ -180,7 +180,12 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 		m.healthy(&s, in.now)
 		for i := range in.list.Items {
-			s.pending = append(s.pending, &in.list.Items[i])
+			// A copy of its own per object: a pointer into the page would
+			// keep the whole page alive for as long as any one object of
+			// it stays in the cache.
+			o := new(T)
+			*o = in.list.Items[i]
+			s.pending = append(s.pending, o)
 		}
 		if c := in.list.Metadata.Continue; c != "" {
 			s.cont = c

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"testing"
@@ -103,6 +104,29 @@ func TestStoreIndexes(t *testing.T) {
 	}
 	if got := s.ByIndex("nope", "x"); got != nil {
 		t.Error("unknown index returned objects")
+	}
+}
+
+func TestStoreIndexLargeFanIn(t *testing.T) {
+	s := newStore(thingMeta, map[string]IndexFunc[thing]{IndexControllerUID: ControllerUID[thing]})
+	const n = 3 * maxPostingSlice
+	for i := range n {
+		name := fmt.Sprintf("c%02d", i)
+		s.put("ns/"+name, owned(name, "1", "w", true))
+	}
+	s.put("ns/c00", owned("c00", "2", "w", true)) // same value again: no duplicate
+	if got := len(s.ByIndex(IndexControllerUID, "uid-w")); got != n {
+		t.Fatalf("ByIndex = %d objects, want %d", got, n)
+	}
+	for i := range n - 1 {
+		s.remove(fmt.Sprintf("ns/c%02d", i))
+	}
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w")); !slices.Equal(got, []string{fmt.Sprintf("c%02d", n-1)}) {
+		t.Fatalf("after removals: %q", got)
+	}
+	s.remove(fmt.Sprintf("ns/c%02d", n-1))
+	if got := s.ByIndex(IndexControllerUID, "uid-w"); got != nil || len(s.indexes[IndexControllerUID]) != 0 {
+		t.Fatalf("index not empty after removing everything")
 	}
 }
 

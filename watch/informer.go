@@ -1,0 +1,404 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// Handler receives the changes to the cache. Each field may be nil. The
+// callbacks run one at a time, in order, on the goroutine that called
+// [Informer.Run], after the store has been updated; they should be quick
+// (typically they add a key to a work queue). They must not mutate the
+// objects they are given.
+type Handler[T any] struct {
+	// OnAdd is called for an object that is new to the cache, including
+	// every object of the first list.
+	OnAdd func(obj *T)
+	// OnUpdate is called for an object whose resourceVersion changed.
+	OnUpdate func(old, new *T)
+	// OnDelete is called for an object that left the cache: deleted on
+	// the server, or missing from a relist. obj is the last state seen.
+	OnDelete func(obj *T)
+}
+
+// Config says what an [Informer] watches. The zero value of each field
+// other than Source is useful.
+type Config[T any] struct {
+	// Source lists and watches the resource. Required; see [ClientSource].
+	Source Source[T]
+	// Namespace limits the informer to one namespace. Empty means all
+	// namespaces (and is the only choice for cluster-scoped resources).
+	Namespace string
+	// LabelSelector and FieldSelector filter objects, in the API's text
+	// form. Empty means all objects.
+	LabelSelector, FieldSelector string
+	// PageSize is the number of objects per list page. Zero means 500.
+	// The first list asks the server's cache, which ignores it.
+	PageSize int64
+	// StreamingList asks for the initial state as a watch that starts
+	// with the existing objects (sendInitialEvents) instead of a list.
+	// A server that refuses gets list and watch instead. False means list
+	// and watch.
+	StreamingList bool
+	// Handler receives the changes. The zero value receives nothing.
+	Handler Handler[T]
+	// Indexers adds indexes to the store, by name; see [OwnerUIDs] and
+	// [ControllerUID]. Nil means none.
+	Indexers map[string]IndexFunc[T]
+	// Name labels log lines, such as "deployments". Empty means none.
+	Name string
+	// Logger receives reconnects and relists, one line per episode. Nil
+	// means no logging.
+	Logger *slog.Logger
+	// WatchTimeout is the shortest timeout a watch asks of the server;
+	// each watch asks for a random one between WatchTimeout and twice
+	// that. Zero means 5 minutes, so 5 to 10.
+	WatchTimeout time.Duration
+	// IdleMargin is how long past its timeout a watch may stay silent
+	// before it is deemed dead and restarted. Zero means 30 seconds.
+	IdleMargin time.Duration
+}
+
+// Informer keeps a [Store] equal to the server's state of a resource and
+// tells a [Handler] about every change. Create one with [New] and start it
+// with [Informer.Run]. Its methods are safe for concurrent use.
+type Informer[T any] struct {
+	cfg   Config[T]
+	m     machine[T]
+	store *Store[T]
+	stats Stats
+
+	running   atomic.Bool
+	synced    atomic.Bool
+	lastEvent atomic.Int64 // unix nanoseconds
+}
+
+// New returns an informer for cfg. P is the pointer type of T; it is
+// inferred, as in watch.New(cfg).
+func New[T any, P interface {
+	*T
+	k8sapi.Object
+}](cfg Config[T]) *Informer[T] {
+	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
+	pageSize := cfg.PageSize
+	if pageSize <= 0 {
+		pageSize = defaultPageSize
+	}
+	return &Informer[T]{
+		cfg: cfg,
+		m: machine[T]{
+			meta:         meta,
+			labels:       cfg.LabelSelector,
+			fields:       cfg.FieldSelector,
+			pageSize:     pageSize,
+			streaming:    cfg.StreamingList,
+			watchTimeout: cfg.WatchTimeout,
+		},
+		store: newStore(meta, cfg.Indexers),
+	}
+}
+
+// Store returns the informer's cache. It is empty until [Informer.HasSynced].
+func (inf *Informer[T]) Store() *Store[T] { return inf.store }
+
+// HasSynced reports whether the first full list has been delivered to the
+// store and the handler.
+func (inf *Informer[T]) HasSynced() bool { return inf.synced.Load() }
+
+// LastEvent returns when the informer last heard from the server: a list,
+// a watch opening, an event or a bookmark. A time much older than the
+// watch timeout means the watch is dead. Zero before the first.
+func (inf *Informer[T]) LastEvent() time.Time {
+	n := inf.lastEvent.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Stats returns a snapshot of the informer's counters.
+func (inf *Informer[T]) Stats() StatsSnapshot { return inf.stats.Snapshot() }
+
+// ErrRunning is returned by [Informer.Run] on an informer already running.
+var ErrRunning = errors.New("watch: informer already running")
+
+// Run lists and watches until ctx ends, then returns nil. It retries every
+// failure with backoff, so it returns an error only when the informer
+// cannot start: no Source, or already running.
+func (inf *Informer[T]) Run(ctx context.Context) error {
+	if inf.cfg.Source == nil {
+		return errors.New("watch: Config.Source is nil")
+	}
+	if !inf.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer inf.running.Store(false)
+	r := runner[T]{inf: inf, log: inf.cfg.Logger}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.run(ctx)
+	return nil
+}
+
+// runner is the driver of one Run: it carries out the machine's actions
+// and feeds the outcomes back as inputs.
+type runner[T any] struct {
+	inf *Informer[T]
+	log *slog.Logger
+	s   state[T]
+
+	stream Stream[T]
+	events chan streamItem[T] // from the stream's reader goroutine
+	stop   chan struct{}      // closed to release the reader goroutine
+}
+
+// streamItem is one result of Stream.Next.
+type streamItem[T any] struct {
+	ev  Event[T]
+	err error
+}
+
+func (r *runner[T]) run(ctx context.Context) {
+	defer r.closeStream()
+	idleAfter := func() time.Duration {
+		margin := r.inf.cfg.IdleMargin
+		if margin <= 0 {
+			margin = 30 * time.Second
+		}
+		return r.s.watchTimeout + margin
+	}
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
+
+	next := input[T]{kind: inStart}
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		next.now = time.Now()
+		next.rand = rand.Float64()
+		var acts []action[T]
+		r.s, acts = r.inf.m.step(r.s, next)
+		have := false
+		for _, a := range acts {
+			in, ok := r.do(ctx, a)
+			if ok {
+				next, have = in, true
+			}
+		}
+		if have {
+			if next.kind == inOpened && next.err == nil {
+				idle.Reset(idleAfter())
+			}
+			continue
+		}
+		if r.s.phase != phaseWatch {
+			// Nothing to wait for: a machine bug. Avoid spinning.
+			r.log.Error("watch: informer stalled", "phase", r.s.phase.String())
+			<-ctx.Done()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-r.events:
+			if it.err == nil {
+				r.inf.touch()
+				idle.Reset(idleAfter())
+				if it.ev.Type == k8sapi.Bookmark {
+					r.inf.stats.Bookmarks.Add(1)
+				}
+			}
+			next = input[T]{kind: inEvent, typ: it.ev.Type, obj: it.ev.Object, err: it.err}
+		case <-idle.C:
+			next = input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", idleAfter())}
+		}
+	}
+}
+
+// do carries out one action. It returns the input that follows from it,
+// if any.
+func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
+	inf := r.inf
+	ns := inf.cfg.Namespace
+	switch a.kind {
+	case actList:
+		inf.stats.ListRequests.Add(1)
+		list, err := inf.cfg.Source.List(ctx, ns, a.opts)
+		if err == nil {
+			inf.touch()
+		}
+		return input[T]{kind: inListed, list: list, err: err}, true
+	case actWatch:
+		inf.stats.WatchRequests.Add(1)
+		if a.reconnect {
+			inf.stats.Reconnects.Add(1)
+		}
+		st, err := inf.cfg.Source.Watch(ctx, ns, a.opts)
+		if err == nil && st == nil {
+			err = errors.New("watch: Source.Watch returned no stream")
+		}
+		if err == nil {
+			inf.touch()
+			r.startStream(st)
+		}
+		return input[T]{kind: inOpened, err: err}, true
+	case actClose:
+		r.closeStream()
+	case actWait:
+		inf.stats.Failures.Add(1)
+		t := time.NewTimer(a.delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		return input[T]{kind: inTimer}, true
+	case actReplace:
+		relist := inf.synced.Load()
+		changes := inf.store.replace(a.items)
+		if relist {
+			inf.stats.Relists.Add(1)
+		}
+		inf.stats.Lists.Add(1)
+		h := inf.cfg.Handler
+		for _, c := range changes {
+			switch {
+			case c.old == nil:
+				inf.stats.Added.Add(1)
+				if h.OnAdd != nil {
+					h.OnAdd(c.new)
+				}
+			case c.new == nil:
+				inf.stats.Deleted.Add(1)
+				if h.OnDelete != nil {
+					h.OnDelete(c.old)
+				}
+			default:
+				inf.stats.Modified.Add(1)
+				if h.OnUpdate != nil {
+					h.OnUpdate(c.old, c.new)
+				}
+			}
+		}
+	case actApply:
+		inf.apply(a.typ, a.obj)
+	case actSynced:
+		inf.synced.Store(true)
+	case actLog:
+		args := []any{"informer", inf.cfg.Name, "namespace", ns}
+		if a.err != nil {
+			args = append(args, "err", a.err)
+		}
+		r.log.Log(ctx, a.level, "watch: "+a.msg, args...)
+	}
+	return input[T]{}, false
+}
+
+// apply applies one watch event to the store and calls the handler.
+func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
+	key := Key(inf.m.meta(obj))
+	h := inf.cfg.Handler
+	if typ == k8sapi.Deleted {
+		old := inf.store.remove(key)
+		if old == nil {
+			return // never seen, or already gone: no duplicate delete
+		}
+		inf.stats.Deleted.Add(1)
+		if h.OnDelete != nil {
+			h.OnDelete(obj)
+		}
+		return
+	}
+	old := inf.store.put(key, obj)
+	if old == nil {
+		inf.stats.Added.Add(1)
+		if h.OnAdd != nil {
+			h.OnAdd(obj)
+		}
+		return
+	}
+	inf.stats.Modified.Add(1)
+	if h.OnUpdate != nil {
+		h.OnUpdate(old, obj)
+	}
+}
+
+func (inf *Informer[T]) touch() { inf.lastEvent.Store(time.Now().UnixNano()) }
+
+// startStream starts a goroutine that reads st into r.events.
+func (r *runner[T]) startStream(st Stream[T]) {
+	r.stream = st
+	events := make(chan streamItem[T])
+	stop := make(chan struct{})
+	r.events, r.stop = events, stop
+	go func() {
+		for {
+			ev, err := st.Next()
+			select {
+			case events <- streamItem[T]{ev, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// closeStream closes the open stream, if any, and releases its reader.
+func (r *runner[T]) closeStream() {
+	if r.stream == nil {
+		return
+	}
+	close(r.stop)
+	r.stream.Close()
+	r.stream, r.events, r.stop = nil, nil, nil
+}
+
+// Stats counts what an informer did. The metrics code reads it through
+// [Informer.Stats].
+type Stats struct {
+	ListRequests  atomic.Int64 // list pages requested
+	Lists         atomic.Int64 // full lists delivered to the cache
+	Relists       atomic.Int64 // full lists after the first (after a 410)
+	WatchRequests atomic.Int64 // watches opened or attempted
+	Reconnects    atomic.Int64 // watches reopened after a failure
+	Failures      atomic.Int64 // failed or dead lists and watches, each followed by a backoff
+	Bookmarks     atomic.Int64 // bookmarks received
+	Added         atomic.Int64 // objects added to the cache
+	Modified      atomic.Int64 // objects updated in the cache
+	Deleted       atomic.Int64 // objects removed from the cache
+}
+
+// StatsSnapshot is a copy of [Stats] at one moment.
+type StatsSnapshot struct {
+	ListRequests, Lists, Relists, WatchRequests, Reconnects, Failures int64
+	Bookmarks, Added, Modified, Deleted                               int64
+}
+
+// Snapshot returns the current counts.
+func (s *Stats) Snapshot() StatsSnapshot {
+	return StatsSnapshot{
+		ListRequests:  s.ListRequests.Load(),
+		Lists:         s.Lists.Load(),
+		Relists:       s.Relists.Load(),
+		WatchRequests: s.WatchRequests.Load(),
+		Reconnects:    s.Reconnects.Load(),
+		Failures:      s.Failures.Load(),
+		Bookmarks:     s.Bookmarks.Load(),
+		Added:         s.Added.Load(),
+		Modified:      s.Modified.Load(),
+		Deleted:       s.Deleted.Load(),
+	}
+}

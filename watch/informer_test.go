@@ -1,0 +1,440 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// scriptedSource is a Source whose answers the test gives one at a time:
+// each List or Watch call waits for the test to reply through its channel.
+type scriptedSource struct {
+	lists   chan listCall
+	watches chan watchCall
+}
+
+type listCall struct {
+	opts  k8sapi.ListOptions
+	reply chan listReply
+}
+
+type listReply struct {
+	list *k8sapi.List[thing]
+	err  error
+}
+
+type watchCall struct {
+	opts  k8sapi.ListOptions
+	reply chan watchReply
+}
+
+type watchReply struct {
+	stream *scriptedStream
+	err    error
+}
+
+func newScriptedSource() *scriptedSource {
+	return &scriptedSource{lists: make(chan listCall), watches: make(chan watchCall)}
+}
+
+func (s *scriptedSource) List(ctx context.Context, _ string, opts k8sapi.ListOptions) (*k8sapi.List[thing], error) {
+	c := listCall{opts, make(chan listReply, 1)}
+	select {
+	case s.lists <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-c.reply:
+		return r.list, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *scriptedSource) Watch(ctx context.Context, _ string, opts k8sapi.ListOptions) (Stream[thing], error) {
+	c := watchCall{opts, make(chan watchReply, 1)}
+	select {
+	case s.watches <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-c.reply:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.stream, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// scriptedStream is a Stream fed by the test.
+type scriptedStream struct {
+	events    chan streamItem[thing]
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func newScriptedStream() *scriptedStream {
+	return &scriptedStream{events: make(chan streamItem[thing]), closed: make(chan struct{})}
+}
+
+func (s *scriptedStream) Next() (Event[thing], error) {
+	select {
+	case it := <-s.events:
+		return it.ev, it.err
+	case <-s.closed:
+		return Event[thing]{}, errors.New("scripted stream closed")
+	}
+}
+
+func (s *scriptedStream) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	return nil
+}
+
+func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
+	t.Helper()
+	select {
+	case s.events <- streamItem[thing]{ev: Event[thing]{Type: typ, Object: o}}:
+	case <-s.closed:
+		t.Fatalf("send %s %s: stream closed", typ, o.Name)
+	}
+}
+
+func (s *scriptedStream) end(err error) {
+	select {
+	case s.events <- streamItem[thing]{err: err}:
+	case <-s.closed:
+	}
+}
+
+func (s *scriptedStream) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// expectList waits for the informer's next list call and answers it.
+func (s *scriptedSource) expectList(t *testing.T, wantRV string, list *k8sapi.List[thing], err error) {
+	t.Helper()
+	c := <-s.lists
+	if c.opts.ResourceVersion != wantRV {
+		t.Fatalf("list resourceVersion = %q, want %q", c.opts.ResourceVersion, wantRV)
+	}
+	c.reply <- listReply{list, err}
+}
+
+// expectWatch waits for the informer's next watch call and answers it with
+// a new stream, or err.
+func (s *scriptedSource) expectWatch(t *testing.T, wantRV string, err error) *scriptedStream {
+	t.Helper()
+	c := <-s.watches
+	if c.opts.ResourceVersion != wantRV {
+		t.Fatalf("watch resourceVersion = %q, want %q", c.opts.ResourceVersion, wantRV)
+	}
+	if !c.opts.AllowWatchBookmarks {
+		t.Error("watch without allowWatchBookmarks")
+	}
+	if c.opts.TimeoutSeconds < 300 || c.opts.TimeoutSeconds >= 600 {
+		t.Errorf("watch timeoutSeconds = %d, want in [300, 600)", c.opts.TimeoutSeconds)
+	}
+	if err != nil {
+		c.reply <- watchReply{err: err}
+		return nil
+	}
+	st := newScriptedStream()
+	c.reply <- watchReply{stream: st}
+	return st
+}
+
+// recordingHandler records handler calls as strings.
+type recordingHandler struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (h *recordingHandler) handler() Handler[thing] {
+	return Handler[thing]{
+		OnAdd: func(o *thing) { h.add("add " + o.Name + "@" + o.ResourceVersion) },
+		OnUpdate: func(old, o *thing) {
+			h.add("update " + o.Name + "@" + old.ResourceVersion + "->" + o.ResourceVersion)
+		},
+		OnDelete: func(o *thing) { h.add("delete " + o.Name + "@" + o.ResourceVersion) },
+	}
+}
+
+func (h *recordingHandler) add(s string) {
+	h.mu.Lock()
+	h.calls = append(h.calls, s)
+	h.mu.Unlock()
+}
+
+func (h *recordingHandler) take() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := strings.Join(h.calls, "; ")
+	h.calls = nil
+	return s
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startInformer(t *testing.T, cfg Config[thing]) (*Informer[thing], context.CancelFunc, chan error) {
+	t.Helper()
+	inf := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	return inf, cancel, done
+}
+
+func TestInformerLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		rec := &recordingHandler{}
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{
+			Source:   src,
+			Handler:  rec.handler(),
+			Indexers: map[string]IndexFunc[thing]{IndexControllerUID: ControllerUID[thing]},
+			Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		})
+
+		if inf.HasSynced() || !inf.LastEvent().IsZero() {
+			t.Fatal("synced before the first list")
+		}
+		src.expectList(t, "0", page("10", "", obj("a", "5"), obj("b", "6"), owned("c", "7", "w", true)), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if !inf.HasSynced() {
+			t.Fatal("not synced after the first list")
+		}
+		if got := rec.take(); got != "add a@5; add b@6; add c@7" {
+			t.Fatalf("after list: %s", got)
+		}
+		if got := names(inf.Store().ByIndex(IndexControllerUID, "uid-w")); len(got) != 1 || got[0] != "c" {
+			t.Fatalf("index: %q", got)
+		}
+
+		st.send(t, k8sapi.Added, obj("d", "11"))
+		st.send(t, k8sapi.Modified, obj("a", "12"))
+		st.send(t, k8sapi.Deleted, obj("b", "13"))
+		st.send(t, k8sapi.Deleted, obj("b", "13")) // a duplicate delete is dropped
+		st.send(t, k8sapi.Bookmark, bookmark("14", false))
+		synctest.Wait()
+		if got := rec.take(); got != "add d@11; update a@5->12; delete b@13" {
+			t.Fatalf("after events: %s", got)
+		}
+		if !inf.LastEvent().Equal(time.Now()) {
+			t.Errorf("LastEvent = %v, want now %v", inf.LastEvent(), time.Now())
+		}
+
+		// The server ends the watch at its timeout: watch on from the
+		// bookmark, without a list.
+		time.Sleep(5 * time.Minute) // fake time inside the bubble
+		st.end(io.EOF)
+		st = src.expectWatch(t, "14", nil)
+
+		// Compaction: an ERROR 410. The relist is consistent; c vanished,
+		// a changed, d unchanged, e new.
+		st.send(t, k8sapi.Modified, obj("d", "15"))
+		st.end(goneEvent())
+		synctest.Wait()
+		if !st.isClosed() {
+			t.Error("stream not closed after the 410")
+		}
+		src.expectList(t, "", page("30", "", obj("a", "20"), obj("d", "15"), obj("e", "21")), nil)
+		st = src.expectWatch(t, "30", nil)
+		synctest.Wait()
+		if got := rec.take(); got != "update d@11->15; update a@12->20; add e@21; delete c@7" {
+			t.Fatalf("after relist: %s", got)
+		}
+		if got := inf.Store().Keys(); strings.Join(got, ",") != "ns/a,ns/d,ns/e" {
+			t.Fatalf("store keys after relist: %q", got)
+		}
+		if got := inf.Store().ByIndex(IndexControllerUID, "uid-w"); got != nil {
+			t.Errorf("index still has c after relist")
+		}
+
+		stats := inf.Stats()
+		want := StatsSnapshot{ListRequests: 2, Lists: 2, Relists: 1, WatchRequests: 3, Reconnects: 0, Failures: 1,
+			Bookmarks: 1, Added: 5, Modified: 3, Deleted: 2}
+		if stats != want {
+			t.Errorf("stats = %+v\nwant %+v", stats, want)
+		}
+		if n := strings.Count(logs.String(), "relisting"); n != 1 {
+			t.Errorf("relist logged %d times:\n%s", n, logs.String())
+		}
+
+		if err := inf.Run(context.Background()); !errors.Is(err, ErrRunning) {
+			t.Errorf("second Run = %v, want ErrRunning", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v after cancel, want nil", err)
+		}
+		if !st.isClosed() {
+			t.Error("stream left open after Run returned")
+		}
+	})
+}
+
+func TestInformerIdleWatchRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		defer func() { cancel(); <-done }()
+
+		src.expectList(t, "0", page("10", ""), nil)
+		st := src.expectWatch(t, "10", nil)
+		startWatch := time.Now()
+		st.send(t, k8sapi.Bookmark, bookmark("11", false))
+
+		// Nothing more arrives. The informer must give up on the stream
+		// after the watch timeout plus the margin, and watch again.
+		st2 := src.expectWatch(t, "11", nil)
+		silent := time.Since(startWatch)
+		if !st.isClosed() {
+			t.Error("silent stream not closed")
+		}
+		if silent < 5*time.Minute+30*time.Second || silent > 11*time.Minute+time.Second {
+			t.Errorf("silent watch noticed after %v, want between 5m30s and 11m", silent)
+		}
+		if got := inf.Stats().Reconnects; got != 1 {
+			t.Errorf("Reconnects = %d, want 1", got)
+		}
+		st2.send(t, k8sapi.Added, obj("a", "12"))
+		synctest.Wait()
+		if _, ok := inf.Store().Get("ns", "a"); !ok {
+			t.Error("event after reconnect not applied")
+		}
+	})
+}
+
+func TestInformerBackoffAndLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{
+			Source: src,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		})
+		defer func() { cancel(); <-done }()
+
+		src.expectList(t, "0", page("10", ""), nil)
+		st := src.expectWatch(t, "10", nil)
+		st.end(netErr())
+
+		// The server is down: reconnects fail, each wait longer, up to 30s.
+		var waits []time.Duration
+		last := time.Now()
+		for range 8 {
+			c := <-src.watches
+			waits = append(waits, time.Since(last))
+			c.reply <- watchReply{err: netErr()}
+			last = time.Now()
+		}
+		for i, w := range waits {
+			lo := min(backoffInitial<<i, backoffMax) / 2
+			if w < lo || w > 2*lo {
+				t.Errorf("wait %d = %v, want within [%v, %v]", i, w, lo, 2*lo)
+			}
+		}
+		// A 429 asks for 45s, more than the backoff.
+		c := <-src.watches
+		c.reply <- watchReply{err: tooMany(45 * time.Second)}
+		last = time.Now()
+		st = src.expectWatch(t, "10", nil)
+		if w := time.Since(last); w < 45*time.Second {
+			t.Errorf("retried after %v, before the server's Retry-After of 45s", w)
+		}
+		st.send(t, k8sapi.Bookmark, bookmark("12", false))
+		synctest.Wait()
+		if n := strings.Count(logs.String(), "level="); n != 1 {
+			t.Errorf("one reconnect episode logged %d lines, want 1:\n%s", n, logs.String())
+		}
+		if got := inf.Stats().Reconnects; got != 10 {
+			t.Errorf("Reconnects = %d, want 10", got)
+		}
+	})
+}
+
+func TestInformerStreamingList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		rec := &recordingHandler{}
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, StreamingList: true, Handler: rec.handler()})
+		defer func() { cancel(); <-done }()
+
+		c := <-src.watches
+		if c.opts.SendInitialEvents == nil || !*c.opts.SendInitialEvents || c.opts.ResourceVersionMatch != "NotOlderThan" {
+			t.Fatalf("first watch is not a streaming list: %+v", c.opts)
+		}
+		st := newScriptedStream()
+		c.reply <- watchReply{stream: st}
+		st.send(t, k8sapi.Added, obj("a", "3"))
+		synctest.Wait()
+		if inf.HasSynced() || inf.Store().Len() != 0 || rec.take() != "" {
+			t.Fatal("initial events delivered before the end bookmark")
+		}
+		st.send(t, k8sapi.Bookmark, bookmark("9", true))
+		synctest.Wait()
+		if !inf.HasSynced() || rec.take() != "add a@3" {
+			t.Fatal("initial events not delivered at the end bookmark")
+		}
+	})
+}
+
+func TestInformerStreamingListRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, StreamingList: true})
+		defer func() { cancel(); <-done }()
+		c := <-src.watches
+		c.reply <- watchReply{err: &k8sapi.APIError{Op: "watch", Code: 422, Status: k8sapi.Status{Reason: "Invalid"}}}
+		src.expectList(t, "0", page("10", "", obj("a", "1")), nil)
+		src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if !inf.HasSynced() {
+			t.Fatal("not synced after falling back to list")
+		}
+	})
+}
+
+func TestInformerConfigErrors(t *testing.T) {
+	inf := New(Config[thing]{})
+	if err := inf.Run(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "watch: ") {
+		t.Errorf("Run without a Source = %v, want a watch: error", err)
+	}
+}
