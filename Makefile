@@ -8,7 +8,7 @@ LDFLAGS   := -s -w -buildid= -X $(MODULE)/k8sapi.Version=$(VERSION)
 BIN       := bin/widget-operator
 FUZZTIME  ?= 10s
 # Each fuzz target runs for FUZZTIME in `make test`: package:FuzzName.
-FUZZ_TARGETS ?=
+FUZZ_TARGETS ?= ./queue:FuzzQueue
 
 export GOTOOLCHAIN := local
 
