@@ -21,6 +21,7 @@ const (
 	backoffMax      = 30 * time.Second
 	backoffReset    = 2 * time.Minute // healthy this long: backoff starts over
 	retryAfterMax   = 5 * time.Minute // cap on a server's Retry-After
+	minWatchLife    = time.Second     // a watch that ends sooner is a failure
 	defaultPageSize = 500
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
@@ -303,10 +304,13 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 				msg: "streaming list ended early; using list and watch"})
 			return m.list(s, acts)
 		}
+		// A watch the server ends early with nothing to say, or within a
+		// second whatever it said, is a failure: reopening it at once could
+		// turn into a hot loop against a server in trouble.
 		lived := in.now.Sub(s.watchStart)
-		if s.watchEvents == 0 && lived < s.watchTimeout/2 {
+		if lived < minWatchLife || s.watchEvents == 0 && lived < s.watchTimeout/2 {
 			return m.fail(s, in, phaseOpen, "watch ended at once", acts,
-				fmt.Errorf("watch: server closed the watch after %v with no events", lived))
+				fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents))
 		}
 		// The server ended the watch at its timeout: watch on from the
 		// last resourceVersion, at once, without relisting.

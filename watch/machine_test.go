@@ -274,6 +274,18 @@ func TestStep(t *testing.T) {
 			wantRV: "10",
 		},
 		{
+			name: "watch ending within a second after events backs off",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(100*time.Millisecond, k8sapi.Bookmark, bookmark("11", false), ""),
+				ended(200*time.Millisecond, io.EOF, phaseWait, "close; log WARN watch ended at once; wait 400ms"),
+				timer(time.Second, phaseOpen, `watch rv="11" timeout=300 reconnect`),
+			},
+			wantRV: "11",
+		},
+		{
 			name: "failed list page is retried from its continue token",
 			steps: []stepCase{
 				start(),

@@ -102,8 +102,10 @@ func TestClientSourceAgainstRecordingServer(t *testing.T) {
 	}
 	rec := &recordingHandler{}
 	inf := New(Config[k8sapi.Deployment]{
-		Source:    ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
-		Namespace: "ns",
+		Source:        ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
+		Namespace:     "ns",
+		LabelSelector: "app=widget",
+		FieldSelector: "metadata.name!=z",
 		Handler: Handler[k8sapi.Deployment]{
 			OnAdd: func(d *k8sapi.Deployment) { rec.add("add " + d.Name + "@" + d.ResourceVersion) },
 			OnUpdate: func(o, d *k8sapi.Deployment) {
@@ -129,6 +131,10 @@ func TestClientSourceAgainstRecordingServer(t *testing.T) {
 		if got := q[i].Get(key); got != want {
 			t.Errorf("request %d: %s = %q, want %q (query %v)", i, key, got, want, q[i])
 		}
+	}
+	for i := range q {
+		check(i, "labelSelector", "app=widget")
+		check(i, "fieldSelector", "metadata.name!=z")
 	}
 	check(0, "resourceVersion", "0")
 	check(0, "limit", "500")
