@@ -129,30 +129,32 @@ func (t *tokenFileCredentials) get() (string, error) {
 	if err == nil {
 		t.token = tok
 	} else if t.token == "" {
-		return "", err
+		return "", fmt.Errorf("k8sapi: %w", err)
 	}
 	return t.token, nil
 }
 
+// readTokenFile reads a token; its errors lack the package prefix, for the
+// caller to add.
 func readTokenFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("k8sapi: token file: %w", err)
+		return "", fmt.Errorf("token file: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileSize+1))
 	if err != nil {
-		return "", fmt.Errorf("k8sapi: token file: %w", err)
+		return "", fmt.Errorf("token file: %w", err)
 	}
 	if len(b) > maxTokenFileSize {
-		return "", fmt.Errorf("k8sapi: token file %s: larger than %d KiB", path, maxTokenFileSize>>10)
+		return "", fmt.Errorf("token file %s: larger than %d KiB", path, maxTokenFileSize>>10)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("k8sapi: token file %s: empty", path)
+		return "", fmt.Errorf("token file %s: empty", path)
 	}
 	if err := checkHeaderValue(tok); err != nil {
-		return "", fmt.Errorf("k8sapi: token file %s: %w", path, err)
+		return "", fmt.Errorf("token file %s: %w", path, err)
 	}
 	return tok, nil
 }

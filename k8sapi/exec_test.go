@@ -1,0 +1,415 @@
+package k8sapi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestExecHelperProcess is not a test: it is the exec credential plugin
+// the tests below run, by re-executing the test binary with
+// GO_WANT_HELPER_PROCESS=1. The mode follows "--" in its arguments.
+func TestExecHelperProcess(t *testing.T) {
+	if os.Getenv("GO_WANT_HELPER_PROCESS") != "1" {
+		return
+	}
+	mode := os.Args[len(os.Args)-1]
+	if f := os.Getenv("HELPER_COUNT"); f != "" {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fh.WriteString("run\n")
+			fh.Close()
+		}
+	}
+	if f := os.Getenv("HELPER_RECORD"); f != "" {
+		cwd, _ := os.Getwd()
+		rec, _ := json.Marshal(map[string]string{"info": os.Getenv("KUBERNETES_EXEC_INFO"), "cwd": cwd, "region": os.Getenv("REGION")})
+		os.WriteFile(f, rec, 0o600)
+	}
+	var info struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	json.Unmarshal([]byte(os.Getenv("KUBERNETES_EXEC_INFO")), &info)
+	token := os.Getenv("HELPER_TOKEN")
+	status := map[string]any{"token": token}
+	if exp := os.Getenv("HELPER_EXPIRY"); exp != "" {
+		status["expirationTimestamp"] = exp
+	}
+	switch mode {
+	case "token":
+	case "cert":
+		cert, _ := os.ReadFile(os.Getenv("HELPER_CERT"))
+		key, _ := os.ReadFile(os.Getenv("HELPER_KEY"))
+		status = map[string]any{"clientCertificateData": string(cert), "clientKeyData": string(key)}
+	case "bad-cert":
+		status = map[string]any{"clientCertificateData": "junk", "clientKeyData": "-----BEGIN PRIVATE KEY-----\n" + token + "\n-----END PRIVATE KEY-----\n"}
+	case "half-cert":
+		status = map[string]any{"token": token, "clientKeyData": token}
+	case "wrong-version":
+		info.APIVersion = "client.authentication.k8s.io/v1alpha1"
+	case "empty":
+		status = map[string]any{}
+	case "fail":
+		fmt.Fprintf(os.Stderr, "error: could not refresh credentials\ncached token %s was rejected; run 'cloud login' again\n", token)
+		os.Exit(3)
+	case "garbage":
+		fmt.Fprintf(os.Stdout, "token=%s\n", token)
+		os.Exit(0)
+	case "flood":
+		chunk := strings.Repeat(token+" ", 1024)
+		for range 1 << 20 {
+			if _, err := io.WriteString(os.Stdout, chunk); err != nil {
+				os.Exit(0)
+			}
+		}
+		os.Exit(0)
+	}
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"apiVersion": info.APIVersion, "kind": "ExecCredential", "status": status})
+	os.Exit(0)
+}
+
+// helperExec returns an ExecConfig that runs TestExecHelperProcess in mode.
+func helperExec(version, mode string, env ...string) *ExecConfig {
+	return &ExecConfig{
+		APIVersion:      version,
+		Command:         os.Args[0],
+		Args:            []string{"-test.run=^TestExecHelperProcess$", "--", mode},
+		Env:             append([]string{"GO_WANT_HELPER_PROCESS=1"}, env...),
+		InteractiveMode: "Never",
+	}
+}
+
+// runCount reads how many times the helper ran, from its HELPER_COUNT file.
+func runCount(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "run\n")
+}
+
+func TestExecPluginVersions(t *testing.T) {
+	for _, version := range []string{execV1, execV1beta1} {
+		for _, provide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cluster-info=%v", version, provide), func(t *testing.T) {
+				dir := t.TempDir()
+				rec := filepath.Join(dir, "record.json")
+				cfg := &Config{Host: "https://h:6443", CAData: []byte("CA"), ServerName: "api", ProxyURL: "http://p:3128",
+					Exec: helperExec(version, "token", "HELPER_TOKEN=tok-"+version, "HELPER_RECORD="+rec, "REGION=eu-1")}
+				cfg.Exec.Dir = dir
+				cfg.Exec.ProvideClusterInfo = provide
+				creds, err := newCredentials(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := authHeader(t, creds); got != "Bearer tok-"+version {
+					t.Errorf("header %q", got)
+				}
+				b, err := os.ReadFile(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var r struct{ Info, Cwd, Region string }
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Cwd != dir || r.Region != "eu-1" {
+					t.Errorf("plugin ran in %q with REGION %q", r.Cwd, r.Region)
+				}
+				want := `{"apiVersion":"` + version + `","kind":"ExecCredential","spec":{"interactive":false}}`
+				if provide {
+					want = `{"apiVersion":"` + version + `","kind":"ExecCredential","spec":{"cluster":{"server":"https://h:6443","tls-server-name":"api","certificate-authority-data":"Q0E=","proxy-url":"http://p:3128"},"interactive":false}}`
+				}
+				if r.Info != want {
+					t.Errorf("KUBERNETES_EXEC_INFO\n%s\nwant\n%s", r.Info, want)
+				}
+			})
+		}
+	}
+}
+
+func TestExecCachesUntilExpiry(t *testing.T) {
+	clock := newCredClock()
+	count := filepath.Join(t.TempDir(), "count")
+	expiry := clock.now().Add(10 * time.Minute)
+	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
+		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
+	creds, err := newExecCredentials(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.now = clock.now
+
+	check := func(wantRuns int) {
+		t.Helper()
+		if got := authHeader(t, creds); got != "Bearer tok" {
+			t.Fatalf("header %q", got)
+		}
+		if n := runCount(t, count); n != wantRuns {
+			t.Fatalf("plugin ran %d times, want %d", n, wantRuns)
+		}
+	}
+	check(1)
+	clock.advance(5 * time.Minute)
+	check(1) // cached
+	// Within a minute of expiry the valid token is still handed out while
+	// a new one is fetched in the background.
+	clock.advance(4*time.Minute + 30*time.Second)
+	authHeader(t, creds)
+	waitForFetch(t, creds)
+	check(2)
+	// Past the expiry (the helper returns the same expiry again), callers
+	// wait for a new run.
+	clock.advance(time.Minute)
+	check(3)
+	// Back where the token is fresh, it is cached until refresh drops it.
+	clock.advance(-9 * time.Minute)
+	check(3)
+	if !creds.refresh() {
+		t.Error("refresh reported no change possible")
+	}
+	check(4)
+	check(4)
+}
+
+// waitForFetch waits for a background plugin run to finish.
+func waitForFetch(t *testing.T, e *execCredentials) {
+	t.Helper()
+	e.mu.Lock()
+	c := e.call
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("plugin run did not finish")
+	}
+}
+
+func TestExecNoExpiryCachedUntilRefresh(t *testing.T) {
+	clock := newCredClock()
+	count := filepath.Join(t.TempDir(), "count")
+	creds, err := newExecCredentials(&Config{Exec: helperExec(execV1beta1, "token", "HELPER_TOKEN=t", "HELPER_COUNT="+count)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.now = clock.now
+	authHeader(t, creds)
+	clock.advance(100 * time.Hour)
+	authHeader(t, creds)
+	if n := runCount(t, count); n != 1 {
+		t.Errorf("ran %d times", n)
+	}
+}
+
+// gatedRun is a plugin stand-in that counts its runs and blocks each until
+// the gate is closed.
+type gatedRun struct {
+	runs    atomic.Int32
+	started chan struct{}
+	gate    chan struct{}
+	out     string
+}
+
+func (g *gatedRun) run(ctx context.Context) ([]byte, error) {
+	if g.runs.Add(1) == 1 {
+		close(g.started)
+	}
+	select {
+	case <-g.gate:
+		return []byte(g.out), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func TestExecConcurrentCallersShareOneRun(t *testing.T) {
+	g := &gatedRun{started: make(chan struct{}), gate: make(chan struct{}),
+		out: `{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"shared"}}`}
+	e := &execCredentials{command: "gated", version: execV1, now: time.Now, run: g.run}
+
+	// A caller that gives up gets its context's error; the run goes on.
+	ctx, cancel := context.WithCancel(context.Background())
+	giveUp := make(chan error, 1)
+	go func() {
+		_, err := e.get(ctx)
+		giveUp <- err
+	}()
+	<-g.started
+	cancel()
+	if err := <-giveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled caller: %v", err)
+	}
+
+	var wg sync.WaitGroup
+	results := make(chan string, 10)
+	for range 10 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", "https://h/", nil)
+			if err := e.authorize(context.Background(), req); err != nil {
+				t.Error(err)
+			}
+			results <- req.Header.Get("Authorization")
+		})
+	}
+	close(g.gate)
+	wg.Wait()
+	close(results)
+	for h := range results {
+		if h != "Bearer shared" {
+			t.Errorf("header %q", h)
+		}
+	}
+	if n := g.runs.Load(); n != 1 {
+		t.Errorf("plugin ran %d times, want 1", n)
+	}
+}
+
+func TestExecFailureHeld(t *testing.T) {
+	clock := newCredClock()
+	count := filepath.Join(t.TempDir(), "count")
+	creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, "fail", "HELPER_TOKEN=x", "HELPER_COUNT="+count)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.now = clock.now
+	req, _ := http.NewRequest("GET", "https://h/", nil)
+	for range 3 {
+		if err := creds.authorize(context.Background(), req); err == nil {
+			t.Fatal("no error from a failing plugin")
+		}
+	}
+	if n := runCount(t, count); n != 1 {
+		t.Errorf("failing plugin ran %d times within the hold, want 1", n)
+	}
+	clock.advance(execFailureHold)
+	creds.authorize(context.Background(), req)
+	if n := runCount(t, count); n != 2 {
+		t.Errorf("failing plugin ran %d times after the hold, want 2", n)
+	}
+}
+
+func TestExecErrors(t *testing.T) {
+	const tok = "k8s-secret-token-value-0123456789"
+	tests := []struct {
+		mode string
+		msg  string
+	}{
+		{"fail", "exit status 3: stderr: error: could not refresh credentials cached token [redacted] was rejected; run 'cloud login' again"},
+		{"garbage", "output is not JSON"},
+		{"wrong-version", `output apiVersion "client.authentication.k8s.io/v1alpha1", want "client.authentication.k8s.io/v1"`},
+		{"empty", "status has neither a token nor a client certificate"},
+		{"half-cert", "a client certificate or key without the other"},
+		{"bad-cert", "client certificate: tls: failed to find any PEM data in certificate input"},
+		{"flood", "output larger than 1024 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, tt.mode, "HELPER_TOKEN="+tok)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = creds.get(context.Background())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), "k8sapi: exec plugin ") || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q\nwant %q", err, tt.msg)
+			}
+			if strings.Contains(err.Error(), tok) {
+				t.Errorf("error %q holds the token", err)
+			}
+		})
+	}
+
+	_, err := (&execCredentials{command: "x"}).runPlugin(context.Background(), filepath.Join(t.TempDir(), "no-such-plugin"), nil, "", nil)
+	if err == nil {
+		t.Error("missing plugin: no error")
+	}
+	creds, _ := newExecCredentials(&Config{Exec: &ExecConfig{APIVersion: execV1, Command: "widget-operator-no-such-plugin"}})
+	if _, err := creds.get(context.Background()); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("plugin not in PATH: %v", err)
+	}
+	for _, x := range []*ExecConfig{{APIVersion: execV1}, {APIVersion: "v9", Command: "x"}, {APIVersion: execV1, Command: "x", InteractiveMode: "Always"}} {
+		if _, err := newCredentials(&Config{Exec: x}); err == nil {
+			t.Errorf("%+v accepted", x)
+		}
+	}
+}
+
+func TestRedactStderr(t *testing.T) {
+	e := &execCredentials{tokens: []string{"short1"}}
+	in := "a short1 b eyJhbGciOiJSUzI1NiJ9.payload c \x1b[31mred\x1b[0m\n" + strings.Repeat("x ", 200) + "end"
+	got := e.redact([]byte(in), false)
+	if strings.Contains(got, "short1") || strings.Contains(got, "eyJ") || strings.ContainsRune(got, 0x1b) || len(got) > execStderrSnippet+3 || !strings.HasSuffix(got, "x end") {
+		t.Errorf("redact = %q", got)
+	}
+	// A truncated buffer drops its last, possibly partial, word.
+	if got := e.redact([]byte("failed: abcdefgh"), true); got != "failed:" {
+		t.Errorf("truncated redact = %q", got)
+	}
+}
+
+func TestExecClientCertificateOverTLS(t *testing.T) {
+	certPEM, keyPEM := selfSignedPair(t, "exec-client")
+	dir := writeFiles(t, t.TempDir(), map[string]string{"c.pem": string(certPEM), "k.pem": string(keyPEM)})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "no client certificate", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, r.TLS.PeerCertificates[0].Subject.CommonName)
+	}))
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+
+	cfg := &Config{Host: srv.URL, Exec: helperExec(execV1, "cert",
+		"HELPER_CERT="+filepath.Join(dir, "c.pem"), "HELPER_KEY="+filepath.Join(dir, "k.pem"))}
+	cfg.CAData = certPEMOf(srv)
+	creds, err := newCredentials(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := newTLSConfig(cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.GetClientCertificate == nil {
+		t.Fatal("no GetClientCertificate with an exec plugin")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "exec-client" {
+		t.Errorf("server saw %d %q", resp.StatusCode, body)
+	}
+	// Without a token, authorize sets no header.
+	if h := authHeader(t, creds); h != "" {
+		t.Errorf("header %q", h)
+	}
+}
