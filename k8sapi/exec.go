@@ -413,6 +413,8 @@ type boundedBuffer struct {
 	overflow func()
 }
 
+// Write keeps what fits and reports the whole of p written, so that the
+// plugin is not stopped by a write error before overflow cancels it.
 func (w *boundedBuffer) Write(p []byte) (int, error) {
 	if room := w.max - len(w.b); len(p) > room {
 		w.b = append(w.b, p[:room]...)

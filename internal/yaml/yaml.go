@@ -10,9 +10,9 @@
 //
 // Everything else is an error that names the line: anchors, aliases, tags,
 // directives, several documents, folded block scalars (>), explicit
-// indentation indicators, complex keys, multi-line plain, quoted or flow
-// scalars, tabs used for indentation, duplicate map keys and nesting deeper
-// than [MaxDepth]. The parser never guesses: a document it accepts means what
+// indentation indicators, complex keys, merge keys (<<), multi-line plain,
+// quoted or flow scalars, tabs used for indentation, duplicate map keys and
+// nesting deeper than [MaxDepth]. The parser never guesses: a document it accepts means what
 // a full YAML parser would read.
 //
 // Errors never quote the document's text, which may hold secrets; they give
@@ -115,6 +115,7 @@ type SyntaxError struct {
 	Msg  string // never includes the document's text
 }
 
+// Error returns "yaml: line N: message".
 func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
@@ -445,6 +446,9 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 				key = strings.TrimRight(t[:i], " \t")
 				if key == "" {
 					return "", "", false, errorf(l.num, "empty map key")
+				}
+				if key == "<<" {
+					return "", "", false, errorf(l.num, "merge keys ('<<') are not supported")
 				}
 				return key, t[i+1:], true, nil
 			}
@@ -795,6 +799,9 @@ func (f *flow) mapping(depth int) (*Node, error) {
 		}
 		if k.Kind != Scalar {
 			return nil, errorf(f.line, "map keys must be scalars")
+		}
+		if !k.Quoted && k.Value == "<<" {
+			return nil, errorf(f.line, "merge keys ('<<') are not supported")
 		}
 		if err := f.more(); err != nil {
 			return nil, err
