@@ -1,0 +1,333 @@
+package k8sapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Size limits on what the client reads from the server.
+const (
+	// objectLimit bounds the body of a response holding one object, and
+	// one watch event: far above the server's own object size limit.
+	objectLimit = 16 << 20
+	// listLimit bounds the body of one list page.
+	listLimit = 64 << 20
+	// errorLimit bounds how much of a failure's body is read.
+	errorLimit = 1 << 20
+)
+
+// Client sends requests to one API server. It adds authentication, the
+// User-Agent, optional client-side rate limiting and retries; [Typed]
+// provides the verbs on top of it.
+//
+// A Client is safe for concurrent use by many goroutines; make one per API
+// server and share it. Every call takes a context.Context, which bounds
+// the whole call including retries and rate-limit waits (for a watch: the
+// whole stream).
+//
+// Requests that are safe to repeat are retried up to Config.MaxRetries
+// times: GET after a 5xx answer or a connection error, any request after a
+// 429 or after a connection error that happened before it was sent. The
+// wait honours the server's Retry-After (at most a minute), or else backs
+// off exponentially with jitter from 200ms up to 30s. After a 401 the
+// credentials are refreshed and, if that may help, the request is sent
+// once more.
+//
+// Response bodies are bounded: 16 MiB for one object or watch event, 64
+// MiB for a list page; a larger one fails with an error wrapping
+// [ErrBodyTooLarge].
+type Client struct {
+	base       string // scheme://host[/prefix], escaped, no trailing slash
+	namespace  string
+	userAgent  string
+	creds      credentials
+	transport  http.RoundTripper
+	limiter    *tokenBucket // nil: no limit
+	maxRetries int
+
+	// Body limits, variables only so that tests can lower them.
+	objectLimit, listLimit int64
+
+	// Seams for tests; set once, before the client is used.
+	now    func() time.Time
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func() float64 // in [0, 1)
+}
+
+// New returns a Client for the API server cfg describes. It checks cfg and
+// builds the transport, but does not contact the server. cfg must not be
+// changed afterwards.
+func New(cfg *Config) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("k8sapi: config: nil Config")
+	}
+	base, err := parseHost(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := newCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		tlsConfig, err := newTLSConfig(cfg, creds)
+		if err != nil {
+			return nil, err
+		}
+		t, err := newTransport(cfg, tlsConfig)
+		if err != nil {
+			return nil, err
+		}
+		rt = t
+	}
+	c := &Client{
+		base:        base,
+		namespace:   cfg.Namespace,
+		userAgent:   cfg.UserAgent,
+		creds:       creds,
+		transport:   rt,
+		limiter:     newTokenBucket(cfg.QPS, cfg.Burst),
+		maxRetries:  cfg.MaxRetries,
+		objectLimit: objectLimit,
+		listLimit:   listLimit,
+		now:         time.Now,
+		sleep:       sleepCtx,
+		jitter:      rand.Float64,
+	}
+	if c.namespace == "" {
+		c.namespace = "default"
+	}
+	if c.userAgent == "" {
+		c.userAgent = "widget-operator/" + Version
+	}
+	switch {
+	case c.maxRetries == 0:
+		c.maxRetries = defaultMaxRetries
+	case c.maxRetries < 0:
+		c.maxRetries = 0
+	}
+	return c, nil
+}
+
+// parseHost checks Config.Host and returns it as the base of every request
+// URL. A missing scheme means https.
+func parseHost(host string) (string, error) {
+	if host == "" {
+		return "", errors.New("k8sapi: config: Host is empty")
+	}
+	if !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	u, err := url.Parse(host)
+	// The Host may hold a user and password: never repeat it in the error.
+	switch {
+	case err != nil:
+		return "", errors.New("k8sapi: config: Host is not a valid URL")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return "", errors.New("k8sapi: config: Host scheme must be https or http")
+	case u.Host == "":
+		return "", errors.New("k8sapi: config: Host has no host name")
+	case u.User != nil:
+		return "", errors.New("k8sapi: config: Host must not hold credentials")
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", errors.New("k8sapi: config: Host must not have a query or fragment")
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
+}
+
+// Namespace returns the default namespace: Config.Namespace, or "default".
+func (c *Client) Namespace() string { return c.namespace }
+
+// Host returns the API server's base URL, as requests use it.
+func (c *Client) Host() string { return c.base }
+
+// operation is one API call: what it is for errors, and what to send.
+type operation struct {
+	verb      string // "get", "list", "watch", ...
+	resource  string // plural, "/subresource" appended if any
+	namespace string
+	name      string
+
+	method      string
+	path        string // escaped
+	query       url.Values
+	body        []byte
+	contentType string
+}
+
+func (o *operation) fill(verb, resource, namespace, name *string) {
+	*verb, *resource, *namespace, *name = o.verb, o.resource, o.namespace, o.name
+}
+
+func (o *operation) requestError(err error) error {
+	return &RequestError{Op: o.verb, Resource: o.resource, Namespace: o.namespace, Name: o.name, Err: err}
+}
+
+func (o *operation) decodeError(err error) error {
+	return &DecodeError{Op: o.verb, Resource: o.resource, Namespace: o.namespace, Name: o.name, Err: err}
+}
+
+// do sends op, with rate limiting, authentication and retries, and returns
+// the response if its status is 2xx; the caller closes its body. Any other
+// status becomes an *APIError.
+func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
+	if ctx == nil {
+		return nil, op.requestError(errors.New("nil Context"))
+	}
+	target := c.base + op.path
+	if len(op.query) > 0 {
+		target += "?" + op.query.Encode()
+	}
+	refreshed := false
+	for attempt := 0; ; {
+		if err := c.wait(ctx); err != nil {
+			return nil, op.requestError(err)
+		}
+		req, err := c.newRequest(ctx, op, target)
+		if err != nil {
+			return nil, op.requestError(err)
+		}
+		resp, err := c.transport.RoundTrip(req)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			if ctx.Err() != nil || attempt >= c.maxRetries || !retryableError(op.method, err) {
+				return nil, op.requestError(err)
+			}
+			if c.sleep(ctx, backoff(attempt, c.jitter())) != nil {
+				return nil, op.requestError(err)
+			}
+			attempt++
+			continue
+		}
+		if resp.StatusCode/100 == 2 {
+			return resp, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
+		resp.Body.Close()
+		apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
+		if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
+			refreshed = true
+			continue
+		}
+		if attempt >= c.maxRetries || !retryableStatus(op.method, resp.StatusCode) {
+			return nil, apiErr
+		}
+		if c.sleep(ctx, retryWait(apiErr, attempt, c.jitter())) != nil {
+			// The context ended while waiting: the server's answer is
+			// the more useful error.
+			return nil, apiErr
+		}
+		attempt++
+	}
+}
+
+// newRequest builds one attempt of op.
+func (c *Client) newRequest(ctx context.Context, op *operation, target string) (*http.Request, error) {
+	var body io.Reader
+	if op.body != nil {
+		body = bytes.NewReader(op.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, op.method, target, body)
+	if err != nil {
+		return nil, errors.New("cannot build request URL")
+	}
+	if op.body != nil {
+		b := op.body
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.Header.Set("Content-Type", op.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if err := c.creds.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// wait takes a token from the rate limiter, waiting for it if need be.
+func (c *Client) wait(ctx context.Context) error {
+	if c.limiter == nil {
+		return ctx.Err()
+	}
+	now := c.now()
+	d := c.limiter.reserve(now)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if dl, ok := ctx.Deadline(); ok && d > time.Until(dl) {
+		c.limiter.cancel(now)
+		return fmt.Errorf("rate limit wait of %v would outlast the context: %w", d, context.DeadlineExceeded)
+	}
+	if err := c.sleep(ctx, d); err != nil {
+		c.limiter.cancel(c.now())
+		return err
+	}
+	return nil
+}
+
+// readBody reads a 2xx response's body, at most limit bytes, and closes it.
+func readBody(op *operation, resp *http.Response, limit int64) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength > limit {
+		return nil, op.decodeError(fmt.Errorf("%w (%d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
+	}
+	b, err := readAtMost(resp.Body, resp.ContentLength, limit)
+	if errors.Is(err, ErrBodyTooLarge) {
+		return nil, op.decodeError(err)
+	}
+	if err != nil {
+		return nil, op.requestError(err)
+	}
+	return b, nil
+}
+
+// readAtMost reads r to the end if it holds at most limit bytes, and
+// fails with ErrBodyTooLarge otherwise, having read limit+1 bytes at most.
+// size is the expected length, or -1. The buffer doubles as it grows, so
+// that at most about twice the body's size is allocated in all.
+func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
+	n := int64(64 << 10)
+	if size >= 0 {
+		n = size + 1 // +1 so that the end is seen without growing
+	}
+	b := make([]byte, 0, min(n, limit))
+	var probe [1]byte
+	for {
+		if len(b) == cap(b) {
+			if int64(cap(b)) >= limit {
+				// Full: one more byte means too large.
+				m, err := io.ReadFull(r, probe[:])
+				if m > 0 {
+					return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
+				}
+				if err == io.EOF {
+					return b, nil
+				}
+				return nil, err
+			}
+			nb := make([]byte, len(b), min(2*int64(cap(b)), limit))
+			copy(nb, b)
+			b = nb
+		}
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

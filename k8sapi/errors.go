@@ -1,0 +1,368 @@
+package k8sapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrBodyTooLarge is wrapped by the error returned when a response body or
+// a single watch event is larger than the client accepts: 16 MiB for one
+// object or watch event, 64 MiB for a list page.
+var ErrBodyTooLarge = errors.New("k8sapi: response body too large")
+
+// ErrClosed is returned by [Watcher.Next] after [Watcher.Close].
+var ErrClosed = errors.New("k8sapi: watcher closed")
+
+// APIError is the error returned when the API server answered a request
+// with a failure: a non-2xx status, or an ERROR event on a watch.
+//
+// Status is the server's own metav1.Status when the body was one. When the
+// body was something else, such as an HTML page from a proxy, Status is
+// synthesized from the HTTP status code and Body holds a trimmed, printable
+// snippet of what was received.
+type APIError struct {
+	// Op is the verb: "get", "list", "watch", "create", "update", "patch"
+	// or "delete".
+	Op string
+	// Resource is the plural resource, with "/subresource" appended when
+	// the request was for one.
+	Resource string
+	// Namespace and Name identify the object; either may be empty.
+	Namespace, Name string
+	// Code is the HTTP status code. For a watch ERROR event it is the
+	// Status's code, which may be 0 if the server did not set one.
+	Code int
+	// Status is the server's Status, or one synthesized from Code.
+	Status Status
+	// RetryAfter is how long the server asked the client to wait, from
+	// the Status's details.retryAfterSeconds or the Retry-After header
+	// (in seconds), capped at a minute. Zero means the server did not say.
+	RetryAfter time.Duration
+	// Body is a trimmed snippet (at most 256 bytes, control characters
+	// removed) of a body that was not a Status. Empty otherwise.
+	Body string
+}
+
+// Error returns "k8sapi: <op> <resource> <namespace>/<name>: <code> <reason>: <message>".
+// It never contains request headers or credentials.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("k8sapi: ")
+	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
+	b.WriteString(": ")
+	if e.Code != 0 {
+		b.WriteString(strconv.Itoa(e.Code))
+		b.WriteByte(' ')
+	}
+	b.WriteString(printable(e.reason(), 64))
+	msg := e.Status.Message
+	if e.Body != "" {
+		msg = e.Body
+	}
+	if msg != "" {
+		b.WriteString(": ")
+		b.WriteString(printable(msg, 512))
+	}
+	return b.String()
+}
+
+// reason is the Status's reason, or the one the HTTP code implies.
+func (e *APIError) reason() string {
+	if e.Status.Reason != "" {
+		return e.Status.Reason
+	}
+	return reasonForCode(e.Code)
+}
+
+// writeTarget writes "op resource ns/name", leaving out what is empty.
+func writeTarget(b *strings.Builder, op, resource, namespace, name string) {
+	b.WriteString(op)
+	if resource != "" {
+		b.WriteByte(' ')
+		b.WriteString(resource)
+	}
+	switch {
+	case namespace != "" && name != "":
+		b.WriteByte(' ')
+		b.WriteString(namespace)
+		b.WriteByte('/')
+		b.WriteString(name)
+	case namespace != "":
+		b.WriteByte(' ')
+		b.WriteString(namespace)
+	case name != "":
+		b.WriteByte(' ')
+		b.WriteString(name)
+	}
+}
+
+// RequestError is the error returned when a request got no answer from the
+// server: it could not be sent, the connection failed, the context ended,
+// or a limit was exceeded on the client's side. Err is the cause; test it
+// with errors.Is, for example against context.DeadlineExceeded.
+type RequestError struct {
+	Op              string // the verb, as in [APIError]
+	Resource        string // plural resource, "/subresource" appended if any
+	Namespace, Name string
+	Err             error
+}
+
+// Error returns "k8sapi: <op> <resource> <namespace>/<name>: <cause>".
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	b.WriteString("k8sapi: ")
+	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.Err.Error(), "k8sapi: "))
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// DecodeError is the error returned when the server answered with success
+// but the body could not be used: malformed or truncated JSON, a body or
+// watch event larger than the limit (Err wraps [ErrBodyTooLarge]), or a
+// watch event of unknown type. A watch that returns a DecodeError is done.
+type DecodeError struct {
+	Op              string // the verb, as in [APIError]
+	Resource        string // plural resource, "/subresource" appended if any
+	Namespace, Name string
+	Err             error
+}
+
+// Error returns "k8sapi: <op> <resource> <namespace>/<name>: decode: <cause>".
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	b.WriteString("k8sapi: ")
+	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
+	b.WriteString(": decode: ")
+	b.WriteString(printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512))
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Status reasons the helpers below test for.
+const (
+	reasonNotFound        = "NotFound"
+	reasonAlreadyExists   = "AlreadyExists"
+	reasonConflict        = "Conflict"
+	reasonGone            = "Gone"
+	reasonExpired         = "Expired"
+	reasonForbidden       = "Forbidden"
+	reasonUnauthorized    = "Unauthorized"
+	reasonInvalid         = "Invalid"
+	reasonTooManyRequests = "TooManyRequests"
+	reasonServerTimeout   = "ServerTimeout"
+	reasonTimeout         = "Timeout"
+	reasonBadRequest      = "BadRequest"
+	reasonMethodNotAllow  = "MethodNotAllowed"
+	reasonInternalError   = "InternalError"
+	reasonServiceUnavail  = "ServiceUnavailable"
+	reasonUnsupportedType = "UnsupportedMediaType"
+	reasonNotAcceptable   = "NotAcceptable"
+	reasonRequestTooLarge = "RequestEntityTooLarge"
+)
+
+// reasonForCode is the reason the server uses for an HTTP status code, for
+// errors whose body carried none.
+func reasonForCode(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return reasonBadRequest
+	case http.StatusUnauthorized:
+		return reasonUnauthorized
+	case http.StatusForbidden:
+		return reasonForbidden
+	case http.StatusNotFound:
+		return reasonNotFound
+	case http.StatusMethodNotAllowed:
+		return reasonMethodNotAllow
+	case http.StatusNotAcceptable:
+		return reasonNotAcceptable
+	case http.StatusConflict:
+		return reasonConflict
+	case http.StatusGone:
+		return reasonGone
+	case http.StatusRequestEntityTooLarge:
+		return reasonRequestTooLarge
+	case http.StatusUnsupportedMediaType:
+		return reasonUnsupportedType
+	case http.StatusUnprocessableEntity:
+		return reasonInvalid
+	case http.StatusTooManyRequests:
+		return reasonTooManyRequests
+	case http.StatusInternalServerError:
+		return reasonInternalError
+	case http.StatusServiceUnavailable:
+		return reasonServiceUnavail
+	case http.StatusGatewayTimeout:
+		return reasonTimeout
+	}
+	return ""
+}
+
+// apiErrorOf returns the *APIError err wraps, or nil.
+func apiErrorOf(err error) *APIError {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+func hasReason(err error, reason string) bool {
+	e := apiErrorOf(err)
+	return e != nil && e.reason() == reason
+}
+
+// IsNotFound reports whether err wraps an [*APIError] saying the object or
+// resource does not exist (reason NotFound, or 404 without a reason).
+func IsNotFound(err error) bool { return hasReason(err, reasonNotFound) }
+
+// IsAlreadyExists reports whether err wraps an [*APIError] saying a create
+// found the object already there (409, reason AlreadyExists).
+func IsAlreadyExists(err error) bool { return hasReason(err, reasonAlreadyExists) }
+
+// IsConflict reports whether err wraps an [*APIError] saying a write lost a
+// race, usually because its resourceVersion is stale (409, reason
+// Conflict, or 409 without a reason). AlreadyExists is not a Conflict.
+func IsConflict(err error) bool { return hasReason(err, reasonConflict) }
+
+// IsGone reports whether err wraps an [*APIError] saying the requested
+// resourceVersion or continue token is too old: code 410, reason Expired
+// or Gone, or a message containing "too old resource version". The cure is
+// a fresh list.
+func IsGone(err error) bool {
+	e := apiErrorOf(err)
+	if e == nil {
+		return false
+	}
+	switch {
+	case e.Code == http.StatusGone, e.Status.Code == http.StatusGone:
+		return true
+	case e.Status.Reason == reasonExpired, e.Status.Reason == reasonGone:
+		return true
+	}
+	return strings.Contains(e.Status.Message, "too old resource version")
+}
+
+// IsForbidden reports whether err wraps an [*APIError] saying the client
+// may not do this (403, reason Forbidden).
+func IsForbidden(err error) bool { return hasReason(err, reasonForbidden) }
+
+// IsUnauthorized reports whether err wraps an [*APIError] saying the
+// client's credentials were missing or rejected (401, reason Unauthorized).
+func IsUnauthorized(err error) bool { return hasReason(err, reasonUnauthorized) }
+
+// IsInvalid reports whether err wraps an [*APIError] saying the object
+// failed validation (422, reason Invalid); Status.Details.Causes lists the
+// fields.
+func IsInvalid(err error) bool { return hasReason(err, reasonInvalid) }
+
+// IsTooManyRequests reports whether err wraps an [*APIError] saying the
+// server is throttling the client (429, reason TooManyRequests). The
+// client retries these itself; the error is seen once retries ran out.
+func IsTooManyRequests(err error) bool {
+	e := apiErrorOf(err)
+	return e != nil && (e.Code == http.StatusTooManyRequests || e.reason() == reasonTooManyRequests)
+}
+
+// IsServerTimeout reports whether err wraps an [*APIError] saying the
+// server or a gateway gave up waiting: reason ServerTimeout (the server
+// could not finish in time) or Timeout, or code 504.
+func IsServerTimeout(err error) bool {
+	e := apiErrorOf(err)
+	if e == nil {
+		return false
+	}
+	r := e.reason()
+	return r == reasonServerTimeout || r == reasonTimeout || e.Code == http.StatusGatewayTimeout
+}
+
+// newAPIError builds the error for a failed response from its code,
+// headers and (possibly truncated) body.
+func newAPIError(op *operation, code int, header http.Header, body []byte) *APIError {
+	var st Status
+	if len(body) > 0 && json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		return statusError(op, code, st, header)
+	}
+	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode(code)}, header)
+	e.Body = snippet(body, 256)
+	e.Status.Message = e.Body
+	return e
+}
+
+// statusError builds the error for a Status the server sent, with a
+// failed response's headers (nil for a watch ERROR event).
+func statusError(op *operation, code int, st Status, header http.Header) *APIError {
+	e := &APIError{Code: code, Status: st}
+	op.fill(&e.Op, &e.Resource, &e.Namespace, &e.Name)
+	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
+		e.RetryAfter = min(time.Duration(d.RetryAfterSeconds)*time.Second, maxRetryAfter)
+	} else if header != nil {
+		e.RetryAfter = parseRetryAfter(header.Get("Retry-After"))
+	}
+	return e
+}
+
+// parseRetryAfter reads a Retry-After header in seconds. Anything else,
+// including the HTTP-date form the API server never sends, means zero.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	if n > int64(maxRetryAfter/time.Second) {
+		return maxRetryAfter
+	}
+	return time.Duration(n) * time.Second
+}
+
+// snippet returns at most max bytes of b as printable text: invalid UTF-8
+// and control characters removed, space runs collapsed, ends trimmed.
+func snippet(b []byte, max int) string {
+	if len(b) > 4*max {
+		b = b[:4*max]
+	}
+	return printable(string(b), max)
+}
+
+// printable returns s with control characters turned into spaces, runs of
+// spaces collapsed and invalid UTF-8 dropped, cut to at most max bytes.
+func printable(s string, max int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
+			if r != utf8.RuneError {
+				space = true
+			}
+			continue
+		}
+		n := utf8.RuneLen(r)
+		if space && b.Len() > 0 {
+			n++
+		}
+		if b.Len()+n > max {
+			break
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,100 @@
+package k8sapi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+const (
+	defaultMaxRetries = 5
+	// maxRetryAfter caps the wait a server may ask for with Retry-After.
+	maxRetryAfter = 60 * time.Second
+	// backoffBase and backoffMax bound the exponential backoff used when
+	// the server gave no Retry-After.
+	backoffBase = 200 * time.Millisecond
+	backoffMax  = 30 * time.Second
+)
+
+// backoff returns the wait before retry number attempt (0 for the first
+// retry): base doubled per attempt, capped, and jittered into its upper
+// half; jitter is in [0, 1).
+func backoff(attempt int, jitter float64) time.Duration {
+	d := backoffMax
+	if attempt < 16 {
+		d = min(backoffBase<<attempt, backoffMax)
+	}
+	return d/2 + time.Duration(jitter*float64(d/2))
+}
+
+// retryWait returns how long to wait before retrying after e: the server's
+// Retry-After (capped at a minute), or the backoff.
+func retryWait(e *APIError, attempt int, jitter float64) time.Duration {
+	if e != nil && e.RetryAfter > 0 {
+		return min(e.RetryAfter, maxRetryAfter)
+	}
+	return backoff(attempt, jitter)
+}
+
+// idempotent reports whether a request with this method may be sent again
+// whatever happened to the first try.
+func idempotent(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead
+}
+
+// retryableStatus reports whether an answer with this code is worth
+// retrying: 429 always (the server did not process the request), 5xx
+// other than 501 only for idempotent methods.
+func retryableStatus(method string, code int) bool {
+	if code == http.StatusTooManyRequests {
+		return true
+	}
+	return idempotent(method) && code >= 500 && code != http.StatusNotImplemented
+}
+
+// retryableError reports whether a transport error is worth retrying: any
+// error for an idempotent method, otherwise only errors that happened
+// before the request could have been sent (dial, DNS, proxy connect).
+// Context errors, TLS trust failures and size limits never are.
+func retryableError(method string, err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBodyTooLarge) {
+		return false
+	}
+	var verify *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var alert tls.AlertError
+	if errors.As(err, &verify) || errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &alert) {
+		return false // TLS trust problems do not go away by retrying
+	}
+	if idempotent(method) {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect")
+}
+
+// sleepCtx waits for d or until ctx ends, whichever comes first, and
+// returns ctx's error in the second case.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,278 @@
+package k8sapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+)
+
+// Typed is the set of verbs on one resource, decoding objects into T: one
+// of this package's structs, a caller's own struct with the fields it
+// needs, or json.RawMessage to keep objects whole.
+//
+// A Typed is a small value; copy it freely. It is safe for concurrent use
+// when its Client is. Single-object verbs need a name, and a namespace when
+// the resource is namespaced; an empty namespace on List and Watch means
+// all namespaces. For cluster-scoped resources namespace is ignored.
+type Typed[T any] struct {
+	Client   *Client
+	Resource Resource
+}
+
+// For returns the verbs on resource r through c, decoding into T.
+func For[T any](c *Client, r Resource) Typed[T] {
+	return Typed[T]{Client: c, Resource: r}
+}
+
+// newOp checks the arguments of a call and describes it. needName says the
+// verb acts on one object (which then needs a namespace too, if the
+// resource is namespaced); needNamespace alone is for create.
+func (t Typed[T]) newOp(verb, method, namespace, name, sub string, needName, needNamespace bool) (*operation, error) {
+	if !t.Resource.Namespaced {
+		namespace = ""
+	}
+	res := t.Resource.Resource
+	if sub != "" {
+		res += "/" + sub
+	}
+	op := &operation{verb: verb, resource: res, namespace: namespace, name: name, method: method}
+	var problem string
+	switch {
+	case t.Client == nil:
+		problem = "nil Client"
+	case t.Resource.Resource == "" || t.Resource.Version == "":
+		problem = "Resource needs a version and a resource name"
+	case needName && name == "":
+		problem = "name is empty"
+	case (needName || needNamespace) && t.Resource.Namespaced && namespace == "":
+		problem = "namespace is empty"
+	case badSegment(name), badSegment(namespace), badSegment(sub):
+		problem = `"." and ".." are not valid names`
+	case sub != "" && name == "":
+		problem = "a subresource needs a name"
+	}
+	if problem != "" {
+		return nil, op.requestError(errors.New(problem))
+	}
+	op.path = t.Resource.Path(namespace, name, sub)
+	return op, nil
+}
+
+func badSegment(s string) bool { return s == "." || s == ".." }
+
+// call sends op and decodes a 2xx body of at most limit bytes into out;
+// a nil out discards the body.
+func (c *Client) call(ctx context.Context, op *operation, limit int64, out any) error {
+	resp, err := c.do(ctx, op)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, limit)); err != nil {
+			return op.requestError(err)
+		}
+		return nil
+	}
+	body, err := readBody(op, resp, limit)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return op.decodeError(err)
+	}
+	return nil
+}
+
+// encode marshals a request body.
+func encode(op *operation, v any, contentType string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return op.requestError(fmt.Errorf("encode body: %w", err))
+	}
+	op.body, op.contentType = b, contentType
+	return nil
+}
+
+// Get reads one object.
+func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptions) (*T, error) {
+	op, err := t.newOp("get", http.MethodGet, namespace, name, opts.Subresource, true, false)
+	if err != nil {
+		return nil, err
+	}
+	op.query = opts.query()
+	out := new(T)
+	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// List reads one page of objects: all of them unless opts.Limit is set,
+// in which case the page's Metadata.Continue, if not empty, is the
+// opts.Continue for the next page.
+func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
+	op, err := t.newOp("list", http.MethodGet, namespace, "", "", false, false)
+	if err != nil {
+		return nil, err
+	}
+	op.query = opts.query(false)
+	out := new(List[T])
+	if err := t.Client.call(ctx, op, t.Client.listLimit, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListAll reads every page, opts.Limit (default 500) objects at a time,
+// and returns all items in one List whose Metadata.ResourceVersion is the
+// last page's. If a continue token expires part way, it returns the
+// server's 410 error (see [IsGone]); start again without opts.Continue.
+func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
+	if opts.Limit <= 0 {
+		opts.Limit = 500
+	}
+	var all *List[T]
+	for {
+		page, err := t.List(ctx, namespace, opts)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = page
+		} else {
+			all.Items = append(all.Items, page.Items...)
+			all.Metadata = page.Metadata
+		}
+		next := page.Metadata.Continue
+		if next == "" {
+			all.Metadata.Continue = ""
+			all.Metadata.RemainingItemCount = nil
+			return all, nil
+		}
+		if next == opts.Continue {
+			op := operation{verb: "list", resource: t.Resource.Resource, namespace: namespace}
+			return nil, op.decodeError(errors.New("server returned the same continue token twice"))
+		}
+		// The token carries the version; the server rejects both.
+		opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
+	}
+}
+
+// Create creates obj and returns the server's copy. With opts.Subresource
+// set (such as "eviction"), the object's own name is used, so *T must
+// implement [Object].
+func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts WriteOptions) (*T, error) {
+	name := ""
+	if opts.Subresource != "" {
+		if o, ok := any(obj).(Object); ok && obj != nil {
+			name = o.GetObjectMeta().Name
+		}
+	}
+	op, err := t.newOp("create", http.MethodPost, namespace, name, opts.Subresource, opts.Subresource != "", true)
+	if err != nil {
+		return nil, err
+	}
+	return t.write(ctx, op, obj, opts.query())
+}
+
+// Update replaces the object (PUT) and returns the server's copy. Set
+// obj's resourceVersion to make the update conditional: a stale one fails
+// with a Conflict (see [IsConflict]). opts.Subresource "status" updates the
+// status only.
+func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, opts WriteOptions) (*T, error) {
+	op, err := t.newOp("update", http.MethodPut, namespace, name, opts.Subresource, true, false)
+	if err != nil {
+		return nil, err
+	}
+	return t.write(ctx, op, obj, opts.query())
+}
+
+func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values) (*T, error) {
+	if obj == nil {
+		return nil, op.requestError(errors.New("nil object"))
+	}
+	if err := encode(op, obj, "application/json"); err != nil {
+		return nil, err
+	}
+	op.query = q
+	out := new(T)
+	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Patch changes the object with data, interpreted as pt says, and returns
+// the server's copy. [ApplyPatch] needs opts.FieldManager; opts.Force is
+// only valid with it.
+func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchType, data []byte, opts PatchOptions) (*T, error) {
+	op, err := t.newOp("patch", http.MethodPatch, namespace, name, opts.Subresource, true, false)
+	if err != nil {
+		return nil, err
+	}
+	switch pt {
+	case MergePatch, JSONPatch, StrategicMergePatch:
+		if opts.Force {
+			return nil, op.requestError(errors.New("Force is only valid for an apply patch"))
+		}
+	case ApplyPatch:
+		if opts.FieldManager == "" {
+			return nil, op.requestError(errors.New("an apply patch needs a FieldManager"))
+		}
+	default:
+		return nil, op.requestError(fmt.Errorf("unknown patch type %.64q", pt))
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	op.body, op.contentType, op.query = data, string(pt), opts.query()
+	out := new(T)
+	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Apply is server-side apply: it sends obj, marshalled to JSON, as an
+// [ApplyPatch] and returns the server's copy. obj holds only the fields
+// the caller manages, and must have apiVersion, kind and metadata.name.
+// opts.FieldManager is required; opts.Force takes over fields other
+// managers own.
+func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, opts PatchOptions) (*T, error) {
+	if obj == nil {
+		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
+		return nil, op.requestError(errors.New("nil object"))
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
+		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
+	}
+	return t.Patch(ctx, namespace, name, ApplyPatch, data, opts)
+}
+
+// Delete deletes the object. With opts.Preconditions it fails with a
+// Conflict (see [IsConflict]) if the object changed. Deleting an object
+// that is already gone fails with NotFound (see [IsNotFound]).
+func (t Typed[T]) Delete(ctx context.Context, namespace, name string, opts DeleteOptions) error {
+	op, err := t.newOp("delete", http.MethodDelete, namespace, name, "", true, false)
+	if err != nil {
+		return err
+	}
+	body := deleteBody{
+		Kind:               "DeleteOptions",
+		APIVersion:         "v1",
+		PropagationPolicy:  opts.PropagationPolicy,
+		Preconditions:      opts.Preconditions,
+		GracePeriodSeconds: opts.GracePeriodSeconds,
+	}
+	if err := encode(op, body, "application/json"); err != nil {
+		return err
+	}
+	return t.Client.call(ctx, op, t.Client.objectLimit, nil)
+}

@@ -1,0 +1,281 @@
+package k8sapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// EventType is the kind of change a watch event reports.
+type EventType string
+
+// The event types a watch can deliver.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	// Bookmark carries only a newer metadata.resourceVersion to resume
+	// from; sent when ListOptions.AllowWatchBookmarks is set.
+	Bookmark EventType = "BOOKMARK"
+	// Error events never reach the caller as events: [Watcher.Next]
+	// returns them as an *APIError.
+	Error EventType = "ERROR"
+)
+
+// WatchEvent is one change on a watch. For Deleted, Object is the last state
+// of the object; for Bookmark, only its resourceVersion is set.
+type WatchEvent[T any] struct {
+	Type   EventType
+	Object T
+}
+
+// Watch opens a watch on the resource, from opts.ResourceVersion (empty:
+// from now, possibly starting with synthetic ADDED events; see
+// ListOptions.SendInitialEvents). The stream lasts until ctx ends, the
+// server ends it (opts.TimeoutSeconds), the connection fails, or Close.
+//
+// Opening the watch is retried like a GET; once the stream has started, it
+// never is: the caller reopens it from the last resourceVersion seen.
+func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
+	op, err := t.newOp("watch", http.MethodGet, namespace, "", "", false, false)
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, op.requestError(errors.New("nil Context"))
+	}
+	op.query = opts.query(true)
+	wctx, cancel := context.WithCancel(ctx)
+	resp, err := t.Client.do(wctx, op)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return newWatcher[T](op, resp.Body, cancel, t.Client.objectLimit), nil
+}
+
+// Watcher reads the events of one watch stream, decoding them one at a
+// time as they arrive; the stream is never held in memory as a whole.
+//
+// Next must be called from one goroutine at a time. Close may be called
+// from any goroutine, at any time, also while Next is blocked, and more
+// than once.
+type Watcher[T any] struct {
+	op     *operation
+	body   io.ReadCloser
+	cancel context.CancelFunc
+	in     *eventReader
+	dec    *json.Decoder
+	env    envelope[T] // reused
+	err    error       // sticky: once set, every Next returns it
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
+	in := &eventReader{r: body, limit: limit}
+	return &Watcher[T]{op: op, body: body, cancel: cancel, in: in, dec: json.NewDecoder(in)}
+}
+
+// Next blocks until the next event and returns it. It returns:
+//
+//   - io.EOF when the server ended the stream cleanly between events;
+//   - an *APIError for an ERROR event, such as 410 Gone (see [IsGone])
+//     when the resourceVersion is too old;
+//   - a *DecodeError for malformed or truncated JSON, an event over 16 MiB
+//     (wrapping [ErrBodyTooLarge]) or an unknown event type;
+//   - a *RequestError when the connection failed or the context ended,
+//     including when an HTTP/2 health-check ping went unanswered;
+//   - [ErrClosed] after Close.
+//
+// After an error the watcher is done, its connection released, and every
+// later call returns the same error.
+func (w *Watcher[T]) Next() (WatchEvent[T], error) {
+	if w.err != nil {
+		return WatchEvent[T]{}, w.err
+	}
+	ev, err := w.next()
+	if err != nil {
+		if w.closed.Load() {
+			err = ErrClosed
+		}
+		w.err = err
+		w.release()
+		return WatchEvent[T]{}, err
+	}
+	return ev, nil
+}
+
+// Close ends the watch and releases its connection. A Next blocked in
+// another goroutine returns [ErrClosed]. Close always returns nil.
+func (w *Watcher[T]) Close() error {
+	w.closed.Store(true)
+	w.release()
+	return nil
+}
+
+func (w *Watcher[T]) release() {
+	w.closeOnce.Do(func() {
+		w.cancel()
+		w.body.Close()
+	})
+}
+
+// eventType decodes an event's type without allocating for the known ones.
+type eventType EventType
+
+func (t *eventType) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case `"ADDED"`:
+		*t = eventType(Added)
+	case `"MODIFIED"`:
+		*t = eventType(Modified)
+	case `"DELETED"`:
+		*t = eventType(Deleted)
+	case `"BOOKMARK"`:
+		*t = eventType(Bookmark)
+	case `"ERROR"`:
+		*t = eventType(Error)
+	default:
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return errors.New("event type is not a string")
+		}
+		*t = eventType(s)
+	}
+	return nil
+}
+
+// envelope is a watch event on the wire. Object is a pointer so that a
+// missing object can be told from an empty one.
+type envelope[T any] struct {
+	Type   eventType `json:"type"`
+	Object *T        `json:"object"`
+}
+
+// next decodes one event, {"type": ..., "object": ...}, in one pass,
+// straight into T. An ERROR event's object, a Status, is decoded again
+// from the event's bytes, which eventReader keeps.
+func (w *Watcher[T]) next() (WatchEvent[T], error) {
+	start := w.dec.InputOffset()
+	w.in.begin(start)
+	w.env = envelope[T]{}
+	err := w.dec.Decode(&w.env)
+	typ := EventType(w.env.Type)
+	if err != nil {
+		if err == io.EOF {
+			return WatchEvent[T]{}, io.EOF
+		}
+		var te *json.UnmarshalTypeError
+		isTypeErr := errors.As(err, &te)
+		switch {
+		case isTypeErr && te.Field == "":
+			return WatchEvent[T]{}, w.op.decodeError(errors.New("event is not a JSON object"))
+		case isTypeErr && typ == Error:
+			// A Status that does not fit T; decoded below.
+		default:
+			return WatchEvent[T]{}, w.fail(err)
+		}
+	}
+	switch {
+	case typ == "":
+		return WatchEvent[T]{}, w.op.decodeError(errors.New("event has no type"))
+	case typ == Error:
+		return WatchEvent[T]{}, w.errorEvent(w.in.since(start))
+	case !known(typ):
+		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
+	case w.env.Object == nil:
+		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
+	}
+	return WatchEvent[T]{Type: typ, Object: *w.env.Object}, nil
+}
+
+// errorEvent turns the bytes of an ERROR event into its *APIError.
+func (w *Watcher[T]) errorEvent(event []byte) error {
+	var e struct {
+		Object *Status `json:"object"`
+	}
+	if err := json.Unmarshal(event, &e); err != nil {
+		return w.op.decodeError(fmt.Errorf("ERROR event: %w", err))
+	}
+	if e.Object == nil || e.Object.Kind != "Status" {
+		return w.op.decodeError(errors.New("ERROR event object is not a Status"))
+	}
+	return statusError(w.op, int(e.Object.Code), *e.Object, nil)
+}
+
+func known(t EventType) bool {
+	return t == Added || t == Modified || t == Deleted || t == Bookmark
+}
+
+// fail classifies an error from the decoder: the body's own read error
+// (connection lost, context ended) is a RequestError; anything else,
+// including a truncated stream and an oversized event, a DecodeError.
+func (w *Watcher[T]) fail(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if w.in.err != nil && err == w.in.err && !errors.Is(err, ErrBodyTooLarge) {
+		return w.op.requestError(err)
+	}
+	return w.op.decodeError(err)
+}
+
+// eventReader feeds the decoder. It stops it once the event being decoded,
+// which began at stream offset start, grows past limit bytes, and it keeps
+// the bytes of the current event (and what was read past it) so that an
+// ERROR event can be decoded a second time.
+type eventReader struct {
+	r     io.Reader
+	read  int64 // bytes read so far
+	start int64 // offset where the current event began
+	limit int64
+	err   error  // the last read error other than io.EOF
+	kept  []byte // the stream's bytes from offset start to read
+}
+
+// begin marks the start of the next event, at stream offset off.
+func (e *eventReader) begin(off int64) {
+	drop := int(off - e.start)
+	if drop > len(e.kept) {
+		drop = len(e.kept)
+	}
+	rest := e.kept[drop:]
+	if cap(e.kept) > 1<<20 && len(rest) < 64<<10 {
+		// Let go of the buffer a rare huge event left behind.
+		e.kept = append(make([]byte, 0, 64<<10), rest...)
+	} else {
+		e.kept = e.kept[:copy(e.kept, rest)]
+	}
+	e.start = off
+}
+
+// since returns the kept bytes from stream offset off, which must be at or
+// after the current event's start.
+func (e *eventReader) since(off int64) []byte {
+	return e.kept[off-e.start:]
+}
+
+func (e *eventReader) Read(p []byte) (int, error) {
+	room := e.limit - (e.read - e.start)
+	if room < 0 {
+		e.err = fmt.Errorf("%w: watch event over %d bytes", ErrBodyTooLarge, e.limit)
+		return 0, e.err
+	}
+	if int64(len(p)) > room+1 {
+		p = p[:room+1]
+	}
+	n, err := e.r.Read(p)
+	e.read += int64(n)
+	e.kept = append(e.kept, p[:n]...)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
+}
