@@ -232,10 +232,14 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	// Changes are computed against next, so a key listed twice counts once.
 	for _, obj := range items {
 		key := Key(s.meta(obj))
-		if next[key] != obj {
-			continue // unchanged, or superseded by a later duplicate
+		cur := next[key]
+		old, had := prev[key]
+		if had && cur == old {
+			continue // unchanged
 		}
-		old := prev[key]
+		if cur != obj {
+			continue // superseded by a later duplicate
+		}
 		changes = append(changes, change[T]{old: old, new: obj})
 	}
 	var gone []string

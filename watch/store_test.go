@@ -65,6 +65,10 @@ func TestStoreReplaceDiff(t *testing.T) {
 	if keys := s.Keys(); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
 		t.Errorf("keys = %q", keys)
 	}
+	// The very same objects again: no change at all.
+	if changes := s.replace(s.List()); len(changes) != 0 {
+		t.Errorf("relisting the same objects gave %d changes", len(changes))
+	}
 }
 
 func TestStoreIndexes(t *testing.T) {
