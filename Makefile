@@ -8,11 +8,12 @@ LDFLAGS   := -s -w -buildid= -X $(MODULE)/k8sapi.Version=$(VERSION)
 BIN       := bin/widget-operator
 FUZZTIME  ?= 10s
 # Each fuzz target runs for FUZZTIME in `make test`: package:FuzzName.
-FUZZ_TARGETS ?= ./queue:FuzzQueue
+FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKubeconfig \
+                ./k8sapi:FuzzWatchDecode ./reconcile:FuzzWidgetDecode
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test check fmt vet deps unit fuzz clean
+.PHONY: all build run test check fmt vet deps controlplane unit fuzz clean
 
 all: build
 
@@ -26,7 +27,7 @@ run: build
 
 ## test: formatting, vet, the standard-library-only check, unit and
 ## control-plane tests under the race detector, then short fuzz runs.
-test: check unit fuzz
+test: check controlplane unit fuzz
 	@echo "make test: all checks passed"
 
 check: fmt vet deps
@@ -44,6 +45,11 @@ deps:
 	@bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^$(MODULE)' || true); \
 	if [ -n "$$bad" ]; then echo "non-standard packages linked:"; echo "$$bad"; exit 1; fi; \
 	echo "deps: standard library only"
+
+# The local control plane's binaries (kube-apiserver, etcd, kwok...), built
+# once from the Go module proxy into the user cache; seconds when warm.
+controlplane:
+	$(GO) run ./hack/localcluster build
 
 unit:
 	$(GO) test -race -count=1 ./...
