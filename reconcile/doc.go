@@ -1,3 +1,21 @@
 // Package reconcile turns a Widget into the Deployment and Service that run
 // it, and reports their state back on the Widget's status.
+//
+// The core is pure: [Validate] checks a [WidgetSpec]; [DesiredDeployment]
+// and [DesiredService] build the server-side apply bodies;
+// [DeploymentUpToDate] and [ServiceUpToDate] say whether applying would
+// change anything; [StatusFor] works out a [WidgetStatus] from the
+// Deployment. [Reconciler] puts them together over a small [API] interface
+// (cached reads, apply and status-patch writes), and makes no write at all
+// when the world already matches, which is what keeps a controller out of
+// hot loops.
+//
+// The package also offers helpers for any operator: conditions
+// ([SetCondition], [FindCondition], [RemoveCondition], [IsConditionTrue]),
+// controller owner references ([NewControllerRef],
+// [SetControllerReference], [IsControlledBy]) and a [Finalizer] guarded by
+// JSON patch tests against concurrent edits.
+//
+// Nothing in the package modifies an object it was given: objects from a
+// cache may be passed in as they are.
 package reconcile
