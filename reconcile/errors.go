@@ -19,6 +19,7 @@ type Error struct {
 	Err       error  // the cause
 }
 
+// Error reads "reconcile: <op> <namespace>/<name>: <cause>".
 func (e *Error) Error() string {
 	return "reconcile: " + e.Op + " " + joinKey(e.Namespace, e.Name) + ": " + e.Err.Error()
 }

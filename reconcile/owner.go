@@ -59,6 +59,7 @@ type AlreadyOwnedError struct {
 	Owner           k8sapi.OwnerReference // its current controller
 }
 
+// Error says which object and which controller.
 func (e *AlreadyOwnedError) Error() string {
 	return fmt.Sprintf("reconcile: %s is already controlled by %s %s (uid %s)",
 		joinKey(e.Namespace, e.Name), e.Owner.Kind, e.Owner.Name, e.Owner.UID)

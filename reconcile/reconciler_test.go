@@ -31,7 +31,7 @@ func widget() *Widget {
 
 // ownedDeployment returns w's desired Deployment as the server would hold
 // it, with ready pods and Available.
-func ownedDeployment(t *testing.T, w *Widget, ready int32) *k8sapi.Deployment {
+func ownedDeployment(t testing.TB, w *Widget, ready int32) *k8sapi.Deployment {
 	t.Helper()
 	var d k8sapi.Deployment
 	roundTripT(t, DesiredDeployment(w), &d)
@@ -46,7 +46,7 @@ func ownedDeployment(t *testing.T, w *Widget, ready int32) *k8sapi.Deployment {
 	return &d
 }
 
-func ownedService(t *testing.T, w *Widget) *k8sapi.Service {
+func ownedService(t testing.TB, w *Widget) *k8sapi.Service {
 	t.Helper()
 	var s k8sapi.Service
 	roundTripT(t, DesiredService(w), &s)
@@ -55,7 +55,7 @@ func ownedService(t *testing.T, w *Widget) *k8sapi.Service {
 	return &s
 }
 
-func roundTripT(t *testing.T, in, out any) {
+func roundTripT(t testing.TB, in, out any) {
 	t.Helper()
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -73,7 +73,7 @@ func readyStatus(w *Widget, since time.Time) WidgetStatus {
 }
 
 // readyWorld is a Widget whose children and status are all up to date.
-func readyWorld(t *testing.T) *recordingClient {
+func readyWorld(t testing.TB) *recordingClient {
 	c := newRecordingClient()
 	w := widget()
 	w.Status = readyStatus(w, tOld)
@@ -110,7 +110,7 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name:      "no-op: status already correct",
-			world:     readyWorld,
+			world:     func(t *testing.T) *recordingClient { return readyWorld(t) },
 			wantCalls: reads,
 		},
 		{
@@ -464,5 +464,38 @@ func TestReconcileNilRecorderAndClock(t *testing.T) {
 	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if cond.LastTransitionTime.IsZero() || cond.Message != "spec.image: must not be empty" {
 		t.Errorf("condition = %+v", cond)
+	}
+}
+
+// BenchmarkReconcileNoop measures the pass that runs most often: a settled
+// Widget, read from the cache, with nothing to write.
+func BenchmarkReconcileNoop(b *testing.B) {
+	c := readyWorld(b)
+	r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.calls = c.calls[:0]
+		if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(c.writes()) != 0 {
+		b.Fatalf("wrote: %q", c.writes())
+	}
+}
+
+// BenchmarkReconcileCreate measures a first pass: two applies and a status
+// patch, through the recording fake's JSON round trips.
+func BenchmarkReconcileCreate(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c := newRecordingClient()
+		c.widgets["default/web"] = widget()
+		r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
+		if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
