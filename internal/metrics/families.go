@@ -1,0 +1,384 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// The result label values of controller_runtime_reconcile_total.
+const (
+	ResultSuccess      = "success"       // no error, no requeue
+	ResultError        = "error"         // the reconcile returned an error
+	ResultRequeue      = "requeue"       // asked to run again at once
+	ResultRequeueAfter = "requeue_after" // asked to run again after a delay
+)
+
+// ReconcileTimeBuckets are the bucket bounds, in seconds, of
+// controller_runtime_reconcile_time_seconds, as controller-runtime sets
+// them, so that existing dashboards and alerts read our histogram alike.
+var ReconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+	1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60}
+
+// WorkqueueBuckets are the bucket bounds, in seconds, of the workqueue
+// duration histograms: 10ns to 1000s, ten times apart, as
+// controller-runtime sets them.
+var WorkqueueBuckets = ExponentialBuckets(10e-9, 10, 12)
+
+// APIRequestBuckets are the bucket bounds, in seconds, of
+// widget_operator_api_request_duration_seconds: those client-go uses for
+// its request latency.
+var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
+
+// ControllerMetrics are the controller_runtime_* families, with the names
+// and labels controller-runtime gives them. Register the whole set with
+// [Registry.Register]; it is safe for concurrent use.
+type ControllerMetrics struct {
+	// ReconcileTotal is controller_runtime_reconcile_total{controller,result}.
+	ReconcileTotal *CounterVec
+	// ReconcileErrors is controller_runtime_reconcile_errors_total{controller}.
+	ReconcileErrors *CounterVec
+	// TerminalReconcileErrors is
+	// controller_runtime_terminal_reconcile_errors_total{controller}:
+	// errors that are not retried.
+	TerminalReconcileErrors *CounterVec
+	// ReconcilePanics is controller_runtime_reconcile_panics_total{controller}.
+	ReconcilePanics *CounterVec
+	// ReconcileTime is controller_runtime_reconcile_time_seconds{controller}.
+	ReconcileTime *HistogramVec
+	// MaxConcurrentReconciles is
+	// controller_runtime_max_concurrent_reconciles{controller}.
+	MaxConcurrentReconciles *GaugeVec
+	// ActiveWorkers is controller_runtime_active_workers{controller}.
+	ActiveWorkers *GaugeVec
+}
+
+// NewControllerMetrics returns the controller families, empty.
+func NewControllerMetrics() *ControllerMetrics {
+	return &ControllerMetrics{
+		ReconcileTotal:          NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result"),
+		ReconcileErrors:         NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"),
+		TerminalReconcileErrors: NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"),
+		ReconcilePanics:         NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"),
+		ReconcileTime:           NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"),
+		MaxConcurrentReconciles: NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"),
+		ActiveWorkers:           NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
+	}
+}
+
+func (m *ControllerMetrics) families() []family {
+	var fs []family
+	for _, c := range []Collector{m.ReconcileTotal, m.ReconcileErrors, m.TerminalReconcileErrors, m.ReconcilePanics, m.ReconcileTime, m.MaxConcurrentReconciles, m.ActiveWorkers} {
+		fs = append(fs, c.families()...)
+	}
+	return fs
+}
+
+// Controller returns the series of one controller, creating them at zero
+// (every result of ReconcileTotal included, so rates exist from the
+// start) and setting max_concurrent_reconciles to workers.
+func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeries {
+	s := &ControllerSeries{
+		errors:    m.ReconcileErrors.WithLabelValues(name),
+		terminal:  m.TerminalReconcileErrors.WithLabelValues(name),
+		panics:    m.ReconcilePanics.WithLabelValues(name),
+		time:      m.ReconcileTime.WithLabelValues(name),
+		active:    m.ActiveWorkers.WithLabelValues(name),
+		byResult:  make(map[string]*Counter, 4),
+		resultVec: m.ReconcileTotal,
+		name:      name,
+	}
+	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
+		s.byResult[r] = m.ReconcileTotal.WithLabelValues(name, r)
+	}
+	m.MaxConcurrentReconciles.WithLabelValues(name).Set(float64(workers))
+	return s
+}
+
+// ControllerSeries are one controller's series, looked up once. Its
+// methods are safe for concurrent use.
+type ControllerSeries struct {
+	errors, terminal, panics *Counter
+	time                     *Histogram
+	active                   *Gauge
+	byResult                 map[string]*Counter // read-only after construction
+	resultVec                *CounterVec
+	name                     string
+}
+
+// Reconciled records one reconcile that took d and ended with result, one
+// of the Result constants; ResultError also counts an error.
+func (s *ControllerSeries) Reconciled(d time.Duration, result string) {
+	s.time.ObserveDuration(d)
+	c := s.byResult[result]
+	if c == nil {
+		c = s.resultVec.WithLabelValues(s.name, result)
+	}
+	c.Inc()
+	if result == ResultError {
+		s.errors.Inc()
+	}
+}
+
+// TerminalError counts an error that will not be retried, on top of
+// Reconciled(d, ResultError).
+func (s *ControllerSeries) TerminalError() { s.terminal.Inc() }
+
+// Panicked counts a reconcile that panicked.
+func (s *ControllerSeries) Panicked() { s.panics.Inc() }
+
+// WorkerStarted and WorkerDone bracket one reconcile, for active_workers.
+func (s *ControllerSeries) WorkerStarted() { s.active.Inc() }
+
+// WorkerDone ends what WorkerStarted began.
+func (s *ControllerSeries) WorkerDone() { s.active.Dec() }
+
+// WorkqueueMetrics are the workqueue_* families with the names, labels
+// ({name, controller}) and buckets controller-runtime gives them. The
+// depth family has no priority label: our queue has no priorities, and
+// Prometheus treats controller-runtime's empty priority="" as absent, so
+// queries match alike. Register the set with [Registry.Register]; it is
+// safe for concurrent use.
+type WorkqueueMetrics struct {
+	Depth                   *GaugeVec     // workqueue_depth
+	Adds                    *CounterVec   // workqueue_adds_total
+	QueueDuration           *HistogramVec // workqueue_queue_duration_seconds
+	WorkDuration            *HistogramVec // workqueue_work_duration_seconds
+	Retries                 *CounterVec   // workqueue_retries_total
+	UnfinishedWork          *FuncVec      // workqueue_unfinished_work_seconds
+	LongestRunningProcessor *FuncVec      // workqueue_longest_running_processor_seconds
+}
+
+// NewWorkqueueMetrics returns the workqueue families, empty.
+func NewWorkqueueMetrics() *WorkqueueMetrics {
+	l := []string{"name", "controller"}
+	return &WorkqueueMetrics{
+		Depth:                   NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...),
+		Adds:                    NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...),
+		QueueDuration:           NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...),
+		WorkDuration:            NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...),
+		Retries:                 NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...),
+		UnfinishedWork:          NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...),
+		LongestRunningProcessor: NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...),
+	}
+}
+
+func (m *WorkqueueMetrics) families() []family {
+	var fs []family
+	for _, c := range []Collector{m.Depth, m.Adds, m.QueueDuration, m.WorkDuration, m.Retries, m.UnfinishedWork, m.LongestRunningProcessor} {
+		fs = append(fs, c.families()...)
+	}
+	return fs
+}
+
+// Queue returns the queue.Metrics of one queue, to set as
+// queue.Config.Metrics. Its series exist, at zero, from now on.
+func (m *WorkqueueMetrics) Queue(name, controller string) *QueueMetrics {
+	return &QueueMetrics{
+		depth:   m.Depth.WithLabelValues(name, controller),
+		adds:    m.Adds.WithLabelValues(name, controller),
+		waited:  m.QueueDuration.WithLabelValues(name, controller),
+		worked:  m.WorkDuration.WithLabelValues(name, controller),
+		retries: m.Retries.WithLabelValues(name, controller),
+	}
+}
+
+// PollUnfinished binds the unfinished-work and longest-running gauges of
+// one queue to unfinished, called at every scrape; pass the queue's
+// Unfinished method.
+func (m *WorkqueueMetrics) PollUnfinished(name, controller string, unfinished func() (total, longest time.Duration)) {
+	m.UnfinishedWork.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
+	m.LongestRunningProcessor.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
+}
+
+// QueueMetrics implements queue.Metrics for one queue. Its methods do not
+// lock or allocate, as the queue calls them under its own lock.
+type QueueMetrics struct {
+	depth          *Gauge
+	adds, retries  *Counter
+	waited, worked *Histogram
+}
+
+var _ queue.Metrics = (*QueueMetrics)(nil)
+
+// Added counts an add.
+func (q *QueueMetrics) Added() { q.adds.Inc() }
+
+// Depth sets the number of ready keys.
+func (q *QueueMetrics) Depth(n int) { q.depth.Set(float64(n)) }
+
+// Retried counts a rate-limited add.
+func (q *QueueMetrics) Retried() { q.retries.Inc() }
+
+// Waited observes how long a key waited.
+func (q *QueueMetrics) Waited(d time.Duration) { q.waited.ObserveDuration(d) }
+
+// Worked observes how long a key was held.
+func (q *QueueMetrics) Worked(d time.Duration) { q.worked.ObserveDuration(d) }
+
+// WatchSource is what the watch families read from an informer; every
+// *watch.Informer[T] has these methods.
+type WatchSource interface {
+	Stats() watch.StatsSnapshot
+	LastEvent() time.Time
+}
+
+// WatchMetrics are the widget_operator_watch_* families, read from the
+// informers at every scrape. Register the set with [Registry.Register];
+// it is safe for concurrent use.
+type WatchMetrics struct {
+	now        func() time.Time
+	relists    *FuncVec
+	reconnects *FuncVec
+	events     *FuncVec
+	age        *FuncVec
+}
+
+// NewWatchMetrics returns the watch families, with no informer yet. now
+// is the clock for the last-event age; nil means time.Now.
+func NewWatchMetrics(now func() time.Time) *WatchMetrics {
+	if now == nil {
+		now = time.Now
+	}
+	return &WatchMetrics{
+		now:        now,
+		relists:    NewCounterFuncVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", "resource"),
+		reconnects: NewCounterFuncVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", "resource"),
+		events:     NewCounterFuncVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", "resource", "type"),
+		age:        NewGaugeFuncVec("widget_operator_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
+	}
+}
+
+func (m *WatchMetrics) families() []family {
+	return []family{m.relists, m.reconnects, m.events, m.age}
+}
+
+// Add starts reporting src under the label resource="resource", such as
+// "widgets". Until src hears from the server, the last-event age counts
+// from this call, so a watch that never starts shows as one growing old.
+func (m *WatchMetrics) Add(resource string, src WatchSource) {
+	added := m.now()
+	stat := func(f func(watch.StatsSnapshot) int64) func() float64 {
+		return func() float64 { return float64(f(src.Stats())) }
+	}
+	m.relists.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Relists }), resource)
+	m.reconnects.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Reconnects }), resource)
+	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Added }), resource, "ADDED")
+	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Modified }), resource, "MODIFIED")
+	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Deleted }), resource, "DELETED")
+	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Bookmarks }), resource, "BOOKMARK")
+	m.age.Bind(func() float64 {
+		last := src.LastEvent()
+		if last.IsZero() {
+			last = added
+		}
+		return max(m.now().Sub(last).Seconds(), 0)
+	}, resource)
+}
+
+// NewLeaderMetric returns widget_operator_leader, a gauge the elector sets
+// to 1 while this replica leads and 0 otherwise.
+func NewLeaderMetric() *Gauge {
+	return NewGauge("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.")
+}
+
+// APIMetrics are the widget_operator_api_* families, fed by
+// [APIMetrics.RoundTripper]. Register the set with [Registry.Register];
+// it is safe for concurrent use.
+type APIMetrics struct {
+	// Requests is widget_operator_api_requests_total{verb,code}.
+	Requests *CounterVec
+	// Duration is widget_operator_api_request_duration_seconds{verb}.
+	Duration *HistogramVec
+}
+
+// NewAPIMetrics returns the API request families, empty.
+func NewAPIMetrics() *APIMetrics {
+	return &APIMetrics{
+		Requests: NewCounterVec("widget_operator_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
+		Duration: NewHistogramVec("widget_operator_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
+	}
+}
+
+func (m *APIMetrics) families() []family {
+	return append(m.Requests.families(), m.Duration.families()...)
+}
+
+// RoundTripper returns next wrapped to count every request and time it
+// to the response headers (for a watch, the opening). Each retry is a
+// request of its own. next nil means http.DefaultTransport.
+func (m *APIMetrics) RoundTripper(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &instrumented{m: m, next: next}
+}
+
+type instrumented struct {
+	m    *APIMetrics
+	next http.RoundTripper
+}
+
+func (t *instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
+	verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	start := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	t.m.Duration.WithLabelValues(verb).ObserveDuration(time.Since(start))
+	code := "<error>"
+	if err == nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	t.m.Requests.WithLabelValues(verb, code).Inc()
+	return resp, err
+}
+
+// Verb names the Kubernetes verb of a request from its method, path and
+// watch query parameter: get, list, watch, create, update, patch, delete
+// or deletecollection for a resource path (/api/v1/... or
+// /apis/group/version/...), and the lower-case method for any other path
+// such as /version.
+func Verb(method, path, watchParam string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	var rest []string
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		rest = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		rest = segs[3:]
+	default:
+		return strings.ToLower(method)
+	}
+	if len(rest) > 0 && rest[0] == "watch" {
+		return "watch"
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:] // a resource in a namespace
+	}
+	collection := len(rest) == 1
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		switch {
+		case watchParam == "true" || watchParam == "1":
+			return "watch"
+		case collection:
+			return "list"
+		}
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		if collection {
+			return "deletecollection"
+		}
+		return "delete"
+	}
+	return strings.ToLower(method)
+}

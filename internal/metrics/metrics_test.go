@@ -1,0 +1,329 @@
+package metrics
+
+import (
+	"bytes"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var update = os.Getenv("UPDATE_GOLDEN") != ""
+
+// trickyRegistry holds every kind of family, with label values that need
+// escaping, registered out of order.
+func trickyRegistry(t *testing.T) *Registry {
+	t.Helper()
+	r := NewRegistry()
+	cv := NewCounterVec("test_requests_total", "Requests.\nSecond line with a \\ backslash and \"quotes\".", "path", "code")
+	cv.WithLabelValues(`C:\dir`, "500").Add(2)
+	cv.WithLabelValues("say \"hi\"\nbye", "200").Inc()
+	cv.WithLabelValues("", "200").Add(1.5)
+	cv.WithLabelValues("bad\xffutf8", "404").Inc()
+	gv := NewGaugeVec("test_temperature", "Temperature.", "room")
+	gv.WithLabelValues("b").Set(math.Inf(1))
+	gv.WithLabelValues("a").Set(-0.25)
+	gv.WithLabelValues("c").Set(math.NaN())
+	gv.WithLabelValues("d").Set(1e21)
+	gv.WithLabelValues("e").Set(123456789)
+	hv := NewHistogramVec("test_latency_seconds", "Latency.", []float64{0.1, 1, 10, math.Inf(1)}, "op")
+	for _, v := range []float64{0.05, 0.1, 0.5, 5, 50} {
+		hv.WithLabelValues("read").Observe(v)
+	}
+	hv.WithLabelValues("write")
+	h := NewHistogram("test_plain_seconds", "Plain histogram.", ExponentialBuckets(10e-9, 10, 3))
+	h.Observe(1e-8)
+	c := NewCounter("test_a_total", "First by name.")
+	c.Inc()
+	g := NewGauge("test_z", "Last by name.")
+	g.Set(3)
+	fv := NewGaugeFuncVec("test_func", "Func-backed.", "k")
+	fv.Bind(func() float64 { return 7 }, "y")
+	fv.Bind(func() float64 { return 8 }, "x")
+	r.MustRegister(g, hv, cv, fv, c, gv, h, NewCounterFunc("test_funccount_total", "Func counter.", func() float64 { return 42 }))
+	return r
+}
+
+func scrape(t *testing.T, r *Registry) string {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := r.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestExpositionParses(t *testing.T) {
+	out := scrape(t, trickyRegistry(t))
+	fams := parseExposition(t, out)
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.name)
+	}
+	want := "test_a_total test_func test_funccount_total test_latency_seconds test_plain_seconds test_requests_total test_temperature test_z"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("families = %s\nwant       %s", got, want)
+	}
+	// The tricky label values read back as they were set.
+	got := map[string]bool{}
+	for _, s := range fams[5].samples {
+		got[s.labels[0][1]] = true
+	}
+	for _, v := range []string{`C:\dir`, "say \"hi\"\nbye", "", "bad\uFFFDutf8"} {
+		if !got[v] {
+			t.Errorf("label value %q did not round-trip; have %v", v, got)
+		}
+	}
+	if fams[5].help != "Requests.\nSecond line with a \\ backslash and \"quotes\"." {
+		t.Errorf("help did not round-trip: %q", fams[5].help)
+	}
+}
+
+func TestExpositionGolden(t *testing.T) {
+	out := scrape(t, trickyRegistry(t))
+	if again := scrape(t, trickyRegistry(t)); again != out {
+		t.Fatalf("output not stable:\n%s\nvs\n%s", out, again)
+	}
+	golden := filepath.Join("testdata", "tricky.prom")
+	if update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
+	}
+	if out != string(want) {
+		t.Errorf("output differs from %s:\n%s", golden, out)
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {math.Copysign(0, -1), "0"}, {1, "1"}, {-1, "-1"}, {1e6, "1000000"},
+		{123456789, "123456789"}, {1 << 53, "9007199254740992"}, {1e21, "1e+21"},
+		{0.5, "0.5"}, {1e-8, "1e-08"}, {2.5e-5, "2.5e-05"}, {0.1, "0.1"},
+		{math.Inf(1), "+Inf"}, {math.Inf(-1), "-Inf"}, {math.NaN(), "NaN"},
+	} {
+		if got := string(appendFloat(nil, tc.v)); got != tc.want {
+			t.Errorf("appendFloat(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestRegisterErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Collector
+		want string
+	}{
+		{"bad metric name", NewCounter("1abc", "h"), "invalid metric name"},
+		{"empty metric name", NewGauge("", "h"), "invalid metric name"},
+		{"bad label", NewCounterVec("x_total", "h", "a-b"), "invalid label name"},
+		{"reserved label", NewCounterVec("x_total", "h", "__name"), "invalid label name"},
+		{"duplicate label", NewGaugeVec("x", "h", "a", "a"), "duplicate label"},
+		{"le on histogram", NewHistogramVec("x", "h", []float64{1}, "le"), "reserved"},
+		{"unsorted buckets", NewHistogram("x", "h", []float64{2, 1}), "strictly increasing"},
+		{"NaN bucket", NewHistogram("x", "h", []float64{math.NaN()}), "finite"},
+		{"vec child", NewCounterVec("x_total", "h", "a").WithLabelValues("v"), "nothing to register"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NewRegistry().Register(tc.c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "metrics: ") {
+				t.Errorf("Register = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegisterNameClash(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Register(NewHistogram("rpc", "h", nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Collector{NewCounter("rpc", "h"), NewGauge("rpc_count", "h"), NewCounter("rpc_bucket", "h")} {
+		if err := r.Register(c); err == nil {
+			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.families()[0].desc().name)
+		}
+	}
+	// A failed Register adds nothing.
+	if err := r.Register(NewGauge("rpc_other", "h")); err != nil {
+		t.Errorf("unrelated name refused: %v", err)
+	}
+	out := scrape(t, r)
+	if strings.Count(out, "# TYPE") != 2 {
+		t.Errorf("want 2 families:\n%s", out)
+	}
+}
+
+func TestWrongLabelCountPanics(t *testing.T) {
+	v := NewCounterVec("x_total", "h", "a", "b")
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "got 1 label values for 2") {
+			t.Errorf("recover() = %v", r)
+		}
+	}()
+	v.WithLabelValues("only one")
+}
+
+func TestDelete(t *testing.T) {
+	r := NewRegistry()
+	v := NewGaugeVec("g", "h", "a")
+	r.MustRegister(v)
+	v.WithLabelValues("x").Set(1)
+	v.WithLabelValues("bad\xff").Set(2)
+	if !v.Delete("x") || v.Delete("x") || !v.Delete("bad\xff") {
+		t.Errorf("Delete results wrong")
+	}
+	if out := scrape(t, r); strings.Contains(out, "g{") {
+		t.Errorf("deleted series still written:\n%s", out)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	r := trickyRegistry(t)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if rec.Body.String() != scrape(t, r) {
+		t.Errorf("handler body differs from WriteTo")
+	}
+	rec = httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/metrics", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: code %d", rec.Code)
+	}
+}
+
+// TestConcurrent updates, creates series, registers and scrapes at once;
+// run with -race. The final counts must be exact.
+func TestConcurrent(t *testing.T) {
+	r := NewRegistry()
+	cv := NewCounterVec("c_total", "h", "w")
+	hv := NewHistogramVec("h_seconds", "h", []float64{0.5, 1}, "w")
+	g := NewGauge("g", "h")
+	r.MustRegister(cv, hv, g)
+	const workers, n = 4, 1000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lv := string(rune('a' + w))
+			for i := range n {
+				cv.WithLabelValues(lv).Inc()
+				cv.WithLabelValues("shared").Add(0.5)
+				hv.WithLabelValues("shared").Observe(float64(i%3) / 2)
+				g.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			parseExposition(t, scrape(t, r))
+			r.Register(NewGauge("late_"+string(rune('a'+i)), "h"))
+		}
+	}()
+	wg.Wait()
+	if got := cv.WithLabelValues("shared").Value(); got != workers*n/2 {
+		t.Errorf("shared counter = %v", got)
+	}
+	if got := g.Value(); got != workers*n {
+		t.Errorf("gauge = %v", got)
+	}
+	fams := parseExposition(t, scrape(t, r))
+	for _, f := range fams {
+		if f.name == "h_seconds" && f.samples[len(f.samples)-1].value != workers*n {
+			t.Errorf("histogram count = %v", f.samples[len(f.samples)-1].value)
+		}
+	}
+}
+
+func TestObserveDoesNotAllocate(t *testing.T) {
+	h := NewHistogramVec("x", "h", WorkqueueBuckets, "a").WithLabelValues("v")
+	c := NewCounterVec("y_total", "h", "a", "b")
+	if n := testing.AllocsPerRun(100, func() { h.Observe(0.3) }); n != 0 {
+		t.Errorf("Observe allocates %v times", n)
+	}
+	c.WithLabelValues("p", "q")
+	if n := testing.AllocsPerRun(100, func() { c.WithLabelValues("p", "q").Inc() }); n != 0 {
+		t.Errorf("WithLabelValues of an existing child allocates %v times", n)
+	}
+}
+
+func TestRuntimeCollector(t *testing.T) {
+	r := NewRegistry()
+	start := time.Unix(1700000000, 500_000_000)
+	r.MustRegister(NewRuntimeCollector(start))
+	fams := parseExposition(t, scrape(t, r))
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, s := range f.samples {
+			got[s.name] = s.value
+		}
+	}
+	if got["go_goroutines"] < 1 || got["go_memstats_heap_alloc_bytes"] <= 0 || got["process_start_time_seconds"] != 1700000000.5 || got["go_info"] != 1 {
+		t.Errorf("runtime figures: %v", got)
+	}
+	if _, err := os.Stat("/proc/self/statm"); err == nil {
+		if got["process_resident_memory_bytes"] < float64(os.Getpagesize()) || got["process_open_fds"] < 3 {
+			t.Errorf("process figures: %v", got)
+		}
+		if _, ok := got["process_cpu_seconds_total"]; !ok {
+			t.Errorf("no process_cpu_seconds_total")
+		}
+	}
+}
+
+func BenchmarkHistogramObserve(b *testing.B) {
+	h := NewHistogram("x", "h", ReconcileTimeBuckets)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		v := 0.0
+		for pb.Next() {
+			h.Observe(v)
+			v += 0.01
+		}
+	})
+}
+
+func BenchmarkCounterInc(b *testing.B) {
+	c := NewCounter("x_total", "h")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Inc()
+		}
+	})
+}
+
+func BenchmarkScrape(b *testing.B) {
+	r := NewRegistry()
+	cm, wm := NewControllerMetrics(), NewWorkqueueMetrics()
+	r.MustRegister(cm, wm, NewRuntimeCollector(time.Now()))
+	for i := range 10 {
+		s := cm.Controller("c"+string(rune('a'+i)), 2)
+		s.Reconciled(time.Millisecond, ResultSuccess)
+		wm.Queue("q"+string(rune('a'+i)), "c").Waited(time.Millisecond)
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		r.WriteTo(&buf)
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/scrape")
+}

@@ -1,0 +1,246 @@
+package metrics
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+)
+
+// ContentType is the Content-Type of the text exposition format 0.0.4.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Collector is anything a [Registry] can hold: the metric types of this
+// package (*Counter, *Gauge, *Histogram, the vecs, *FuncVec), the
+// collectors it returns (such as [NewRuntimeCollector]) and the standard
+// family sets. Children of a vec are not collectors of their own.
+type Collector interface {
+	families() []family
+}
+
+// family is one metric family as the registry sees it.
+type family interface {
+	desc() *desc
+	collect() []series
+}
+
+// series is one labelled sample, or one histogram.
+type series struct {
+	values []string
+	value  float64
+	hist   *histSnapshot
+	omit   bool // no value at this scrape
+}
+
+type histSnapshot struct {
+	bounds     []float64
+	cumulative []uint64 // one per bound, then +Inf
+	sum        float64
+}
+
+// singleFamily is an unlabelled metric's family.
+type singleFamily struct {
+	d     *desc
+	value func() float64
+	hist  func() histSnapshot
+}
+
+func (f *singleFamily) desc() *desc { return f.d }
+
+func (f *singleFamily) collect() []series {
+	if f.hist != nil {
+		h := f.hist()
+		return []series{{hist: &h}}
+	}
+	return []series{{value: f.value()}}
+}
+
+// vecFamily is a vec's family.
+type vecFamily[M any] struct {
+	v     *vec[M]
+	value func(*M) float64
+	hist  func(*M) histSnapshot
+}
+
+func (f *vecFamily[M]) desc() *desc { return f.v.d }
+
+func (f *vecFamily[M]) collect() []series {
+	cs := f.v.children()
+	out := make([]series, len(cs))
+	for i, c := range cs {
+		out[i].values = c.values
+		if f.hist != nil {
+			h := f.hist(c.m)
+			out[i].hist = &h
+		} else {
+			out[i].value = f.value(c.m)
+		}
+	}
+	return out
+}
+
+// Registry holds collectors and writes their families in the text
+// exposition format. The zero value is not usable; call [NewRegistry]. A
+// Registry is safe for concurrent use: registering, scraping and updating
+// metrics may all happen at once.
+//
+// A Registry is also an http.Handler serving the exposition.
+type Registry struct {
+	mu       sync.RWMutex
+	families []family
+	names    map[string]string // sample name -> family name
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{names: make(map[string]string)}
+}
+
+// Register adds c's families. It returns an error, and adds nothing, if a
+// name, label name or bucket list is invalid, or if a family's name or
+// one of its sample names (name_bucket, name_sum and name_count for a
+// histogram) is already taken.
+func (r *Registry) Register(c Collector) error {
+	if c == nil {
+		return fmt.Errorf("metrics: Register: nil collector")
+	}
+	fs := c.families()
+	if len(fs) == 0 {
+		return errNoFamilies
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	added := make(map[string]string)
+	for _, f := range fs {
+		d := f.desc()
+		if d.err != nil {
+			return d.err
+		}
+		for _, n := range append(d.sampleNames(), d.name) {
+			if other, ok := r.names[n]; ok {
+				return fmt.Errorf("metrics: %s: name %q already used by family %s", d.name, n, other)
+			}
+			if other, ok := added[n]; ok && other != d.name {
+				return fmt.Errorf("metrics: %s: name %q already used by family %s", d.name, n, other)
+			}
+			added[n] = d.name
+		}
+	}
+	for n, f := range added {
+		r.names[n] = f
+	}
+	r.families = append(r.families, fs...)
+	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.desc().name, b.desc().name) })
+	return nil
+}
+
+// MustRegister registers each collector and panics on the first error.
+// Use it at start-up, where an error is a programming mistake.
+func (r *Registry) MustRegister(cs ...Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// WriteTo writes every family to w in the text exposition format 0.0.4,
+// families sorted by name and series by label values. Function-backed
+// values are read now, without the registry's lock held.
+func (r *Registry) WriteTo(w io.Writer) (int64, error) {
+	r.mu.RLock()
+	fs := slices.Clone(r.families)
+	r.mu.RUnlock()
+	var b []byte
+	for _, f := range fs {
+		b = appendFamily(b, f.desc(), f.collect())
+	}
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// ServeHTTP serves the exposition with [ContentType].
+func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "metrics: method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	var buf bytes.Buffer
+	r.WriteTo(&buf) // a bytes.Buffer does not fail
+	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	if req.Method == http.MethodGet {
+		w.Write(buf.Bytes())
+	}
+}
+
+func appendFamily(b []byte, d *desc, ss []series) []byte {
+	b = append(b, "# HELP "...)
+	b = append(b, d.name...)
+	b = append(b, ' ')
+	b = appendHelp(b, d.help)
+	b = append(b, "\n# TYPE "...)
+	b = append(b, d.name...)
+	b = append(b, ' ')
+	b = append(b, d.typ...)
+	b = append(b, '\n')
+	slices.SortFunc(ss, func(x, y series) int { return slices.Compare(x.values, y.values) })
+	for _, s := range ss {
+		if s.omit {
+			continue
+		}
+		if s.hist == nil {
+			b = appendSample(b, d.name, "", d.labels, s.values, "", s.value)
+			continue
+		}
+		h := s.hist
+		var le []byte
+		for i, c := range h.cumulative {
+			le = le[:0]
+			if i < len(h.bounds) {
+				le = appendFloat(le, h.bounds[i])
+			} else {
+				le = append(le, "+Inf"...)
+			}
+			b = appendSample(b, d.name, "_bucket", d.labels, s.values, string(le), float64(c))
+		}
+		b = appendSample(b, d.name, "_sum", d.labels, s.values, "", h.sum)
+		b = appendSample(b, d.name, "_count", d.labels, s.values, "", float64(h.cumulative[len(h.cumulative)-1]))
+	}
+	return b
+}
+
+// appendSample appends one sample line; le, when not empty, is added as
+// the last label.
+func appendSample(b []byte, name, suffix string, labels, values []string, le string, v float64) []byte {
+	b = append(b, name...)
+	b = append(b, suffix...)
+	if len(labels) > 0 || le != "" {
+		b = append(b, '{')
+		for i, l := range labels {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, l...)
+			b = append(b, `="`...)
+			b = appendLabelValue(b, values[i])
+			b = append(b, '"')
+		}
+		if le != "" {
+			if len(labels) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `le="`...)
+			b = append(b, le...)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ' ')
+	b = appendFloat(b, v)
+	return append(b, '\n')
+}

@@ -1,0 +1,135 @@
+package metrics
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procFamily is an unlabelled family read at scrape time; ok false leaves
+// the sample out, as when /proc is not there.
+type procFamily struct {
+	d    *desc
+	read func() (float64, bool)
+}
+
+func (f *procFamily) desc() *desc { return f.d }
+
+func (f *procFamily) collect() []series {
+	v, ok := f.read()
+	return []series{{value: v, omit: !ok}}
+}
+
+type runtimeCollector struct{ fs []family }
+
+func (c *runtimeCollector) families() []family { return c.fs }
+
+// NewRuntimeCollector returns a collector of the Go runtime's and the
+// process's basic figures, read at every scrape:
+//
+//	go_goroutines                   goroutines that exist now
+//	go_info{version}                1, labelled with the Go version
+//	go_memstats_heap_alloc_bytes    bytes of allocated heap objects
+//	process_resident_memory_bytes   resident set size, from /proc/self/statm
+//	process_virtual_memory_bytes    virtual memory size, from /proc/self/statm
+//	process_cpu_seconds_total       user and system CPU time, from /proc/self/stat
+//	process_open_fds                open file descriptors, from /proc/self/fd
+//	process_start_time_seconds      start, seconds since the Unix epoch
+//
+// start is the process's start time as the caller knows it (time.Now()
+// early in main is close enough). The process_* samples other than the
+// start time are left out where /proc cannot be read.
+func NewRuntimeCollector(start time.Time) Collector {
+	gauge := func(name, help string, read func() (float64, bool)) family {
+		return &procFamily{d: newDesc(name, help, typeGauge, nil, nil), read: read}
+	}
+	info := NewGaugeVec("go_info", "Information about the Go environment.", "version")
+	info.WithLabelValues(runtime.Version()).Set(1)
+	startSec := float64(start.UnixNano()) / 1e9
+	return &runtimeCollector{fs: []family{
+		gauge("go_goroutines", "Number of goroutines that currently exist.", func() (float64, bool) {
+			return float64(runtime.NumGoroutine()), true
+		}),
+		info.families()[0],
+		gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
+		gauge("process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
+		gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
+		&procFamily{d: newDesc("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", typeCounter, nil, nil), read: cpuSeconds},
+		gauge("process_open_fds", "Number of open file descriptors.", openFDs),
+		gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() (float64, bool) { return startSec, true }),
+	}}
+}
+
+// heapAlloc reads the bytes of live and not yet swept heap objects, the
+// figure runtime.MemStats calls HeapAlloc, without stopping the world.
+func heapAlloc() (float64, bool) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return float64(s[0].Value.Uint64()), true
+}
+
+// statm returns field i of /proc/self/statm, in pages, as bytes.
+func statm(i int) (float64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) <= i {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f[i], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return float64(n) * float64(os.Getpagesize()), true
+}
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: fixed at 100
+// by the Linux ABI.
+const userHZ = 100
+
+// cpuSeconds returns utime + stime from /proc/self/stat.
+func cpuSeconds() (float64, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// count fields after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return float64(u+s) / userHZ, true
+}
+
+func openFDs() (float64, bool) {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return 0, false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return 0, false
+	}
+	return float64(len(names) - 1), true // less the one just opened to read it
+}
