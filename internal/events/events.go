@@ -1,0 +1,393 @@
+// Package events records Kubernetes Events (events.k8s.io/v1) about the
+// objects the operator manages, without ever making a reconcile wait for
+// the API server or letting a failing object flood it.
+//
+// A [Recorder] implements the reconciler's EventRecorder. [Recorder.Event]
+// only checks a per-object rate limit and queues the event; one goroutine,
+// [Recorder.Run], writes them:
+//
+//   - Repeats are aggregated. The same note of the same type and reason
+//     about the same object, seen again within Config.Window of the last
+//     time, does not create a new Event: the existing one's series is
+//     patched (count and lastObservedTime) with a JSON merge patch. The
+//     first repeat sets count 2.
+//   - Each object has a token bucket (Config.Burst events, one more every
+//     Config.Refill), so a Widget that fails in a loop costs at most one
+//     write per Refill once its burst is spent. Repeats count too: a
+//     series patch is a write.
+//   - The queue is bounded (Config.QueueSize); an event that finds it
+//     full is dropped and counted.
+//   - Failures are logged once per streak: the first failed write is
+//     logged, later ones are not until a write succeeds again. A missing
+//     permission (403) is therefore logged once, with a hint about RBAC,
+//     and changes nothing else.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultController = "widget-operator"
+	DefaultAction     = "Reconcile"
+	DefaultQueueSize  = 1000
+	DefaultWindow     = 10 * time.Minute
+	DefaultBurst      = 25
+	DefaultRefill     = 5 * time.Minute
+	// writeTimeout bounds one write to the API server.
+	writeTimeout = 15 * time.Second
+	// maxTracked bounds the per-object rate limiters and the aggregation
+	// cache; see Recorder.
+	maxTracked = 4096
+)
+
+// API limits on Event fields.
+const (
+	maxNoteBytes   = 1024
+	maxReasonBytes = 128
+	maxNameBytes   = 253
+)
+
+// Config configures a Recorder. Client is required; the zero value of
+// every other field is useful.
+type Config struct {
+	// Client writes the Events. Required.
+	Client *k8sapi.Client
+	// Controller is the Events' reportingController. Empty means
+	// DefaultController ("widget-operator").
+	Controller string
+	// Instance is the Events' reportingInstance: which replica wrote
+	// them. Empty means the host name (in a pod, the pod's name).
+	Instance string
+	// Action is the Events' action. Empty means DefaultAction
+	// ("Reconcile").
+	Action string
+	// QueueSize bounds the events waiting to be written. Zero means
+	// DefaultQueueSize (1000).
+	QueueSize int
+	// Window is how long after an event's last occurrence a repeat still
+	// joins its series. Zero means DefaultWindow (10 minutes).
+	Window time.Duration
+	// Burst and Refill are the per-object rate limit: Burst events at
+	// once, then one per Refill. Zero means DefaultBurst (25) and
+	// DefaultRefill (5 minutes).
+	Burst  int
+	Refill time.Duration
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives write failures, one line per streak. Nil means no
+	// logging.
+	Logger *slog.Logger
+}
+
+// Stats counts what a Recorder did.
+type Stats struct {
+	Created     int64 // Events created
+	Patched     int64 // series updates of an existing Event
+	Dropped     int64 // events dropped because the queue was full
+	RateLimited int64 // events refused by an object's rate limit
+	Invalid     int64 // events refused for a bad type or an empty reason
+	Failed      int64 // writes the API server refused or did not answer
+}
+
+// Recorder records Events. Event is safe for concurrent use and never
+// blocks on the network; Run, the single writer, must be started once.
+// Events recorded before Run starts wait in the queue.
+//
+// A Recorder remembers per object a rate limiter and per distinct event
+// the Event to patch; both are bounded to 4096 entries, dropping the
+// least useful (refilled limiters, expired series) when full.
+type Recorder struct {
+	events     k8sapi.Typed[k8sapi.Event]
+	controller string
+	instance   string
+	action     string
+	window     time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+	queue      chan item
+
+	limitMu sync.Mutex
+	limits  map[string]*bucket
+	burst   float64
+	refill  time.Duration
+
+	created, patched, dropped, rateLimited, invalid, failed atomic.Int64
+
+	// Owned by the Run goroutine.
+	series  map[seriesKey]*seriesState
+	failing bool
+
+	// afterWrite, when set by a test, is called by Run after each item.
+	afterWrite func()
+}
+
+// item is one queued event.
+type item struct {
+	regarding               k8sapi.ObjectReference
+	eventType, reason, note string
+	at                      time.Time
+}
+
+// seriesKey identifies events that aggregate into one series.
+type seriesKey struct {
+	object, eventType, reason, note string
+}
+
+type seriesState struct {
+	namespace, name string
+	count           int32
+	last            time.Time
+}
+
+// New returns a Recorder for cfg. It fails only if cfg.Client is nil or
+// no instance name can be found.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("events: Config.Client is required")
+	}
+	r := &Recorder{
+		events:     k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
+		controller: cmpOr(cfg.Controller, DefaultController),
+		instance:   cfg.Instance,
+		action:     cmpOr(cfg.Action, DefaultAction),
+		window:     cmpOr(cfg.Window, DefaultWindow),
+		now:        cfg.Now,
+		log:        cfg.Logger,
+		queue:      make(chan item, cmpOr(cfg.QueueSize, DefaultQueueSize)),
+		limits:     make(map[string]*bucket),
+		burst:      float64(cmpOr(cfg.Burst, DefaultBurst)),
+		refill:     cmpOr(cfg.Refill, DefaultRefill),
+		series:     make(map[seriesKey]*seriesState),
+	}
+	if r.instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return nil, fmt.Errorf("events: no Config.Instance and no host name: %v", err)
+		}
+		r.instance = h
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	return r, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Event queues an Event about regarding. eventType must be "Normal" or
+// "Warning" and reason must not be empty; other events are counted as
+// Invalid and dropped. note is cut to the API's 1024 bytes. Event returns
+// at once: the write happens on Run's goroutine, or not at all if the
+// object's rate limit or the queue refuses it.
+func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, note string) {
+	if (eventType != "Normal" && eventType != "Warning") || reason == "" || regarding.Name == "" {
+		r.invalid.Add(1)
+		return
+	}
+	now := r.now()
+	if !r.allow(objectKey(regarding), now) {
+		r.rateLimited.Add(1)
+		return
+	}
+	select {
+	case r.queue <- item{regarding: regarding, eventType: eventType, reason: truncate(reason, maxReasonBytes), note: truncate(note, maxNoteBytes), at: now}:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// Stats returns the counts so far.
+func (r *Recorder) Stats() Stats {
+	return Stats{
+		Created: r.created.Load(), Patched: r.patched.Load(), Dropped: r.dropped.Load(),
+		RateLimited: r.rateLimited.Load(), Invalid: r.invalid.Load(), Failed: r.failed.Load(),
+	}
+}
+
+// Run writes queued events until ctx ends, then returns; events still
+// queued are not written. Call it once, on its own goroutine.
+func (r *Recorder) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-r.queue:
+			r.write(ctx, it)
+			if r.afterWrite != nil {
+				r.afterWrite()
+			}
+		}
+	}
+}
+
+// write creates the Event, or patches the series it repeats.
+func (r *Recorder) write(ctx context.Context, it item) {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
+	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.window {
+		count := s.count + 1
+		patch, _ := json.Marshal(map[string]k8sapi.EventSeries{"series": {Count: count, LastObservedTime: k8sapi.MicroTime{Time: it.at}}})
+		_, err := r.events.Patch(ctx, s.namespace, s.name, k8sapi.MergePatch, patch, k8sapi.PatchOptions{})
+		if err == nil {
+			s.count, s.last = count, it.at
+			r.patched.Add(1)
+			r.succeeded()
+			return
+		}
+		if !k8sapi.IsNotFound(err) {
+			r.fail(err)
+			return
+		}
+		// The Event expired or was deleted: start a new one.
+	}
+	ev := r.newEvent(it)
+	if _, err := r.events.Create(ctx, ev.Namespace, ev, k8sapi.WriteOptions{}); err != nil {
+		r.fail(err)
+		return
+	}
+	r.created.Add(1)
+	r.succeeded()
+	if len(r.series) >= maxTracked {
+		r.expireSeries(it.at)
+	}
+	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
+}
+
+// expireSeries forgets series past their window; if none are, it forgets
+// them all, so the cache stays bounded.
+func (r *Recorder) expireSeries(now time.Time) {
+	for k, s := range r.series {
+		if now.Sub(s.last) > r.window {
+			delete(r.series, k)
+		}
+	}
+	if len(r.series) >= maxTracked {
+		clear(r.series)
+	}
+}
+
+func (r *Recorder) newEvent(it item) *k8sapi.Event {
+	ns := it.regarding.Namespace
+	if ns == "" {
+		ns = "default" // Events about cluster-scoped objects
+	}
+	suffix := fmt.Sprintf(".%016x", rand.Uint64())
+	return &k8sapi.Event{
+		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
+		ObjectMeta:          k8sapi.ObjectMeta{Name: truncate(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
+		EventTime:           k8sapi.MicroTime{Time: it.at},
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+		Action:              r.action,
+		Reason:              it.reason,
+		Regarding:           it.regarding,
+		Note:                it.note,
+		Type:                it.eventType,
+	}
+}
+
+func (r *Recorder) succeeded() { r.failing = false }
+
+// fail counts a failed write and logs it if it starts a streak.
+func (r *Recorder) fail(err error) {
+	r.failed.Add(1)
+	if r.failing {
+		return
+	}
+	r.failing = true
+	if k8sapi.IsForbidden(err) {
+		r.log.Warn("events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds", "err", err)
+		return
+	}
+	r.log.Warn("events: writing an Event failed; further failures are not logged until a write succeeds", "err", err)
+}
+
+// objectKey identifies the object an event is about.
+func objectKey(ref k8sapi.ObjectReference) string {
+	if ref.UID != "" {
+		return ref.UID
+	}
+	return ref.APIVersion + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// bucket is a token bucket, refilled lazily.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// allow takes a token from the object's bucket if it has one.
+func (r *Recorder) allow(obj string, now time.Time) bool {
+	r.limitMu.Lock()
+	defer r.limitMu.Unlock()
+	b := r.limits[obj]
+	if b == nil {
+		if len(r.limits) >= maxTracked {
+			r.expireLimits(now)
+		}
+		b = &bucket{tokens: r.burst, at: now}
+		r.limits[obj] = b
+	}
+	b.refillTo(now, r.burst, r.refill)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+func (b *bucket) refillTo(now time.Time, burst float64, every time.Duration) {
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(burst, b.tokens+float64(d)/float64(every))
+		b.at = now
+	}
+}
+
+// expireLimits forgets buckets that are full again, which behave like new
+// ones; if none are, it forgets them all.
+func (r *Recorder) expireLimits(now time.Time) {
+	for k, b := range r.limits {
+		b.refillTo(now, r.burst, r.refill)
+		if b.tokens >= r.burst {
+			delete(r.limits, k)
+		}
+	}
+	if len(r.limits) >= maxTracked {
+		clear(r.limits)
+	}
+}

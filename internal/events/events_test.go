@@ -1,0 +1,368 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// seen is one request the eventServer received.
+type seen struct {
+	method, path, contentType string
+	body                      []byte
+}
+
+// eventServer is a fake API server for Events only: an httptest TLS
+// server that stores created Events by name, applies series merge
+// patches, and reports every request on a channel. With forbid set it
+// answers every request 403.
+type eventServer struct {
+	*httptest.Server
+	forbid atomic.Bool
+	reqs   chan seen
+	mu     sync.Mutex
+	stored map[string]k8sapi.Event
+}
+
+func newEventServer(t *testing.T) *eventServer {
+	s := &eventServer{reqs: make(chan seen, 100), stored: map[string]k8sapi.Event{}}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *eventServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	defer func() { s.reqs <- seen{r.Method, r.URL.Path, r.Header.Get("Content-Type"), body} }()
+	w.Header().Set("Content-Type", "application/json")
+	status := func(code int, reason string) {
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(k8sapi.Status{Status: "Failure", Reason: reason, Code: int32(code), Message: reason})
+	}
+	if s.forbid.Load() {
+		status(http.StatusForbidden, "Forbidden")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	const prefix = "/apis/events.k8s.io/v1/namespaces/"
+	ns, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, prefix), "/")
+	switch {
+	case r.Method == http.MethodPost && rest == "events":
+		var ev k8sapi.Event
+		if err := json.Unmarshal(body, &ev); err != nil || ev.Namespace != ns {
+			status(http.StatusBadRequest, "BadRequest")
+			return
+		}
+		s.stored[ev.Name] = ev
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	case r.Method == http.MethodPatch && strings.HasPrefix(rest, "events/"):
+		ev, ok := s.stored[strings.TrimPrefix(rest, "events/")]
+		if !ok {
+			status(http.StatusNotFound, "NotFound")
+			return
+		}
+		var p struct{ Series *k8sapi.EventSeries }
+		json.Unmarshal(body, &p)
+		ev.Series = p.Series
+		s.stored[ev.Name] = ev
+		json.NewEncoder(w).Encode(ev)
+	default:
+		status(http.StatusNotFound, "NotFound")
+	}
+}
+
+// next returns the next request, failing the test after a deadline.
+func (s *eventServer) next(t *testing.T) seen {
+	t.Helper()
+	select {
+	case r := <-s.reqs:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request within 10s")
+		return seen{}
+	}
+}
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// harness builds a Recorder on a real k8sapi.Client talking TLS to an
+// eventServer, starts Run, and returns a channel ticked after each write.
+func harness(t *testing.T, cfg Config) (*Recorder, *eventServer, *fakeClock, <-chan struct{}) {
+	t.Helper()
+	srv := newEventServer(t)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	c, err := k8sapi.New(&k8sapi.Config{Host: srv.URL, CAData: ca, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &fakeClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	cfg.Client, cfg.Now, cfg.Instance = c, clk.Now, "pod-1"
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan struct{}, 100)
+	r.afterWrite = func() { written <- struct{}{} }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r, srv, clk, written
+}
+
+func waitWritten(t *testing.T, written <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-written:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no write finished within 10s")
+	}
+}
+
+var widget = k8sapi.ObjectReference{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "prod", Name: "web", UID: "uid-1"}
+
+func TestCreateThenPatchSeries(t *testing.T) {
+	r, srv, clk, written := harness(t, Config{})
+	r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
+	create := srv.next(t)
+	waitWritten(t, written)
+	if create.method != http.MethodPost || create.path != "/apis/events.k8s.io/v1/namespaces/prod/events" {
+		t.Fatalf("first request %s %s", create.method, create.path)
+	}
+	var ev k8sapi.Event
+	if err := json.Unmarshal(create.body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ev.Name, "web.") || len(ev.Name) != len("web.")+16 || ev.Series != nil ||
+		ev.ReportingController != "widget-operator" || ev.ReportingInstance != "pod-1" || ev.Action != "Reconcile" ||
+		ev.Type != "Warning" || ev.Reason != "DeployFailed" || ev.Note != "quota exceeded" || ev.Regarding != widget ||
+		!ev.EventTime.Equal(clk.Now()) || ev.APIVersion != "events.k8s.io/v1" || ev.Kind != "Event" {
+		t.Errorf("created event %+v", ev)
+	}
+	if !bytes.Contains(create.body, []byte(`"eventTime":"2025-03-01T12:00:00.000000Z"`)) {
+		t.Errorf("eventTime not in MicroTime form: %s", create.body)
+	}
+
+	for i, want := range []string{
+		`{"series":{"count":2,"lastObservedTime":"2025-03-01T12:01:00.000000Z"}}`,
+		`{"series":{"count":3,"lastObservedTime":"2025-03-01T12:10:00.000000Z"}}`,
+	} {
+		clk.Add([]time.Duration{time.Minute, 9 * time.Minute}[i])
+		r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
+		p := srv.next(t)
+		waitWritten(t, written)
+		if p.method != http.MethodPatch || p.path != "/apis/events.k8s.io/v1/namespaces/prod/events/"+ev.Name ||
+			p.contentType != "application/merge-patch+json" || string(p.body) != want {
+			t.Errorf("repeat %d: %s %s %s %s", i+1, p.method, p.path, p.contentType, p.body)
+		}
+	}
+
+	// A different note is a new Event; so is a repeat past the window.
+	r.Event(widget, "Warning", "DeployFailed", "image missing")
+	if p := srv.next(t); p.method != http.MethodPost {
+		t.Errorf("different note: %s", p.method)
+	}
+	waitWritten(t, written)
+	clk.Add(10*time.Minute + time.Second)
+	r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
+	if p := srv.next(t); p.method != http.MethodPost {
+		t.Errorf("repeat after the window: %s", p.method)
+	}
+	waitWritten(t, written)
+	if s := r.Stats(); s.Created != 3 || s.Patched != 2 || s.Failed != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestPatchOfVanishedEventCreates(t *testing.T) {
+	r, srv, clk, written := harness(t, Config{})
+	r.Event(widget, "Normal", "Ready", "all good")
+	srv.next(t)
+	waitWritten(t, written)
+	srv.mu.Lock()
+	clear(srv.stored) // the API server's TTL removed it
+	srv.mu.Unlock()
+	clk.Add(time.Minute)
+	r.Event(widget, "Normal", "Ready", "all good")
+	if p := srv.next(t); p.method != http.MethodPatch {
+		t.Fatalf("want a patch first, got %s", p.method)
+	}
+	if p := srv.next(t); p.method != http.MethodPost || bytes.Contains(p.body, []byte("series")) {
+		t.Fatalf("want a fresh create, got %s %s", p.method, p.body)
+	}
+	waitWritten(t, written)
+	if s := r.Stats(); s.Created != 2 || s.Failed != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestRateLimitPerObject(t *testing.T) {
+	r, srv, clk, written := harness(t, Config{})
+	for i := range 30 {
+		r.Event(widget, "Warning", "Failed", "attempt "+string(rune('A'+i)))
+	}
+	if s := r.Stats(); s.RateLimited != 5 {
+		t.Errorf("rate limited %d, want 5 past the burst of 25", s.RateLimited)
+	}
+	// Another object has its own bucket.
+	other := widget
+	other.UID, other.Name = "uid-2", "other"
+	r.Event(other, "Normal", "Created", "hello")
+	for range 26 {
+		srv.next(t)
+		waitWritten(t, written)
+	}
+	// Four minutes later: still no token; at five: one.
+	clk.Add(4 * time.Minute)
+	r.Event(widget, "Warning", "Failed", "later")
+	clk.Add(time.Minute)
+	r.Event(widget, "Warning", "Failed", "later still")
+	r.Event(widget, "Warning", "Failed", "and again")
+	if p := srv.next(t); !bytes.Contains(p.body, []byte(`"note":"later still"`)) {
+		t.Errorf("after refill: %s", p.body)
+	}
+	waitWritten(t, written)
+	if s := r.Stats(); s.RateLimited != 7 || s.Created != 27 {
+		t.Errorf("stats %+v", s)
+	}
+	select {
+	case p := <-srv.reqs:
+		t.Errorf("unexpected request %s %s", p.method, p.body)
+	default:
+	}
+}
+
+// logBuffer is a slog handler's destination that tests can read while
+// the recorder writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestForbiddenLoggedOnce(t *testing.T) {
+	var logs logBuffer
+	r, srv, _, written := harness(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	srv.forbid.Store(true)
+	for i := range 3 {
+		r.Event(widget, "Warning", "Failed", "n"+string(rune('0'+i)))
+		srv.next(t)
+		waitWritten(t, written)
+	}
+	if lines := strings.Count(logs.String(), "\n"); lines != 1 || !strings.Contains(logs.String(), "not allowed to write Events") {
+		t.Errorf("want one log line about permission, got %d:\n%s", lines, logs.String())
+	}
+	if s := r.Stats(); s.Failed != 3 || s.Created != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	// Once writes work again, the next failure streak is logged anew.
+	srv.forbid.Store(false)
+	r.Event(widget, "Warning", "Failed", "ok")
+	srv.next(t)
+	waitWritten(t, written)
+	srv.forbid.Store(true)
+	r.Event(widget, "Warning", "Failed", "no again")
+	srv.next(t)
+	waitWritten(t, written)
+	if lines := strings.Count(logs.String(), "\n"); lines != 2 {
+		t.Errorf("want a second line after recovery, got %d:\n%s", lines, logs.String())
+	}
+}
+
+func TestQueueFullDrops(t *testing.T) {
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Client: c, QueueSize: 2, Instance: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, note := range []string{"a", "b", "c"} {
+		r.Event(widget, "Normal", "R", note) // Run not started: nothing drains
+	}
+	if s := r.Stats(); s.Dropped != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestInvalidEvents(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	r, _ := New(Config{Client: c, Instance: "x"})
+	r.Event(widget, "Error", "R", "bad type")
+	r.Event(widget, "Normal", "", "no reason")
+	r.Event(k8sapi.ObjectReference{}, "Normal", "R", "no object")
+	if s := r.Stats(); s.Invalid != 3 || len(r.queue) != 0 {
+		t.Errorf("stats %+v, queued %d", s, len(r.queue))
+	}
+	if _, err := New(Config{}); err == nil || !strings.HasPrefix(err.Error(), "events: ") {
+		t.Errorf("New without client: %v", err)
+	}
+}
+
+func TestNewEventLimits(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	r, _ := New(Config{Client: c, Instance: "x"})
+	long := strings.Repeat("é", 600) // 1200 bytes
+	ev := r.newEvent(item{regarding: k8sapi.ObjectReference{Name: strings.Repeat("n", 300)}, eventType: "Normal", reason: "R", note: truncate(long, maxNoteBytes)})
+	if len(ev.Name) > 253 || ev.Namespace != "default" || len(ev.Note) != 1024 || !strings.HasSuffix(ev.Note, "é") {
+		t.Errorf("name %d bytes, namespace %q, note %d bytes", len(ev.Name), ev.Namespace, len(ev.Note))
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"", 0, ""},
+	} {
+		if got := truncate(tc.s, tc.n); got != tc.want {
+			t.Errorf("truncate(%q, %d) = %q", tc.s, tc.n, got)
+		}
+	}
+}
