@@ -1,0 +1,105 @@
+package leader
+
+import (
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// record is the part of a Lease's spec that leader election reads and
+// writes, with pointers resolved.
+type record struct {
+	holder      string
+	durationSec int32
+	acquire     time.Time // as written by the holder; never compared to our clock
+	renew       time.Time // as written by the holder; never compared to our clock
+	transitions int32
+}
+
+func recordOf(l *k8sapi.Lease) record {
+	var r record
+	s := l.Spec
+	if s.HolderIdentity != nil {
+		r.holder = *s.HolderIdentity
+	}
+	if s.LeaseDurationSeconds != nil {
+		r.durationSec = *s.LeaseDurationSeconds
+	}
+	if s.AcquireTime != nil {
+		r.acquire = s.AcquireTime.Time
+	}
+	if s.RenewTime != nil {
+		r.renew = s.RenewTime.Time
+	}
+	if s.LeaseTransitions != nil {
+		r.transitions = *s.LeaseTransitions
+	}
+	return r
+}
+
+// equal reports whether two records are the same version of the lease's
+// spec: whether the holder did anything between two reads.
+func (r record) equal(o record) bool {
+	return r.holder == o.holder && r.durationSec == o.durationSec && r.acquire.Equal(o.acquire) &&
+		r.renew.Equal(o.renew) && r.transitions == o.transitions
+}
+
+// canAcquire decides whether self may write the lease now. The lease is
+// free if it has no holder, ours if self holds it, and expired if it has
+// not changed for the holder's lease duration, as measured on our own
+// clock since observedAt, the moment we first saw the current record.
+// The holder's own timestamps are never compared with our clock, so clock
+// skew between replicas cannot make two leaders. fallback is the
+// duration to assume when the record has none.
+func canAcquire(rec record, observedAt, now time.Time, self string, fallback time.Duration) bool {
+	if rec.holder == "" || rec.holder == self {
+		return true
+	}
+	d := time.Duration(rec.durationSec) * time.Second
+	if d <= 0 {
+		d = fallback
+	}
+	return !now.Before(observedAt.Add(d))
+}
+
+// mustStepDown reports whether a leader whose last successful renewal
+// started at lastRenew has to stop leading: it has not renewed for
+// renewDeadline. Since renewDeadline is shorter than the lease duration,
+// and others measure the lease from when they saw our renewal, which is
+// after it started, we stop before anyone else may start.
+func mustStepDown(lastRenew, now time.Time, renewDeadline time.Duration) bool {
+	return !now.Before(lastRenew.Add(renewDeadline))
+}
+
+// next returns the record self writes to acquire or renew the lease held
+// as in old: a new holder gets a fresh acquire time and one more
+// transition; a renewal keeps both. A lease self creates starts from
+// first instead.
+func next(old record, self string, now time.Time, leaseDuration time.Duration) record {
+	r := record{holder: self, durationSec: int32(leaseDuration / time.Second), acquire: old.acquire, renew: now, transitions: old.transitions}
+	if old.holder != self {
+		r.acquire = now
+		r.transitions++
+	}
+	return r
+}
+
+// first returns the record of a lease self creates.
+func first(self string, now time.Time, leaseDuration time.Duration) record {
+	return record{holder: self, durationSec: int32(leaseDuration / time.Second), acquire: now, renew: now}
+}
+
+// released returns the record a leader writes when it lets go: no holder
+// and a one-second duration, so the next candidate takes over at its
+// next try.
+func released(old record, now time.Time) record {
+	return record{durationSec: 1, acquire: now, renew: now, transitions: old.transitions}
+}
+
+// apply writes r into a copy of l's spec, keeping l's metadata.
+func (r record) apply(l k8sapi.Lease) k8sapi.Lease {
+	holder, dur, tr := r.holder, r.durationSec, r.transitions
+	acq, ren := k8sapi.MicroTime{Time: r.acquire}, k8sapi.MicroTime{Time: r.renew}
+	l.Spec = k8sapi.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &acq, RenewTime: &ren, LeaseTransitions: &tr}
+	return l
+}

@@ -1,0 +1,441 @@
+package leader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+const leasePath = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/widget-operator"
+
+// write is one successful write the leaseServer took.
+type write struct {
+	at     time.Time
+	verb   string
+	holder string
+	dur    int32
+}
+
+// leaseServer is a fake API server, in memory, that stores a single
+// Lease: an http.RoundTripper serving GET, POST (create) and PUT (update,
+// conditional on resourceVersion, as the API server does it). It keeps
+// no goroutine and no connection, so it runs inside a synctest bubble.
+// With down set it answers every request 500.
+type leaseServer struct {
+	down   atomic.Bool
+	mu     sync.Mutex
+	lease  *k8sapi.Lease
+	rv     int
+	writes []write
+}
+
+func (s *leaseServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	if s.down.Load() {
+		return s.status(req, http.StatusInternalServerError, "InternalError"), nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case req.Method == http.MethodGet && req.URL.Path == leasePath:
+		if s.lease == nil {
+			return s.status(req, http.StatusNotFound, "NotFound"), nil
+		}
+		return s.object(req, http.StatusOK, s.lease), nil
+	case req.Method == http.MethodPost && req.URL.Path == strings.TrimSuffix(leasePath, "/widget-operator"):
+		if s.lease != nil {
+			return s.status(req, http.StatusConflict, "AlreadyExists"), nil
+		}
+		var l k8sapi.Lease
+		if err := json.Unmarshal(body, &l); err != nil || l.ResourceVersion != "" {
+			return s.status(req, http.StatusBadRequest, "BadRequest"), nil
+		}
+		return s.store(req, "create", &l, http.StatusCreated), nil
+	case req.Method == http.MethodPut && req.URL.Path == leasePath:
+		var l k8sapi.Lease
+		if err := json.Unmarshal(body, &l); err != nil {
+			return s.status(req, http.StatusBadRequest, "BadRequest"), nil
+		}
+		if s.lease == nil {
+			return s.status(req, http.StatusNotFound, "NotFound"), nil
+		}
+		if l.ResourceVersion != s.lease.ResourceVersion {
+			return s.status(req, http.StatusConflict, "Conflict"), nil
+		}
+		return s.store(req, "update", &l, http.StatusOK), nil
+	}
+	return s.status(req, http.StatusNotFound, "NotFound"), nil
+}
+
+// put stores l as if another client wrote it.
+func (s *leaseServer) put(l k8sapi.Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv++
+	l.ResourceVersion = strconv.Itoa(s.rv)
+	s.lease = &l
+}
+
+func (s *leaseServer) store(req *http.Request, verb string, l *k8sapi.Lease, code int) *http.Response {
+	s.rv++
+	l.ResourceVersion = strconv.Itoa(s.rv)
+	s.lease = l
+	w := write{at: time.Now(), verb: verb, dur: *l.Spec.LeaseDurationSeconds}
+	if l.Spec.HolderIdentity != nil {
+		w.holder = *l.Spec.HolderIdentity
+	}
+	s.writes = append(s.writes, w)
+	return s.object(req, code, l)
+}
+
+func (s *leaseServer) history() []write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]write(nil), s.writes...)
+}
+
+func (s *leaseServer) current() k8sapi.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.lease
+}
+
+func (s *leaseServer) object(req *http.Request, code int, v any) *http.Response {
+	b, _ := json.Marshal(v)
+	return &http.Response{StatusCode: code, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+}
+
+func (s *leaseServer) status(req *http.Request, code int, reason string) *http.Response {
+	return s.object(req, code, k8sapi.Status{Status: "Failure", Reason: reason, Code: int32(code), Message: reason})
+}
+
+// candidate is one replica under test: its elector and what its
+// callbacks saw.
+type candidate struct {
+	e        *Elector
+	started  atomic.Int64 // fake-clock UnixNano when leading started, 0 before
+	stopped  atomic.Int64 // when onStoppedLeading ran
+	workDone atomic.Int64 // when the leading function returned
+	ctxDone  atomic.Bool  // the leading context was cancelled before onStoppedLeading
+	result   chan error
+	cancel   context.CancelFunc
+}
+
+func startCandidate(t *testing.T, srv *leaseServer, id string) *candidate {
+	t.Helper()
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := &candidate{e: e, result: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cand.cancel = cancel
+	var leadCtx context.Context
+	go func() {
+		cand.result <- e.Run(ctx, func(ctx context.Context) {
+			leadCtx = ctx
+			cand.started.Store(time.Now().UnixNano())
+			<-ctx.Done()
+			cand.workDone.Store(time.Now().UnixNano())
+		}, func() {
+			cand.ctxDone.Store(leadCtx != nil && leadCtx.Err() != nil)
+			cand.stopped.Store(time.Now().UnixNano())
+		})
+	}()
+	t.Cleanup(cancel)
+	return cand
+}
+
+func at(ns int64) time.Time { return time.Unix(0, ns) }
+
+func TestCreateAndRenew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		begin := time.Now()
+		a := startCandidate(t, srv, "a")
+		synctest.Wait()
+		if !a.e.IsLeader() || a.e.Leader() != "a" || a.started.Load() != begin.UnixNano() {
+			t.Fatalf("not leading at once on a missing lease: leader=%v holder=%q", a.e.IsLeader(), a.e.Leader())
+		}
+		time.Sleep(7 * time.Second)
+		var got []string
+		for _, w := range srv.history() {
+			got = append(got, w.verb+"@"+w.at.Sub(begin).String()+":"+w.holder)
+		}
+		if want := "create@0s:a update@2s:a update@4s:a update@6s:a"; strings.Join(got, " ") != want {
+			t.Errorf("writes %s\nwant   %s", strings.Join(got, " "), want)
+		}
+		l := srv.current()
+		if *l.Spec.LeaseDurationSeconds != 15 || *l.Spec.LeaseTransitions != 0 || !l.Spec.AcquireTime.Equal(begin) || !l.Spec.RenewTime.Equal(begin.Add(6*time.Second)) {
+			t.Errorf("lease spec %+v", l.Spec)
+		}
+		a.cancel()
+		if err := <-a.result; err != nil {
+			t.Errorf("Run after cancel = %v", err)
+		}
+	})
+}
+
+func TestReleaseHandsOverWithinRetryPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		a := startCandidate(t, srv, "a")
+		synctest.Wait()
+		b := startCandidate(t, srv, "b")
+		time.Sleep(time.Minute)
+		if !a.e.IsLeader() || b.e.IsLeader() || b.e.Leader() != "a" {
+			t.Fatalf("a=%v b=%v b sees %q", a.e.IsLeader(), b.e.IsLeader(), b.e.Leader())
+		}
+		released := time.Now()
+		a.cancel()
+		if err := <-a.result; err != nil {
+			t.Errorf("a: Run = %v", err)
+		}
+		if !a.ctxDone.Load() || a.workDone.Load() == 0 || at(a.stopped.Load()).Before(at(a.workDone.Load())) {
+			t.Errorf("a: leading context cancelled %v, work done %v, stop called %v", a.ctxDone.Load(), a.workDone.Load(), a.stopped.Load())
+		}
+		time.Sleep(3 * time.Second)
+		if !b.e.IsLeader() {
+			t.Fatalf("b did not take over within 3s of the release")
+		}
+		if d := at(b.started.Load()).Sub(released); d > DefaultRetryPeriod {
+			t.Errorf("b took over %v after the release, want within the %v retry period", d, DefaultRetryPeriod)
+		}
+		h := srv.history()
+		var rel *write
+		for i := range h {
+			if h[i].holder == "" {
+				rel = &h[i]
+			}
+		}
+		if rel == nil || rel.dur != 1 {
+			t.Errorf("no release write (holder \"\", 1s) in %+v", h)
+		}
+		if l := srv.current(); *l.Spec.LeaseTransitions != 1 || *l.Spec.HolderIdentity != "b" {
+			t.Errorf("after hand-over: %+v", l.Spec)
+		}
+	})
+}
+
+// TestTakeOverByLocalObservation checks that a lease another replica
+// stopped renewing is taken once it has been seen unchanged for the
+// holder's lease duration, whatever its timestamps say.
+func TestTakeOverByLocalObservation(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		renew  time.Duration // the dead holder's renewTime, from now
+		dur    int32
+		expect time.Duration
+	}{
+		{"renewTime long past", -24 * time.Hour, 15, 15 * time.Second},
+		{"renewTime in the future", 24 * time.Hour, 15, 15 * time.Second},
+		{"renewTime now", 0, 15, 15 * time.Second},
+		{"holder's longer duration", 0, 40, 40 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &leaseServer{}
+				holder, dur, tr := "gone", tc.dur, int32(7)
+				rt := k8sapi.MicroTime{Time: time.Now().Add(tc.renew)}
+				srv.put(k8sapi.Lease{ObjectMeta: k8sapi.ObjectMeta{Name: "widget-operator", Namespace: "ops"},
+					Spec: k8sapi.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &rt, AcquireTime: &rt, LeaseTransitions: &tr}})
+				begin := time.Now()
+				b := startCandidate(t, srv, "b")
+				time.Sleep(tc.expect - time.Millisecond)
+				if b.e.IsLeader() {
+					t.Fatalf("took the lease before it had been unchanged for %v", tc.expect)
+				}
+				time.Sleep(DefaultRetryPeriod + time.Millisecond)
+				if !b.e.IsLeader() {
+					t.Fatalf("did not take the lease within a retry period after %v", tc.expect)
+				}
+				if d := at(b.started.Load()).Sub(begin); d < tc.expect || d > tc.expect+DefaultRetryPeriod {
+					t.Errorf("took over after %v", d)
+				}
+				if l := srv.current(); *l.Spec.LeaseTransitions != 8 {
+					t.Errorf("transitions %d, want 8", *l.Spec.LeaseTransitions)
+				}
+			})
+		})
+	}
+}
+
+// TestRenewedLeaseIsNotTaken: a holder that keeps renewing keeps the
+// lease, however old its timestamps look.
+func TestRenewedLeaseIsNotTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		holder, dur := "alive", int32(15)
+		renew := func() {
+			rt := k8sapi.MicroTime{Time: time.Now().Add(-time.Hour)} // skewed clock
+			srv.put(k8sapi.Lease{ObjectMeta: k8sapi.ObjectMeta{Name: "widget-operator", Namespace: "ops"},
+				Spec: k8sapi.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &rt}})
+		}
+		renew()
+		b := startCandidate(t, srv, "b")
+		for range 30 {
+			time.Sleep(2 * time.Second)
+			renew()
+		}
+		if b.e.IsLeader() || b.e.Leader() != "alive" {
+			t.Errorf("took a lease that was being renewed")
+		}
+	})
+}
+
+func TestStepDownWhenRenewalFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		a := startCandidate(t, srv, "a")
+		time.Sleep(5 * time.Second)
+		srv.down.Store(true)
+		h := srv.history()
+		lastOK := h[len(h)-1].at
+		select {
+		case err := <-a.result:
+			if !errors.Is(err, ErrLeaseLost) {
+				t.Errorf("Run = %v, want ErrLeaseLost", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("still leading a minute after the API server went down")
+		}
+		stopped := at(a.stopped.Load())
+		if d := stopped.Sub(lastOK); d > DefaultRenewDeadline || d >= DefaultLeaseDuration {
+			t.Errorf("stopped %v after the last renewal, want within the %v renew deadline", d, DefaultRenewDeadline)
+		}
+		if !a.ctxDone.Load() || a.e.IsLeader() {
+			t.Errorf("leading context not cancelled before onStoppedLeading")
+		}
+	})
+}
+
+func TestStepDownWhenTakenOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		a := startCandidate(t, srv, "a")
+		time.Sleep(3 * time.Second)
+		l := srv.current()
+		other := "usurper"
+		l.Spec.HolderIdentity = &other
+		srv.put(l)
+		took := time.Now()
+		err := <-a.result
+		if !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), `"usurper"`) {
+			t.Errorf("Run = %v", err)
+		}
+		if d := at(a.stopped.Load()).Sub(took); d > DefaultRetryPeriod {
+			t.Errorf("stopped %v after the takeover, want within one retry period", d)
+		}
+	})
+}
+
+func TestOneLeaderAmongRacers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		cs := []*candidate{startCandidate(t, srv, "a"), startCandidate(t, srv, "b"), startCandidate(t, srv, "c")}
+		for range 300 {
+			time.Sleep(100 * time.Millisecond)
+			n := 0
+			for _, c := range cs {
+				if c.e.IsLeader() {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%d leaders at once", n)
+			}
+		}
+		creates := 0
+		for _, w := range srv.history() {
+			if w.verb == "create" {
+				creates++
+			}
+		}
+		if creates != 1 {
+			t.Errorf("%d creates", creates)
+		}
+	})
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: &leaseServer{}})
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no client", Config{Name: "x"}},
+		{"no name", Config{Client: c}},
+		{"deadline not under duration", Config{Client: c, Name: "x", LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}},
+		{"retry not under deadline", Config{Client: c, Name: "x", RetryPeriod: 10 * time.Second}},
+		{"sub-second lease", Config{Client: c, Name: "x", LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.HasPrefix(err.Error(), "leader: ") {
+			t.Errorf("%s: New = %v", tc.name, err)
+		}
+	}
+	e, err := New(Config{Client: c, Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.namespace != "default" || e.leaseDuration != 15*time.Second || e.renewDeadline != 10*time.Second || e.retryPeriod != 2*time.Second {
+		t.Errorf("defaults: %+v", e)
+	}
+	host, _ := strings.CutSuffix(e.Identity(), e.Identity()[strings.LastIndexByte(e.Identity(), '_'):])
+	if len(e.Identity())-len(host) != 33 {
+		t.Errorf("identity %q", e.Identity())
+	}
+}
+
+// TestStuckLeaderDoesNotRelease: a leading function that ignores its
+// context keeps the lease from being released; Run still returns, after
+// the renew deadline, and the lease is left to expire.
+func TestStuckLeaderDoesNotRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		c, _ := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: srv})
+		e, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		release := make(chan struct{})
+		result := make(chan error, 1)
+		go func() {
+			result <- e.Run(ctx, func(context.Context) { <-release }, nil)
+		}()
+		time.Sleep(3 * time.Second)
+		cancel()
+		begin := time.Now()
+		if err := <-result; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		if d := time.Since(begin); d != DefaultRenewDeadline {
+			t.Errorf("Run returned %v after cancel, want the %v renew deadline", d, DefaultRenewDeadline)
+		}
+		if l := srv.current(); *l.Spec.HolderIdentity != "a" {
+			t.Errorf("lease released while the leader was still working")
+		}
+		close(release)
+	})
+}
