@@ -89,6 +89,9 @@ func New(cfg *Config) (*Client, error) {
 		}
 		rt = t
 	}
+	if cfg.WrapTransport != nil {
+		rt = cfg.WrapTransport(rt)
+	}
 	c := &Client{
 		base:        base,
 		namespace:   cfg.Namespace,

@@ -63,6 +63,10 @@ type Config struct {
 	// built from the TLS and proxy fields above. Authentication, the user
 	// agent, rate limiting and retries still wrap it. It is the test seam.
 	Transport http.RoundTripper
+	// WrapTransport, when non-nil, wraps the base transport (built or
+	// given), for instance to count requests. Each attempt of a retried
+	// request passes through it. Nil means no wrapper.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // ExecConfig runs an external credential plugin, as a kubeconfig's
