@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,9 @@ type Config[T any] struct {
 	// that. Zero means 5 minutes, so 5 to 10.
 	WatchTimeout time.Duration
 	// IdleMargin is how long past its timeout a watch may stay silent
-	// before it is deemed dead and restarted. Zero means 30 seconds.
+	// before it is deemed dead and restarted. Zero means 30 seconds. A
+	// list page or the opening of a watch that gets no answer within
+	// twice WatchTimeout plus IdleMargin is abandoned and retried.
 	IdleMargin time.Duration
 }
 
@@ -156,6 +159,7 @@ type runner[T any] struct {
 	s   state[T]
 
 	stream Stream[T]
+	cancel context.CancelFunc // ends the stream's context
 	events chan streamItem[T] // from the stream's reader goroutine
 	stop   chan struct{}      // closed to release the reader goroutine
 }
@@ -168,13 +172,7 @@ type streamItem[T any] struct {
 
 func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
-	idleAfter := func() time.Duration {
-		margin := r.inf.cfg.IdleMargin
-		if margin <= 0 {
-			margin = 30 * time.Second
-		}
-		return r.s.watchTimeout + margin
-	}
+	idleAfter := func() time.Duration { return r.s.watchTimeout + r.inf.idleMargin() }
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
@@ -233,9 +231,14 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	switch a.kind {
 	case actList:
 		inf.stats.ListRequests.Add(1)
-		list, err := inf.cfg.Source.List(ctx, ns, a.opts)
+		limit := inf.requestLimit()
+		lctx, cancel := context.WithTimeout(ctx, limit)
+		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
+		cancel()
 		if err == nil {
 			inf.touch()
+		} else if lctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
 	case actWatch:
@@ -243,15 +246,28 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if a.reconnect {
 			inf.stats.Reconnects.Add(1)
 		}
-		st, err := inf.cfg.Source.Watch(ctx, ns, a.opts)
+		// The stream lives as long as wctx; opening it must not take
+		// longer than the silence a watch is allowed.
+		limit := inf.requestLimit()
+		wctx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(limit, cancel)
+		st, err := inf.cfg.Source.Watch(wctx, ns, a.opts)
+		if !timer.Stop() && ctx.Err() == nil {
+			if err == nil && st != nil {
+				st.Close()
+			}
+			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
+		}
 		if err == nil && st == nil {
 			err = errors.New("watch: Source.Watch returned no stream")
 		}
-		if err == nil {
-			inf.touch()
-			r.startStream(st)
+		if err != nil {
+			cancel()
+			return input[T]{kind: inOpened, err: err}, true
 		}
-		return input[T]{kind: inOpened, err: err}, true
+		inf.touch()
+		r.startStream(st, cancel)
+		return input[T]{kind: inOpened}, true
 	case actClose:
 		r.closeStream()
 	case actWait:
@@ -335,9 +351,24 @@ func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
 
 func (inf *Informer[T]) touch() { inf.lastEvent.Store(time.Now().UnixNano()) }
 
-// startStream starts a goroutine that reads st into r.events.
-func (r *runner[T]) startStream(st Stream[T]) {
-	r.stream = st
+// idleMargin is how long past its timeout a watch may stay silent.
+func (inf *Informer[T]) idleMargin() time.Duration {
+	if inf.cfg.IdleMargin > 0 {
+		return inf.cfg.IdleMargin
+	}
+	return defaultIdleMargin
+}
+
+// requestLimit bounds a list page and the opening of a watch: the longest
+// timeout a watch may ask for, plus the margin.
+func (inf *Informer[T]) requestLimit() time.Duration {
+	return 2*cmp.Or(inf.cfg.WatchTimeout, defaultWatchTimeout) + inf.idleMargin()
+}
+
+// startStream starts a goroutine that reads st into r.events. cancel
+// ends the context the stream was opened with.
+func (r *runner[T]) startStream(st Stream[T], cancel context.CancelFunc) {
+	r.stream, r.cancel = st, cancel
 	events := make(chan streamItem[T])
 	stop := make(chan struct{})
 	r.events, r.stop = events, stop
@@ -363,7 +394,8 @@ func (r *runner[T]) closeStream() {
 	}
 	close(r.stop)
 	r.stream.Close()
-	r.stream, r.events, r.stop = nil, nil, nil
+	r.cancel()
+	r.stream, r.events, r.stop, r.cancel = nil, nil, nil, nil
 }
 
 // Stats counts what an informer did. The metrics code reads it through

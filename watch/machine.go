@@ -17,12 +17,15 @@ import (
 
 // Backoff and timing defaults.
 const (
-	backoffInitial  = 800 * time.Millisecond
-	backoffMax      = 30 * time.Second
-	backoffReset    = 2 * time.Minute // healthy this long: backoff starts over
-	retryAfterMax   = 5 * time.Minute // cap on a server's Retry-After
-	minWatchLife    = time.Second     // a watch that ends sooner is a failure
-	defaultPageSize = 500
+	backoffInitial = 800 * time.Millisecond
+	backoffMax     = 30 * time.Second
+	backoffReset   = 2 * time.Minute // healthy this long: backoff starts over
+	retryAfterMax  = 5 * time.Minute // cap on a server's Retry-After
+	minWatchLife   = time.Second     // a watch that ends sooner is a failure
+
+	defaultWatchTimeout = 5 * time.Minute  // each watch asks for 1 to 2 times this
+	defaultIdleMargin   = 30 * time.Second // silence allowed past a watch's timeout
+	defaultPageSize     = 500
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
 	// events of a streaming list.
@@ -545,7 +548,7 @@ func backoff(n int, r float64) time.Duration {
 func (m *machine[T]) timeout(r float64) time.Duration {
 	base := m.watchTimeout
 	if base <= 0 {
-		base = 5 * time.Minute
+		base = defaultWatchTimeout
 	}
 	d := base + time.Duration(r*float64(base))
 	return d.Truncate(time.Second)
