@@ -553,59 +553,80 @@ func mustAtoi(t *testing.T, s string) int64 {
 }
 
 // TestAPIServerGoneAfterCompaction compacts etcd past a stored
-// resourceVersion, on a plane of its own, and expects 410 Gone.
+// resourceVersion, on a plane of its own, and expects 410 Gone from a
+// watch and from an exact list at that version.
 func TestAPIServerGoneAfterCompaction(t *testing.T) {
-	// Without the watch cache every list and watch is served by etcd, so
-	// the compaction is what the client sees.
-	p := controlplane.StartForTest(t, controlplane.Options{Bare: true, APIServerArgs: []string{"--watch-cache=false"}})
-	ctx := testContext(t)
-	cms := k8sapi.For[configMap](adminClient(t, p), k8sapi.ConfigMaps)
-	old, err := cms.Create(ctx, "default", newConfigMap("compacted", map[string]string{"v": "0"}), k8sapi.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 3; i++ {
-		if _, err := cms.Patch(ctx, "default", "compacted", k8sapi.MergePatch, fmt.Appendf(nil, `{"data":{"v":"%d"}}`, i), k8sapi.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rev, err := p.CompactEtcd(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mustAtoi(t, old.ResourceVersion) >= rev {
-		t.Fatalf("compacted to %d, not past %s", rev, old.ResourceVersion)
-	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		// restart the apiserver after the compaction: its watch cache then
+		// starts after the compacted version, as after a real restart.
+		restart bool
+	}{
+		// Without the watch cache every list and watch is served by etcd.
+		{name: "etcd", args: []string{"--watch-cache=false"}},
+		// The watch cache keeps serving versions that etcd has compacted
+		// until it is rebuilt.
+		{name: "watch-cache-after-restart", restart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := controlplane.StartForTest(t, controlplane.Options{Bare: true, APIServerArgs: tc.args})
+			ctx := testContext(t)
+			cms := k8sapi.For[configMap](adminClient(t, p), k8sapi.ConfigMaps)
+			old, err := cms.Create(ctx, "default", newConfigMap("compacted", map[string]string{"v": "0"}), k8sapi.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 3; i++ {
+				if _, err := cms.Patch(ctx, "default", "compacted", k8sapi.MergePatch, fmt.Appendf(nil, `{"data":{"v":"%d"}}`, i), k8sapi.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rev, err := p.CompactEtcd(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mustAtoi(t, old.ResourceVersion) >= rev {
+				t.Fatalf("compacted to %d, not past %s", rev, old.ResourceVersion)
+			}
+			if tc.restart {
+				p.StopAPIServer()
+				if err := p.StartAPIServer(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	// A watch from the compacted version: either the open fails with 410
-	// or the stream's first event is an ERROR with 410.
-	w, err := cms.Watch(ctx, "default", k8sapi.ListOptions{ResourceVersion: old.ResourceVersion})
-	if err == nil {
-		defer w.Close()
-		done := make(chan error, 1)
-		go func() { _, err := w.Next(); done <- err }()
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("watch from a compacted resourceVersion: no answer within 30s")
-		}
-	}
-	if !k8sapi.IsGone(err) {
-		t.Fatalf("watch from compacted rv %s: %v, want Gone", old.ResourceVersion, err)
-	}
-	var apiErr *k8sapi.APIError
-	if !errors.As(err, &apiErr) {
-		t.Fatalf("%T is not an *APIError", err)
-	}
+			// A watch from the compacted version: either the open fails
+			// with 410 or the stream's first event is an ERROR with 410.
+			w, err := cms.Watch(ctx, "default", k8sapi.ListOptions{ResourceVersion: old.ResourceVersion})
+			if err == nil {
+				defer w.Close()
+				done := make(chan error, 1)
+				go func() { _, err := w.Next(); done <- err }()
+				select {
+				case err = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("watch from a compacted resourceVersion: no answer within 30s")
+				}
+			}
+			if !k8sapi.IsGone(err) {
+				t.Fatalf("watch from compacted rv %s: %v, want Gone", old.ResourceVersion, err)
+			}
+			var apiErr *k8sapi.APIError
+			if !errors.As(err, &apiErr) {
+				t.Fatalf("%T is not an *APIError", err)
+			}
 
-	// An exact list at the compacted version is gone too.
-	_, err = cms.List(ctx, "default", k8sapi.ListOptions{ResourceVersion: old.ResourceVersion, ResourceVersionMatch: "Exact"})
-	if !k8sapi.IsGone(err) {
-		t.Fatalf("exact list at compacted rv: %v, want Gone", err)
-	}
-	// The cure: a fresh list works.
-	if _, err := cms.List(ctx, "default", k8sapi.ListOptions{}); err != nil {
-		t.Fatal(err)
+			// An exact list at the compacted version is gone too.
+			_, err = cms.List(ctx, "default", k8sapi.ListOptions{ResourceVersion: old.ResourceVersion, ResourceVersionMatch: "Exact"})
+			if !k8sapi.IsGone(err) {
+				t.Fatalf("exact list at compacted rv: %v, want Gone", err)
+			}
+			// The cure: a fresh list works.
+			if _, err := cms.List(ctx, "default", k8sapi.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

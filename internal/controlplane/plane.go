@@ -99,10 +99,15 @@ func Start(ctx context.Context, opts Options) (p *Plane, err error) {
 		p.logw = io.Discard
 	}
 	if opts.Dir == "" {
+		sweepStale(os.TempDir())
 		if p.dir, err = os.MkdirTemp("", "controlplane-"); err != nil {
 			return nil, fmt.Errorf("controlplane: %w", err)
 		}
 		p.tempDir = true
+		if err := os.WriteFile(filepath.Join(p.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			os.RemoveAll(p.dir)
+			return nil, fmt.Errorf("controlplane: %w", err)
+		}
 	} else {
 		p.dir = opts.Dir
 		if err := os.MkdirAll(p.dir, 0o755); err != nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -118,4 +120,28 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// ownerFile names the file in a temporary plane folder that holds the
+// process id of the program that made it.
+const ownerFile = "owner.pid"
+
+// sweepStale removes temporary plane folders whose owner has died without
+// a Stop (killed with SIGKILL, say), so such deaths leave no litter.
+// Folders whose owner is alive, or unknown, are left alone.
+func sweepStale(tempRoot string) {
+	dirs, _ := filepath.Glob(filepath.Join(tempRoot, "controlplane-*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(dir)
+		}
+	}
 }

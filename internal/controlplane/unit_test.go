@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +268,35 @@ func TestKubeconfigYAML(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("kubeconfig lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestSweepStale(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name, owner string) string {
+		dir := filepath.Join(root, name)
+		os.MkdirAll(dir, 0o755)
+		if owner != "" {
+			os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o644)
+		}
+		return dir
+	}
+	// A process that has exited and been reaped leaves a dead pid.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true command:", err)
+	}
+	dead := mk("controlplane-dead", strconv.Itoa(cmd.Process.Pid))
+	alive := mk("controlplane-alive", strconv.Itoa(os.Getppid()))
+	unknown := mk("controlplane-unknown", "")
+	garbage := mk("controlplane-garbage", "not a pid")
+	other := mk("other-dead", strconv.Itoa(cmd.Process.Pid))
+	sweepStale(root)
+	for dir, want := range map[string]bool{dead: false, alive: true, unknown: true, garbage: true, other: true} {
+		_, err := os.Stat(dir)
+		if got := err == nil; got != want {
+			t.Errorf("%s kept = %v, want %v", filepath.Base(dir), got, want)
 		}
 	}
 }
