@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -81,6 +82,11 @@ type Informer[T any] struct {
 	running   atomic.Bool
 	synced    atomic.Bool
 	lastEvent atomic.Int64 // unix nanoseconds
+	// failingSince is when the current streak of failed lists and watches
+	// began (unix nanoseconds), zero while the last attempt succeeded;
+	// lastErr is the streak's latest error.
+	failingSince atomic.Int64
+	lastErr      atomic.Pointer[string]
 }
 
 // New returns an informer for cfg. P is the pointer type of T; it is
@@ -124,6 +130,35 @@ func (inf *Informer[T]) LastEvent() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n)
+}
+
+// Healthy returns nil while the informer's list and watch work: the last
+// attempt succeeded and the server has not been silent for longer than a
+// watch may be. Otherwise it returns a one-line reason, for a readiness
+// probe. A watch that the server ends normally is not a failure.
+func (inf *Informer[T]) Healthy(now time.Time) error {
+	if since := inf.failingSince.Load(); since != 0 {
+		msg := "failing"
+		if p := inf.lastErr.Load(); p != nil {
+			msg = *p
+		}
+		return fmt.Errorf("watch: failing for %v: %s", now.Sub(time.Unix(0, since)).Round(time.Second), msg)
+	}
+	if last := inf.LastEvent(); !last.IsZero() {
+		// The longest a healthy watch stays silent: its timeout (at most
+		// twice WatchTimeout) plus the margin.
+		if limit := inf.requestLimit(); now.Sub(last) > limit {
+			return fmt.Errorf("watch: silent for %v", now.Sub(last).Round(time.Second))
+		}
+	}
+	return nil
+}
+
+// noteFailure records a failed list or watch for Healthy.
+func (inf *Informer[T]) noteFailure(err error) {
+	msg := err.Error()
+	inf.lastErr.Store(&msg)
+	inf.failingSince.CompareAndSwap(0, time.Now().UnixNano())
 }
 
 // Stats returns a snapshot of the informer's counters.
@@ -181,6 +216,9 @@ func (r *runner[T]) run(ctx context.Context) {
 	for {
 		if ctx.Err() != nil {
 			return
+		}
+		if next.err != nil && !errors.Is(next.err, io.EOF) {
+			r.inf.noteFailure(next.err)
 		}
 		next.now = time.Now()
 		next.rand = rand.Float64()
@@ -349,7 +387,12 @@ func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
 	}
 }
 
-func (inf *Informer[T]) touch() { inf.lastEvent.Store(time.Now().UnixNano()) }
+// touch records that the server answered: a list, a watch opening, an
+// event or a bookmark. It ends a streak of failures.
+func (inf *Informer[T]) touch() {
+	inf.lastEvent.Store(time.Now().UnixNano())
+	inf.failingSince.Store(0)
+}
 
 // idleMargin is how long past its timeout a watch may stay silent.
 func (inf *Informer[T]) idleMargin() time.Duration {

@@ -465,3 +465,50 @@ func TestInformerConfigErrors(t *testing.T) {
 		t.Errorf("Run without a Source = %v, want a watch: error", err)
 	}
 }
+
+func TestInformerHealthy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		defer func() { cancel(); <-done }()
+
+		if err := inf.Healthy(time.Now()); err != nil {
+			t.Fatalf("before the first list: %v", err)
+		}
+		src.expectList(t, "0", page("10", ""), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if err := inf.Healthy(time.Now()); err != nil {
+			t.Fatalf("watching: %v", err)
+		}
+
+		// A watch the server ends normally is no failure.
+		st.end(io.EOF)
+		st = src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if err := inf.Healthy(time.Now()); err != nil {
+			t.Fatalf("after a clean end: %v", err)
+		}
+
+		// The server goes away: unhealthy until a watch opens again.
+		st.end(netErr())
+		c := <-src.watches
+		c.reply <- watchReply{err: netErr()}
+		synctest.Wait()
+		err := inf.Healthy(time.Now())
+		if err == nil || !strings.Contains(err.Error(), "failing for") {
+			t.Fatalf("server down: Healthy = %v", err)
+		}
+		st = src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if err := inf.Healthy(time.Now()); err != nil {
+			t.Fatalf("after reconnecting: %v", err)
+		}
+
+		// Silence past the longest watch plus the margin is unhealthy.
+		if err := inf.Healthy(time.Now().Add(inf.requestLimit() + time.Second)); err == nil || !strings.Contains(err.Error(), "silent") {
+			t.Fatalf("silent: Healthy = %v", err)
+		}
+		_ = st
+	})
+}

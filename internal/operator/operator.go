@@ -10,8 +10,12 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/internal/events"
+	"github.com/zerodep-k8s/widget-operator/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -68,6 +72,9 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	reg := metrics.NewRegistry()
+	apiMetrics := metrics.NewAPIMetrics()
+	cfg.WrapTransport = apiMetrics.RoundTripper
 	client, err := k8sapi.New(cfg)
 	if err != nil {
 		return err
@@ -77,16 +84,41 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		scope = "namespace " + opts.Namespace
 	}
 	log.Info("starting widget-operator", "version", k8sapi.Version, "scope", scope,
-		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers)
+		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
+		"leaderElection", opts.LeaderElect)
 	if cfg.Insecure {
 		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
 	}
-	if err := preflight(ctx, client, opts.Namespace); err != nil {
+
+	// Listen before anything else, so that a port in use is a start-up
+	// error, not a log line.
+	metricsLn, err := listen(opts.MetricsAddr, "metrics")
+	if err != nil {
+		return err
+	}
+	probeLn, err := listen(opts.ProbeAddr, "health probe")
+	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
 		return err
 	}
 
-	op := newOperator(client, opts, log)
-	return op.run(ctx)
+	if err := preflight(ctx, client, opts.Namespace); err != nil {
+		closeAll(metricsLn, probeLn)
+		return err
+	}
+
+	op, err := newOperator(client, opts, log, reg)
+	if err != nil {
+		closeAll(metricsLn, probeLn)
+		return err
+	}
+	reg.MustRegister(apiMetrics)
+	servers := op.serve(metricsLn, probeLn)
+	err = op.run(ctx)
+	shutdownServers(servers)
+	return err
 }
 
 // preflight makes the first contact fail fast with a clear reason instead of
@@ -126,15 +158,23 @@ type operator struct {
 	services    *watch.Informer[k8sapi.Service]
 	queue       *queue.Queue
 	reconciler  *reconcile.Reconciler
+	recorder    *events.Recorder
+	elector     *leader.Elector // nil without leader election
+	registry    *metrics.Registry
+	series      *metrics.ControllerSeries
+	started     time.Time
+	runner      atomic.Pointer[queue.Runner] // set while leading
 }
 
 // childSelector limits the child caches to objects this operator labels, so
 // that unrelated Deployments and Services are never cached.
 const childSelector = reconcile.LabelManagedBy + "=" + reconcile.FieldManager
 
-func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger) *operator {
-	op := &operator{opts: opts, log: log, client: client}
-	op.queue = queue.New(queue.Config{Name: ControllerName})
+func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+	op := &operator{opts: opts, log: log, client: client, registry: reg, started: time.Now()}
+	wq := metrics.NewWorkqueueMetrics()
+	op.queue = queue.New(queue.Config{Name: ControllerName, Metrics: wq.Queue(ControllerName, ControllerName)})
+	wq.PollUnfinished(ControllerName, ControllerName, op.queue.Unfinished)
 	enqueueWidget := func(w *reconcile.Widget) { op.queue.Add(reconcile.Key(w.Namespace, w.Name)) }
 	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
@@ -181,51 +221,132 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger) *operato
 			OnDelete: func(s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
 		},
 	})
-	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}}
-	return op
+	rec, err := events.New(events.Config{Client: client, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	op.recorder = rec
+	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}, Recorder: rec}
+
+	if opts.LeaderElect {
+		op.elector, err = leader.New(leader.Config{
+			Client:    client,
+			Namespace: opts.LeaderElectionNamespace,
+			Name:      opts.LeaderElectionID,
+			Logger:    log,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	cm := metrics.NewControllerMetrics()
+	op.series = cm.Controller(ControllerName, opts.Workers)
+	watchMetrics := metrics.NewWatchMetrics(time.Now)
+	watchMetrics.Add("widgets", op.widgets)
+	watchMetrics.Add("deployments", op.deployments)
+	watchMetrics.Add("services", op.services)
+	reg.MustRegister(metrics.NewRuntimeCollector(op.started), cm, wq, watchMetrics,
+		metrics.NewLeaderMetric(op.isLeader),
+		metrics.NewCounterFunc("widget_operator_events_dropped_total",
+			"Events not written: queue full, rate limited or refused by the API server.",
+			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }),
+		metrics.NewCounterFunc("widget_operator_reconcile_panics_recovered_total",
+			"Panics in the reconciler that the worker recovered from.",
+			func() float64 { return float64(op.panics()) }))
+	return op, nil
+}
+
+// isLeader reports whether this replica may reconcile: always true without
+// leader election.
+func (op *operator) isLeader() bool {
+	return op.elector == nil || op.elector.IsLeader()
+}
+
+func (op *operator) panics() uint64 {
+	if r := op.runner.Load(); r != nil {
+		return r.Panics()
+	}
+	return 0
 }
 
 func (op *operator) run(ctx context.Context) error {
-	// Informers run until the very end: they stop only after the workers.
-	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopInformers()
+	// Informers and the event writer run until the very end: they stop
+	// only after the workers. Followers keep their caches warm too, so
+	// that a takeover is fast.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	defer func() {
+		stopBackground()
+		wg.Wait()
+		op.log.Info("stopped")
+	}()
+	wg.Go(func() { op.recorder.Run(bgCtx) })
 	for _, run := range []func(context.Context) error{op.widgets.Run, op.deployments.Run, op.services.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(infCtx); err != nil && !errors.Is(err, context.Canceled) {
+		wg.Go(func() {
+			if err := run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
 				op.log.Error("watch stopped", "err", err)
 			}
-		}()
+		})
 	}
-	defer wg.Wait()
 
 	if !op.waitForSync(ctx) {
-		op.queue.ShutDown()
-		stopInformers()
 		return nil
 	}
-	op.log.Info("caches synced; starting workers", "workers", op.opts.Workers)
+	op.log.Info("caches synced", "widgets", op.widgets.Store().Len(),
+		"deployments", op.deployments.Store().Len(), "services", op.services.Store().Len())
 
+	if op.elector == nil {
+		op.lead(ctx, ctx)
+		return nil
+	}
+	op.log.Info("waiting for leadership", "lease", op.opts.LeaderElectionID, "identity", op.elector.Identity())
+	err := op.elector.Run(ctx, func(lctx context.Context) { op.lead(ctx, lctx) }, nil)
+	if errors.Is(err, leader.ErrLeaseLost) {
+		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
+	}
+	return err
+}
+
+// lead runs the workers until lctx ends. When the process is shutting down
+// (ctx ended), reconciles in flight get up to ShutdownTimeout to finish;
+// when leadership was lost, they are cancelled at once, since another
+// replica may already be acting.
+func (op *operator) lead(ctx, lctx context.Context) {
+	op.log.Info("starting workers", "workers", op.opts.Workers)
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
+	defer cancelWork()
 	runner := &queue.Runner{
 		Queue:   op.queue,
 		Workers: op.opts.Workers,
 		Logger:  op.log,
-		Func:    op.reconcileKey,
+		Func: func(_ context.Context, key string) (queue.Result, error) {
+			return op.reconcileKey(workCtx, key)
+		},
 	}
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx) }()
-	<-ctx.Done()
-	op.log.Info("shutting down: finishing in-flight reconciles", "timeout", op.opts.ShutdownTimeout)
+	op.runner.Store(runner)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = runner.Run(lctx)
+	}()
+	<-lctx.Done()
+	if ctx.Err() == nil {
+		op.log.Warn("leadership lost: cancelling reconciles in flight")
+		cancelWork()
+		<-done
+		return
+	}
+	op.log.Info("shutting down: finishing reconciles in flight", "timeout", op.opts.ShutdownTimeout)
+	timer := time.NewTimer(op.opts.ShutdownTimeout)
+	defer timer.Stop()
 	select {
 	case <-done:
-	case <-time.After(op.opts.ShutdownTimeout):
-		op.log.Warn("shutdown timeout passed with reconciles still running")
+	case <-timer.C:
+		op.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+		cancelWork()
+		<-done
 	}
-	stopInformers()
-	op.log.Info("stopped")
-	return nil
 }
 
 // waitForSync waits until every informer has delivered its first list, or
@@ -247,19 +368,22 @@ func (op *operator) waitForSync(ctx context.Context) bool {
 
 func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result, error) {
 	start := time.Now()
+	op.series.WorkerStarted()
+	defer op.series.WorkerDone()
 	res, err := op.reconciler.Reconcile(ctx, key)
 	ns, name, _ := reconcile.SplitKey(key)
 	rv := ""
 	if w, ok := op.widgets.Store().Get(ns, name); ok {
 		rv = w.ResourceVersion
 	}
-	result := "success"
+	result := metrics.ResultSuccess
 	switch {
 	case err != nil:
-		result = "error"
+		result = metrics.ResultError
 	case res.RequeueAfter > 0:
-		result = "requeue_after"
+		result = metrics.ResultRequeueAfter
 	}
+	op.series.Reconciled(time.Since(start), result)
 	attrs := []any{"controller", ControllerName, "namespace", ns, "name", name, "resourceVersion", rv,
 		"result", result, "duration", time.Since(start)}
 	if err != nil {
