@@ -37,4 +37,3 @@ func FuzzWatchDecode(f *testing.F) {
 		t.Fatalf("more events than bytes in %q", body)
 	})
 }
-
