@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -79,15 +80,30 @@ type Plane struct {
 
 // Start starts a plane and waits until it is ready. On error nothing it
 // started is left running.
-func Start(ctx context.Context, opts Options) (p *Plane, err error) {
-	began := time.Now()
+func Start(ctx context.Context, opts Options) (*Plane, error) {
 	timeout := opts.ReadyTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The free ports are found by binding and releasing them, so another
+	// program may take one before etcd or the apiserver binds it. Such a
+	// start is retried with new ports.
+	for attempt := 1; ; attempt++ {
+		p, err := startOnce(ctx, opts)
+		if err == nil {
+			return p, nil
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		fmt.Fprintf(cmp.Or[io.Writer](opts.Log, io.Discard), "controlplane: a port was taken; starting again\n")
+	}
+}
 
+func startOnce(ctx context.Context, opts Options) (p *Plane, err error) {
+	began := time.Now()
 	bins := opts.Binaries
 	if bins == nil {
 		if bins, err = FindBinaries(""); err != nil {

@@ -300,3 +300,38 @@ func TestSweepStale(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFailsFastWhenEtcdExits gives Start an etcd that exits at once:
+// the start fails quickly, names the component, and leaves no folder.
+func TestStartFailsFastWhenEtcdExits(t *testing.T) {
+	dir := t.TempDir()
+	exiting := filepath.Join(dir, "exiting-etcd")
+	if err := os.WriteFile(exiting, []byte("#!/bin/sh\necho 'fake etcd: cannot start' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bins := binariesIn(dir)
+	bins.Etcd = exiting
+	t.Setenv("TMPDIR", filepath.Join(dir, "tmp"))
+	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
+	start := time.Now()
+	p, err := Start(t.Context(), Options{Binaries: bins, ReadyTimeout: 30 * time.Second})
+	if err == nil {
+		p.Stop()
+		t.Fatal("Start with an exiting etcd: no error")
+	}
+	if p != nil {
+		t.Error("Start returned a plane with its error")
+	}
+	for _, want := range []string{"etcd exited", "exit status 3", "fake etcd: cannot start"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Start took %s to notice", d)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "tmp", "controlplane-*"))
+	if len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
