@@ -1,32 +1,38 @@
-package e2e
+// Package operator tests the Widget operator's behaviour end to end: its
+// binary, as its ServiceAccount, against the local control plane.
+package operator
 
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
-// waitReady waits until the Widget is Ready with want ready replicas at its
-// current generation.
+var env harness.Env
+
+func TestMain(m *testing.M) { os.Exit(env.Main(m)) }
+
+var (
+	eventually = harness.Eventually
+	ctxFor     = harness.Ctx
+	widgets    = harness.Widgets
+	newWidget  = harness.NewWidget
+	admin      = harness.Admin
+	writesBy   = harness.WritesBy
+	describe   = harness.Describe
+	kubectl    = harness.Kubectl
+)
+
 func waitReady(t *testing.T, c *k8sapi.Client, ns, name string, want int32) *reconcile.Widget {
 	t.Helper()
-	var w *reconcile.Widget
-	eventually(t, 90*time.Second, func() (bool, string) {
-		var err error
-		w, err = widgets(c).Get(ctxFor(t, 10*time.Second), ns, name, k8sapi.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		st := w.Status
-		return st.Phase == reconcile.PhaseReady && st.ReadyReplicas == want && st.ObservedGeneration == w.Generation,
-			fmt.Sprintf("status %+v, generation %d", st, w.Generation)
-	})
-	return w
+	return harness.WaitReady(t, c, ns, name, want, 90*time.Second)
 }
 
 func getDeployment(t *testing.T, c *k8sapi.Client, ns, name string) (*k8sapi.Deployment, error) {
@@ -38,8 +44,8 @@ func getService(t *testing.T, c *k8sapi.Client, ns, name string) (*k8sapi.Servic
 }
 
 func TestWidgetLifecycle(t *testing.T) {
-	p := plane.Get(t)
-	sharedOperator(t, p)
+	p := env.Plane.Get(t)
+	env.SharedOperator(t, p)
 	ns := p.TestNamespace(t)
 	c := admin(t, p)
 	ctx := ctxFor(t, 5*time.Minute)
@@ -147,8 +153,8 @@ func TestWidgetLifecycle(t *testing.T) {
 }
 
 func TestOwnershipConflict(t *testing.T) {
-	p := plane.Get(t)
-	sharedOperator(t, p)
+	p := env.Plane.Get(t)
+	env.SharedOperator(t, p)
 	ns := p.TestNamespace(t)
 	c := admin(t, p)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -192,8 +198,8 @@ const permissiveCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomRes
   "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
 
 func TestInvalidWidgetFailsWithoutHotLoop(t *testing.T) {
-	p := plane.Get(t)
-	sharedOperator(t, p)
+	p := env.Plane.Get(t)
+	env.SharedOperator(t, p)
 	ns := p.TestNamespace(t)
 	c := admin(t, p)
 	ctx := ctxFor(t, 3*time.Minute)
