@@ -61,8 +61,9 @@ type Result struct {
 type Reconciler struct {
 	// Client reads and writes the objects. Required.
 	Client API
-	// Recorder records Warning Events when a Widget fails. Nil records
-	// nothing.
+	// Recorder records Events about the Widget: Normal Created and
+	// Updated when a child is applied, Warning when the Widget fails or a
+	// write fails (ReasonReconcileError). Nil records nothing.
 	Recorder EventRecorder
 	// Now returns the current time, for conditions' lastTransitionTime.
 	// Nil means time.Now.
@@ -85,9 +86,14 @@ type Reconciler struct {
 //     differs from the stored one. When the Widget newly fails, or fails
 //     for a new reason, a Warning Event is recorded.
 //
+// Each child applied is recorded as a Normal Event, Created when it was
+// missing and Updated when it differed.
+//
 // A failed read or write returns an *Error, so that the caller retries
-// with back-off. Invalid specs and conflicts return no error: retrying
-// cannot fix them, a change to the Widget or its children will.
+// with back-off; a failed write is also recorded as a Warning Event with
+// reason ReconcileError, unless ctx ended. Invalid specs and conflicts
+// return no error: retrying cannot fix them, a change to the Widget or its
+// children will.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) {
 	ns, name, err := SplitKey(key)
 	if err != nil {
@@ -99,6 +105,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	w, err := r.Client.GetWidget(ctx, ns, name)
 	if err != nil {
 		return fail("get widget", err)
+	}
+	// failWrite is fail for a write, which is also worth an Event on the
+	// Widget; a failed cache read is not, nor a write cut short because
+	// the caller is stopping.
+	failWrite := func(op string, err error) (Result, error) {
+		res, e := fail(op, err)
+		if ctx.Err() == nil {
+			r.event(w, "Warning", ReasonReconcileError, e.Error())
+		}
+		return res, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
 		return Result{}, nil
@@ -122,16 +138,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
 			got, err := r.Client.ApplyDeployment(ctx, want)
 			if err != nil {
-				return fail("apply deployment", err)
+				return failWrite("apply deployment", err)
 			}
+			r.applied(w, "Deployment", d == nil)
 			if got != nil {
 				d = got
 			}
 		}
 		if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
 			if _, err := r.Client.ApplyService(ctx, want); err != nil {
-				return fail("apply service", err)
+				return failWrite("apply service", err)
 			}
+			r.applied(w, "Service", svc == nil)
 		}
 	}
 
@@ -147,16 +165,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 		return fail("encode widget status", err)
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
-		return fail("patch widget status", err)
+		return failWrite("patch widget status", err)
 	}
-	if st.Phase == PhaseFailed && r.Recorder != nil {
+	if st.Phase == PhaseFailed {
 		newC, _ := FindCondition(st.Conditions, ConditionReady)
 		oldC, had := FindCondition(w.Status.Conditions, ConditionReady)
 		if !had || oldC.Reason != newC.Reason || oldC.Message != newC.Message {
-			r.Recorder.Event(WidgetRef(w), "Warning", newC.Reason, newC.Message)
+			r.event(w, "Warning", newC.Reason, newC.Message)
 		}
 	}
 	return Result{}, nil
+}
+
+// Reasons of the Events the Reconciler records besides those of the Ready
+// condition.
+const (
+	ReasonCreated        = "Created"        // a missing child was created
+	ReasonUpdated        = "Updated"        // a child that differed was brought in line
+	ReasonReconcileError = "ReconcileError" // a write failed; the reconcile is retried
+)
+
+// applied records that kind, named like w, was created (it was missing) or
+// updated.
+func (r *Reconciler) applied(w *Widget, kind string, created bool) {
+	reason, verb := ReasonUpdated, "Updated"
+	if created {
+		reason, verb = ReasonCreated, "Created"
+	}
+	r.event(w, "Normal", reason, verb+" "+kind+" "+joinKey(w.Namespace, w.Name))
+}
+
+func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
+	}
 }
 
 func (r *Reconciler) now() time.Time {

@@ -105,7 +105,8 @@ func TestReconcile(t *testing.T) {
 				c.widgets["default/web"] = widget()
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "ApplyService default/web", "PatchWidgetStatus default/web"),
+			wantCalls: calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web",
+				"ApplyService default/web", "Event Normal Created default/web: Created Service default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":0,"phase":"Pending","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"DeploymentPending","message":"waiting for the Deployment controller to observe Deployment default/web"}]}}`,
 		},
 		{
@@ -139,7 +140,7 @@ func TestReconcile(t *testing.T) {
 				c.widgets["default/web"] = w
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "PatchWidgetStatus default/web"),
+			wantCalls: calls("ApplyDeployment default/web", "Event Normal Updated default/web: Updated Deployment default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":3,"phase":"Progressing","observedGeneration":2,"conditions":[{"type":"Ready","status":"False","observedGeneration":2,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"RolloutInProgress","message":"Deployment default/web: generation 2 not yet observed (observed 1)"}]}}`,
 		},
 		{
@@ -149,7 +150,7 @@ func TestReconcile(t *testing.T) {
 				c.deployments["default/web"].Spec.Replicas = ptr(int32(7))
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "PatchWidgetStatus default/web"),
+			wantCalls: calls("ApplyDeployment default/web", "Event Normal Updated default/web: Updated Deployment default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":3,"phase":"Progressing","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"RolloutInProgress","message":"Deployment default/web: generation 2 not yet observed (observed 1)"}]}}`,
 		},
 		{
@@ -159,7 +160,7 @@ func TestReconcile(t *testing.T) {
 				delete(c.services, "default/web")
 				return c
 			},
-			wantCalls: calls("ApplyService default/web"),
+			wantCalls: calls("ApplyService default/web", "Event Normal Created default/web: Created Service default/web"),
 		},
 		{
 			name: "deleted deployment",
@@ -168,7 +169,7 @@ func TestReconcile(t *testing.T) {
 				delete(c.deployments, "default/web")
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "PatchWidgetStatus default/web"),
+			wantCalls: calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":0,"phase":"Pending","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"DeploymentPending","message":"waiting for the Deployment controller to observe Deployment default/web"}]}}`,
 		},
 		{
@@ -247,8 +248,9 @@ func TestReconcile(t *testing.T) {
 				c.fail["ApplyDeployment"] = errTransient
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web"),
-			wantErr:   errTransient,
+			wantCalls: calls("ApplyDeployment default/web",
+				"Event Warning ReconcileError default/web: reconcile: apply deployment default/web: connection reset by peer"),
+			wantErr: errTransient,
 		},
 		{
 			name: "transient error patching the status",
@@ -258,8 +260,10 @@ func TestReconcile(t *testing.T) {
 				c.fail["PatchWidgetStatus"] = errTransient
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "ApplyService default/web", "PatchWidgetStatus default/web"),
-			wantErr:   errTransient,
+			wantCalls: calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web", "ApplyService default/web", "Event Normal Created default/web: Created Service default/web",
+				"PatchWidgetStatus default/web",
+				"Event Warning ReconcileError default/web: reconcile: patch widget status default/web: connection reset by peer"),
+			wantErr: errTransient,
 		},
 		{
 			name: "transient error reading the cache",
@@ -373,7 +377,8 @@ func TestReconcileLifecycle(t *testing.T) {
 	}
 	phase := func() string { return c.widgets["default/web"].Status.Phase }
 
-	step("create", calls("ApplyDeployment default/web", "ApplyService default/web", "PatchWidgetStatus default/web")...)
+	step("create", calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web",
+		"ApplyService default/web", "Event Normal Created default/web: Created Service default/web", "PatchWidgetStatus default/web")...)
 	step("settled after create", reads...)
 	if phase() != PhasePending {
 		t.Fatalf("phase = %q, want Pending", phase())
@@ -396,7 +401,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	w := *c.widgets["default/web"]
 	w.Generation, w.Spec.Replicas = 2, ptr(int32(5))
 	c.widgets["default/web"] = &w
-	step("scale up", calls("ApplyDeployment default/web", "PatchWidgetStatus default/web")...)
+	step("scale up", calls("ApplyDeployment default/web", "Event Normal Updated default/web: Updated Deployment default/web", "PatchWidgetStatus default/web")...)
 	step("settled while scaling", reads...)
 	if got := *c.deployments["default/web"].Spec.Replicas; got != 5 {
 		t.Errorf("deployment replicas = %d, want 5", got)
@@ -435,7 +440,9 @@ func TestReconcileMalformedWidget(t *testing.T) {
 		"GetWidget default/bad", "GetDeployment default/bad", "GetService default/bad",
 		"PatchWidgetStatus default/bad", "Event Warning InvalidSpec default/bad: " + msg,
 		"GetWidget default/good", "GetDeployment default/good", "GetService default/good",
-		"ApplyDeployment default/good", "ApplyService default/good", "PatchWidgetStatus default/good",
+		"ApplyDeployment default/good", "Event Normal Created default/good: Created Deployment default/good",
+		"ApplyService default/good", "Event Normal Created default/good: Created Service default/good",
+		"PatchWidgetStatus default/good",
 	}
 	if !slices.Equal(c.calls, want) {
 		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
@@ -446,6 +453,24 @@ func TestReconcileMalformedWidget(t *testing.T) {
 	}
 	if got := *c.deployments["default/good"].Spec.Replicas; got != 2 {
 		t.Errorf("good widget's deployment replicas = %d, want 2", got)
+	}
+}
+
+// TestReconcileCancelledWriteNoEvent checks that a write cut short by the
+// caller stopping is returned as an error but recorded as no Event: it says
+// nothing about the Widget.
+func TestReconcileCancelledWriteNoEvent(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = context.Canceled
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	if _, err := r.Reconcile(ctx, "default/web"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if want := calls("ApplyDeployment default/web"); !slices.Equal(c.calls, want) {
+		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
 	}
 }
 
