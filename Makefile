@@ -52,7 +52,7 @@ controlplane:
 	$(GO) run ./hack/localcluster build
 
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
