@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func noEnv(string) string { return "" }
+
+func TestRunFlagErrorsAreOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{"bad value", []string{"--workers", "many"}, `invalid value "many" for flag -workers`},
+		{"zero workers", []string{"--workers", "0"}, "--workers must be at least 1"},
+		{"negative qps", []string{"--qps", "-1"}, "must not be negative"},
+		{"stray argument", []string{"run"}, `unexpected argument "run"`},
+		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
+		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
+		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, noEnv, &stdout, &stderr)
+			if code == 0 {
+				t.Fatalf("exit code 0, want non-zero")
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "widget-operator: ") || !strings.Contains(msg, tc.want) {
+				t.Fatalf("stderr = %q, want one line containing %q", msg, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+func TestRunHelpAndVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-h"}, noEnv, &stdout, &stderr); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	for _, flag := range []string{"-kubeconfig", "-namespace", "-workers", "-metrics-bind-address", "-health-probe-bind-address",
+		"-leader-elect", "-leader-election-namespace", "-leader-election-id", "-log-level", "-log-format", "-qps", "-burst", "-version"} {
+		if !strings.Contains(stdout.String(), flag) {
+			t.Errorf("help does not mention %s", flag)
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"--version"}, noEnv, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "widget-operator ") {
+		t.Fatalf("--version: exit %d, stdout %q", code, stdout.String())
+	}
+	if stderr.Len() != 0 {
+		t.Fatalf("stderr = %q", stderr.String())
+	}
+}
+
+func TestWatchNamespaceFromEnvironment(t *testing.T) {
+	f, _, err := parseFlags(nil, func(k string) string {
+		if k == "WATCH_NAMESPACE" {
+			return "team-a"
+		}
+		return ""
+	}, &bytes.Buffer{})
+	if err != nil || f.Namespace != "team-a" {
+		t.Fatalf("namespace = %q, err %v", f.Namespace, err)
+	}
+	f, _, err = parseFlags([]string{"--namespace", "team-b"}, func(string) string { return "team-a" }, &bytes.Buffer{})
+	if err != nil || f.Namespace != "team-b" {
+		t.Fatalf("flag over env: namespace = %q, err %v", f.Namespace, err)
+	}
+}
