@@ -86,11 +86,11 @@ func TestMetricsProbesAndLogs(t *testing.T) {
 		}
 		// Types as controller-runtime declares them.
 		for name, typ := range map[string]string{
-			"controller_runtime_reconcile_total":          "counter",
-			"controller_runtime_reconcile_time_seconds":   "histogram",
-			"workqueue_depth":                             "gauge",
-			"workqueue_queue_duration_seconds":            "histogram",
-			"workqueue_longest_running_processor_seconds": "gauge",
+			"controller_runtime_reconcile_total":           "counter",
+			"controller_runtime_reconcile_time_seconds":    "histogram",
+			"workqueue_depth":                              "gauge",
+			"workqueue_queue_duration_seconds":             "histogram",
+			"workqueue_longest_running_processor_seconds":  "gauge",
 			"widget_operator_api_request_duration_seconds": "histogram",
 		} {
 			if got := m.types[name]; got != typ {
