@@ -295,3 +295,5 @@ func maxPerSecond(times []time.Time) int {
 }
 
 func bg() context.Context { return context.Background() }
+
+type controlplaneEvent = controlplane.AuditEvent

@@ -233,8 +233,8 @@ func StartHTTPSProxy(t testing.TB, p *controlplane.Plane) *HTTPSProxy {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(p.CAData())
 	transport := &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: roots},
-		ForceAttemptHTTP2: true,
+		TLSClientConfig:     &tls.Config{RootCAs: roots},
+		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 50,
 	}
 	rp := &httputil.ReverseProxy{
