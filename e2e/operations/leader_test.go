@@ -1,0 +1,245 @@
+package operations
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/e2e/harness"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// replica is one operator of a leader-election group.
+type replica struct {
+	name        string // for messages
+	user        string // its ServiceAccount's user name in the audit log
+	o           *harness.Operator
+	metricsAddr string
+	exitedAt    time.Time // when the test saw it exit
+}
+
+// identity returns the replica's leader-election identity, from its log.
+func (r *replica) identity(t *testing.T) string {
+	t.Helper()
+	var id string
+	eventually(t, 60*time.Second, func() (bool, string) {
+		rec, ok := firstLog(t, r.o, "waiting for leadership")
+		id = rec.Identity
+		return ok && id != "", r.name + ": no \"waiting for leadership\" line yet"
+	})
+	return id
+}
+
+// startedWorkers returns when the replica logged "starting workers".
+func (r *replica) startedWorkers(t *testing.T) (time.Time, bool) {
+	rec, ok := firstLog(t, r.o, "starting workers")
+	return rec.Time, ok
+}
+
+// waitExit waits for the replica's process to end and notes when.
+func (r *replica) waitExit(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-r.o.Done():
+		r.exitedAt = time.Now()
+	case <-time.After(timeout):
+		t.Fatalf("%s did not exit within %v", r.name, timeout)
+	}
+}
+
+// TestLeaderElection runs two replicas with --leader-elect, each as its
+// own ServiceAccount so that the audit log tells them apart: only the
+// leader reconciles and writes; a SIGTERM hands the Lease over within
+// seconds, a SIGKILL within the lease duration; no Widget is left behind.
+func TestLeaderElection(t *testing.T) {
+	p := env.Plane.Get(t)
+	ns := p.TestNamespace(t)
+	c := admin(t, p)
+	ctx := ctxFor(t, 5*time.Minute)
+	const saB = "widget-operator-b"
+	env.BindLikeOperator(t, p, saB)
+	lease := "e2e-" + ns // a Lease of this test's own
+	args := []string{"--namespace", ns, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
+		"--leader-election-id", lease}
+	start := func(name, sa string) *replica {
+		r := &replica{name: name, user: harness.UserOf(sa), metricsAddr: freeAddr(t)}
+		r.o = env.StartOperatorAs(t, p, sa, append(slices.Clone(args), "--metrics-bind-address", r.metricsAddr)...)
+		t.Cleanup(r.o.Stop)
+		return r
+	}
+	holder := func() string {
+		l, err := k8sapi.For[k8sapi.Lease](c, k8sapi.Leases).Get(ctxFor(t, 10*time.Second), harness.OperatorNamespace, lease, k8sapi.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	leaderGauge := func(r *replica) float64 {
+		m, _ := scrape(t, r.metricsAddr)
+		v, ok := m.value("widget_operator_leader")
+		if !ok {
+			t.Fatalf("%s: no widget_operator_leader", r.name)
+		}
+		return v
+	}
+	createWidgets := func(prefix string, n int) []string {
+		var names []string
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			if _, err := widgets(c).Create(ctx, ns, newWidget(name, image, 1), k8sapi.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name)
+		}
+		return names
+	}
+
+	from := time.Now()
+	a, b := start("replica a", harness.OperatorSA), start("replica b", saB)
+	ids := map[string]*replica{a.identity(t): a, b.identity(t): b}
+	var leader, follower *replica
+	eventually(t, 60*time.Second, func() (bool, string) {
+		leader = ids[holder()]
+		return leader != nil, fmt.Sprintf("lease holder %q is neither replica", holder())
+	})
+	follower = a
+	if leader == a {
+		follower = b
+	}
+	t.Logf("%s leads", leader.name)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		_, ok := leader.startedWorkers(t)
+		return ok, leader.name + " leads but has not started its workers"
+	})
+
+	var all []string
+	t.Run("only the leader reconciles", func(t *testing.T) {
+		names := createWidgets("first", 5)
+		all = append(all, names...)
+		for _, n := range names {
+			waitReady(t, c, ns, n, 1)
+		}
+		// The follower keeps its caches warm but runs no workers.
+		if _, ok := firstLog(t, follower.o, "caches synced"); !ok {
+			t.Errorf("%s never synced its caches", follower.name)
+		}
+		if _, ok := follower.startedWorkers(t); ok {
+			t.Errorf("%s started workers while following", follower.name)
+		}
+		if n := countLogs(t, follower.o, func(r logRecord) bool { return r.Controller == "widget" }); n != 0 {
+			t.Errorf("%s logged %d reconciles while following", follower.name, n)
+		}
+		if n := countLogs(t, leader.o, func(r logRecord) bool { return r.Msg == "reconciled" && r.Namespace == ns }); n == 0 {
+			t.Errorf("%s logged no reconciles", leader.name)
+		}
+		if g, f := leaderGauge(leader), leaderGauge(follower); g != 1 || f != 0 {
+			t.Errorf("widget_operator_leader: leader %v, follower %v; want 1 and 0", g, f)
+		}
+		// The audit log: every write of the Widgets' objects came from
+		// the leader's ServiceAccount.
+		writers := map[string]int{}
+		events, err := p.AuditEvents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.Namespace != ns || e.Stage != "ResponseComplete" || e.Received.Before(from) || !harness.IsWrite(e) {
+				continue
+			}
+			switch e.Resource {
+			case "widgets", "deployments", "services", "events":
+				if strings.HasPrefix(e.User, "system:serviceaccount:"+harness.OperatorNamespace+":") {
+					writers[e.User]++
+				}
+			}
+		}
+		if len(writers) != 1 || writers[leader.user] == 0 {
+			t.Errorf("writers of widgets, deployments, services and events: %v; want %s alone", writers, leader.user)
+		}
+	})
+
+	t.Run("SIGTERM hands over within 5s", func(t *testing.T) {
+		leader.o.Signal(t, syscall.SIGTERM)
+		leader.waitExit(t, 45*time.Second)
+		if code := leader.o.ExitCode(); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM, want 0", leader.name, code)
+		}
+		if _, ok := firstLog(t, leader.o, "leader: released the lease"); !ok {
+			t.Errorf("%s did not release the lease", leader.name)
+		}
+		var took time.Time
+		eventually(t, 30*time.Second, func() (bool, string) {
+			var ok bool
+			took, ok = follower.startedWorkers(t)
+			return ok, follower.name + " has not started its workers"
+		})
+		takeover := took.Sub(leader.exitedAt)
+		t.Logf("takeover after SIGTERM: %v from the leader's exit to the follower's workers", takeover.Round(time.Millisecond))
+		if takeover > 5*time.Second {
+			t.Errorf("takeover after SIGTERM took %v, want under 5s", takeover)
+		}
+		if h := holder(); ids[h] != follower {
+			t.Errorf("lease holder %q after the handover", h)
+		}
+		names := createWidgets("second", 3)
+		all = append(all, names...)
+		for _, n := range names {
+			waitReady(t, c, ns, n, 1)
+		}
+		// No write by the old leader's ServiceAccount after its exit.
+		events, err := p.AuditEvents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.User == leader.user && e.Namespace == ns && harness.IsWrite(e) && e.Received.After(leader.exitedAt) {
+				t.Errorf("a write by %s after it exited: %s %s/%s", leader.name, e.Verb, e.Resource, e.Name)
+			}
+		}
+	})
+
+	t.Run("SIGKILL hands over within 20s", func(t *testing.T) {
+		// A new follower, as the first replica's ServiceAccount again.
+		leader, follower = follower, start("replica c", harness.OperatorSA)
+		ids[follower.identity(t)] = follower
+		eventually(t, 60*time.Second, func() (bool, string) {
+			_, ok := firstLog(t, follower.o, "caches synced")
+			return ok, follower.name + " has not synced"
+		})
+		leader.o.Signal(t, syscall.SIGKILL)
+		leader.waitExit(t, 10*time.Second)
+		// Widgets made while no one leads wait for the next leader.
+		names := createWidgets("third", 3)
+		all = append(all, names...)
+		var took time.Time
+		eventually(t, 40*time.Second, func() (bool, string) {
+			var ok bool
+			took, ok = follower.startedWorkers(t)
+			return ok, follower.name + " has not started its workers"
+		})
+		takeover := took.Sub(leader.exitedAt)
+		t.Logf("takeover after SIGKILL: %v from the leader's death to the follower's workers", takeover.Round(time.Millisecond))
+		if takeover > 20*time.Second {
+			t.Errorf("takeover after SIGKILL took %v, want under 20s", takeover)
+		}
+		if h := holder(); ids[h] != follower {
+			t.Errorf("lease holder %q after the takeover", h)
+		}
+	})
+
+	t.Run("no Widget left behind", func(t *testing.T) {
+		for _, n := range all {
+			waitReady(t, c, ns, n, 1)
+		}
+		if code, _, err := get("http://" + follower.metricsAddr + "/metrics"); err != nil || code != http.StatusOK {
+			t.Errorf("/metrics of the new leader: %d %v", code, err)
+		}
+		if g := leaderGauge(follower); g != 1 {
+			t.Errorf("widget_operator_leader of the new leader = %v", g)
+		}
+	})
+}
