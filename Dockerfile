@@ -1,15 +1,24 @@
 # syntax=docker/dockerfile:1
-# A static widget-operator on scratch. The module has no dependencies, so
-# the build downloads nothing.
+# A static widget-operator on scratch: the image holds the binary and
+# nothing else (no shell, no CA bundle: in a pod the operator trusts the
+# service-account CA, /var/run/secrets/kubernetes.io/serviceaccount/ca.crt).
+# The module has no dependencies, so the build downloads nothing.
 #
-#   docker buildx build --platform linux/amd64,linux/arm64 -t widget-operator .
+#   docker buildx build --platform linux/amd64,linux/arm64 -t widget-operator:dev .
 #
-# GO_IMAGE may name any image with a Go 1.26 toolchain on its PATH.
+# The build stage runs on the build machine's platform and cross-compiles
+# for the target's (TARGETOS/TARGETARCH), so no emulation is needed.
+#
+# GO_IMAGE may name any image with a Go 1.26 toolchain on its PATH and a
+# /bin/sh. Without access to a registry, make one from the local toolchain
+# (go run ./hack/image) and pass
+# --build-arg GO_IMAGE=localhost/widget-go-builder:1.26.
 ARG GO_IMAGE=golang:1.26-alpine
 
 FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
+# Set by the builder from --platform; empty means the build machine's.
+ARG TARGETOS
+ARG TARGETARCH
 ARG VERSION=dev
 WORKDIR /src
 COPY go.mod ./
@@ -19,7 +28,8 @@ COPY k8sapi/ k8sapi/
 COPY queue/ queue/
 COPY reconcile/ reconcile/
 COPY watch/ watch/
-ENV CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local
+# GOPROXY=off: a missing module is an error, never a download.
+ENV CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 RUN GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
       -ldflags "-s -w -buildid= -X github.com/zerodep-k8s/widget-operator/k8sapi.Version=${VERSION}" \
       -o /out/widget-operator ./cmd/widget-operator

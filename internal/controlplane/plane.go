@@ -241,6 +241,10 @@ func (p *Plane) apiServerArgs(port int) []string {
 		"--service-account-signing-key-file=" + p.pki.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=RBAC,Node",
+		// As hardened clusters do: setting blockOwnerDeletion on an
+		// ownerReference needs update on the owner's finalizers, so tests
+		// prove that an operator's RBAC grants it.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		"--endpoint-reconciler-type=none",
 		"--audit-policy-file=" + filepath.Join(p.dir, "audit-policy.yaml"),
 		"--audit-log-path=" + p.auditLog,
