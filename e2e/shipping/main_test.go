@@ -1,0 +1,231 @@
+// Package shipping tests what ships: the manifests installed with the real
+// kubectl, the RBAC rules proven needed and sufficient against a real API
+// server, the binary's build (reproducible, cross-compiled, standard
+// library only) and the container image built from the Dockerfile and run
+// in a real container runtime (podman).
+package shipping
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/e2e/harness"
+	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+)
+
+var env harness.Env
+
+func TestMain(m *testing.M) { os.Exit(env.Main(m)) }
+
+// auditTail reads the audit log from where it was when the tail was made,
+// so that polling it costs what was written since, not the whole log.
+// It is not safe for concurrent use.
+type auditTail struct {
+	path string
+	off  int64
+}
+
+func newAuditTail(t testing.TB, p *controlplane.Plane) *auditTail {
+	t.Helper()
+	st, err := os.Stat(p.AuditLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &auditTail{path: p.AuditLogPath(), off: st.Size()}
+}
+
+// next returns the events completed since the last call.
+func (a *auditTail) next() ([]controlplane.AuditEvent, error) {
+	f, err := os.Open(a.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	// A half-written last line waits for the next call.
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	a.off += int64(len(data))
+	return controlplane.ParseAuditLog(bytes.NewReader(data))
+}
+
+// rbacObject is the part of a Role, ClusterRole, RoleBinding,
+// ClusterRoleBinding or ServiceAccount that the tests read and rewrite.
+type rbacObject struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   rbacMeta     `json:"metadata"`
+	Rules      []policyRule `json:"rules,omitempty"`
+	RoleRef    *roleRef     `json:"roleRef,omitempty"`
+	Subjects   []subject    `json:"subjects,omitempty"`
+}
+
+type rbacMeta struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+type policyRule struct {
+	APIGroups []string `json:"apiGroups"`
+	Resources []string `json:"resources"`
+	Verbs     []string `json:"verbs"`
+}
+
+func (r policyRule) String() string {
+	return fmt.Sprintf("%s %s %s", strings.Join(r.APIGroups, ","), strings.Join(r.Resources, ","), strings.Join(r.Verbs, ","))
+}
+
+type roleRef struct {
+	APIGroup string `json:"apiGroup"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+}
+
+type subject struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// loadRBAC reads the objects of a file under manifests/rbac/.
+func loadRBAC(t testing.TB, file string) []rbacObject {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "manifests", "rbac", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []rbacObject
+	for i, doc := range splitDocuments(string(data)) {
+		n, err := yaml.Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s document %d: %v", file, i+1, err)
+		}
+		var o rbacObject
+		dec := json.NewDecoder(bytes.NewReader(yamlJSON(n)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			t.Fatalf("%s document %d: %v", file, i+1, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// splitDocuments splits a YAML stream at its "---" lines, dropping
+// documents that hold only comments.
+func splitDocuments(s string) []string {
+	var docs []string
+	var cur strings.Builder
+	flush := func() {
+		for _, line := range strings.Split(cur.String(), "\n") {
+			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+				docs = append(docs, cur.String())
+				break
+			}
+		}
+		cur.Reset()
+	}
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if strings.TrimRight(line, "\r\n") == "---" {
+			flush()
+			continue
+		}
+		cur.WriteString(line)
+	}
+	flush()
+	return docs
+}
+
+// yamlJSON turns a parsed YAML node into JSON: plain true, false, null and
+// integers keep their type, every other scalar is a string.
+func yamlJSON(n *yaml.Node) []byte {
+	var b bytes.Buffer
+	var write func(n *yaml.Node)
+	write = func(n *yaml.Node) {
+		switch {
+		case n.IsNull():
+			b.WriteString("null")
+		case n.Kind == yaml.Map:
+			b.WriteByte('{')
+			for i, e := range n.Entries {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				k, _ := json.Marshal(e.Key)
+				b.Write(k)
+				b.WriteByte(':')
+				write(e.Value)
+			}
+			b.WriteByte('}')
+		case n.Kind == yaml.List:
+			b.WriteByte('[')
+			for i, it := range n.Items {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				write(it)
+			}
+			b.WriteByte(']')
+		default:
+			if !n.Quoted {
+				if n.Value == "true" || n.Value == "false" {
+					b.WriteString(n.Value)
+					return
+				}
+				if _, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+					b.WriteString(n.Value)
+					return
+				}
+			}
+			s, _ := json.Marshal(n.Value)
+			b.Write(s)
+		}
+	}
+	write(n)
+	return b.Bytes()
+}
+
+// applyObjects applies objects with the plane's kubectl, as one List.
+func applyObjects(t testing.TB, p *controlplane.Plane, objs []rbacObject) {
+	t.Helper()
+	list := struct {
+		APIVersion string       `json:"apiVersion"`
+		Kind       string       `json:"kind"`
+		Items      []rbacObject `json:"items"`
+	}{"v1", "List", objs}
+	data, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rbac.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	harness.Kubectl(t, p, "apply", "-f", path)
+}
+
+// eventually is harness.Eventually.
+var eventually = harness.Eventually
+
+// ctxFor is harness.Ctx.
+var ctxFor = harness.Ctx
+
+const (
+	pauseImage    = "registry.k8s.io/pause:3.10"
+	readyDeadline = 90 * time.Second
+)
