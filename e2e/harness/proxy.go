@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -208,9 +209,10 @@ type HTTPSProxy struct {
 
 	srv *http.Server
 
-	mu     sync.Mutex
-	inject Injector
-	log    []ProxyRequest
+	mu      sync.Mutex
+	inject  Injector
+	log     []ProxyRequest
+	cancels map[int]context.CancelFunc // of the requests in flight, by index in log
 }
 
 // StartHTTPSProxy starts a proxy in front of p's API server. It is closed
@@ -281,17 +283,31 @@ func (hp *HTTPSProxy) Requests() []ProxyRequest {
 	return append([]ProxyRequest(nil), hp.log...)
 }
 
-// CloseClientConnections drops every connection from clients.
-func (hp *HTTPSProxy) CloseClientConnections() { hp.srv.Close() }
+// DropStreams ends every request in flight, such as open watches: the
+// response ends early, as when the API server closes a watch.
+func (hp *HTTPSProxy) DropStreams() {
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	for _, cancel := range hp.cancels {
+		cancel()
+	}
+}
 
 func (hp *HTTPSProxy) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	q := r.URL.Query()
 	rec := ProxyRequest{Time: time.Now(), Method: r.Method, URI: r.URL.RequestURI(),
 		Watch: q.Get("watch") == "true" || q.Get("watch") == "1"}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	r = r.WithContext(ctx)
 	hp.mu.Lock()
 	inject := hp.inject
 	i := len(hp.log)
 	hp.log = append(hp.log, rec)
+	if hp.cancels == nil {
+		hp.cancels = map[int]context.CancelFunc{}
+	}
+	hp.cancels[i] = cancel
 	hp.mu.Unlock()
 	sw := &statusWriter{ResponseWriter: w}
 	var h http.Handler
@@ -304,6 +320,7 @@ func (hp *HTTPSProxy) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		next.ServeHTTP(sw, r)
 	}
 	hp.mu.Lock()
+	delete(hp.cancels, i)
 	hp.log[i].Status = sw.code
 	hp.log[i].Injected = h != nil
 	hp.mu.Unlock()
