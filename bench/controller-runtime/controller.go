@@ -148,4 +148,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"flag"
 	"net/http"
-	"time"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"

@@ -1,0 +1,225 @@
+// Command compare measures widget-operator against the controller-runtime
+// reference operator (bench/controller-runtime) and writes the report:
+//
+//	go run ./bench/cmd/compare                 # what make bench runs
+//	go run ./bench/cmd/compare -n 100 -runs 1  # a quick look
+//	go run ./bench/cmd/compare -from bench/results/2026-01-02.json  # redraw
+//
+// It runs the unit benchmarks of ./k8sapi, ./watch and ./queue (output
+// saved for benchstat), builds both operators stripped (-s -w, -trimpath)
+// to compare sizes and linked modules, then runs the scale scenario of
+// package bench for every N and run, both operators each time, in
+// alternating order, each on a fresh bare control plane. It writes
+// <date>.md (the tables), <date>.svg (peak RSS and CPU against N),
+// <date>.json (every run, to redraw from) and <date>-unit.txt under -out.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/bench"
+)
+
+// Report is everything one comparison measured.
+type Report struct {
+	Date    string
+	Machine string
+	Sizes   []Size
+	Runs    []*bench.Result
+	Errors  []string `json:",omitempty"`
+	Idle    time.Duration
+}
+
+// Size is one operator binary.
+type Size struct {
+	Operator string
+	Bytes    int64
+	Modules  int // modules linked, the main module included
+}
+
+func main() {
+	ns := flag.String("n", "100,1000,5000", "comma-separated Widget counts")
+	runs := flag.Int("runs", 3, "runs per N and operator")
+	idle := flag.Duration("idle", 30*time.Second, "idle CPU window")
+	out := flag.String("out", filepath.Join(bench.RepoRoot(), "bench", "results"), "output folder")
+	unit := flag.Bool("unit", true, "run the unit benchmarks")
+	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
+	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
+	flag.Parse()
+	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *from); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nlist string, runs int, idle time.Duration, out string, unit, withCR bool, from string) error {
+	if from != "" {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		var rep Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		return write(&rep, out)
+	}
+	var ns []int
+	for _, f := range strings.Split(nlist, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-n: bad count %q", f)
+		}
+		ns = append(ns, n)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	rep := &Report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Idle: idle}
+	root := bench.RepoRoot()
+	ctx := context.Background()
+
+	if unit {
+		path := filepath.Join(out, rep.Date+"-unit.txt")
+		logf("unit benchmarks -> %s", path)
+		cmd := exec.Command("go", "test", "-run=^$", "-bench", ".", "-benchmem", "./k8sapi", "./watch", "./queue")
+		cmd.Dir = root
+		cmd.Stderr = os.Stderr
+		data, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("unit benchmarks: %w\n%s", err, data)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+
+	binDir, err := os.MkdirTemp("", "widget-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(binDir)
+	ours := bench.Ours(filepath.Join(binDir, "widget-operator"))
+	logf("building %s", ours.Name)
+	if err := build(root, ".", ours.Binary, "./cmd/widget-operator"); err != nil {
+		return err
+	}
+	ops := []bench.Operator{ours}
+	if withCR {
+		ref := bench.Reference(filepath.Join(binDir, "controller-runtime"))
+		logf("building %s (its own module; slow when cold)", ref.Name)
+		if err := build(root, "bench/controller-runtime", ref.Binary, "."); err != nil {
+			return err
+		}
+		ops = append(ops, ref)
+	}
+	for _, op := range ops {
+		s, err := size(op)
+		if err != nil {
+			return err
+		}
+		rep.Sizes = append(rep.Sizes, s)
+	}
+
+	for _, n := range ns {
+		for i := range runs {
+			order := slices.Clone(ops)
+			if i%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, op := range order {
+				logf("N=%d run %d/%d: %s", n, i+1, runs, op.Name)
+				res, err := bench.Run(ctx, bench.Config{N: n, Operator: op, Idle: idle, Log: os.Stderr})
+				if err != nil {
+					msg := fmt.Sprintf("N=%d run %d %s: %v", n, i+1, op.Name, err)
+					logf("FAILED %s", msg)
+					rep.Errors = append(rep.Errors, msg)
+					continue
+				}
+				rep.Runs = append(rep.Runs, res)
+				// Save as we go: a long comparison that fails late keeps
+				// what it measured.
+				if err := write(rep, out); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return write(rep, out)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "compare: "+format+"\n", args...)
+}
+
+// build compiles pkg in dir (relative to root) as a stripped binary.
+func build(root, dir, bin, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	cmd.Dir = filepath.Join(root, dir)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build in %s: %w\n%s", dir, err, out)
+	}
+	return nil
+}
+
+// size measures a binary and counts the modules it links (go version -m:
+// the mod line and one dep line each).
+func size(op bench.Operator) (Size, error) {
+	fi, err := os.Stat(op.Binary)
+	if err != nil {
+		return Size{}, err
+	}
+	out, err := exec.Command("go", "version", "-m", op.Binary).Output()
+	if err != nil {
+		return Size{}, fmt.Errorf("go version -m %s: %w", op.Binary, err)
+	}
+	mods := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 0 && (f[0] == "mod" || f[0] == "dep") {
+			mods++
+		}
+	}
+	return Size{Operator: op.Name, Bytes: fi.Size(), Modules: mods}, nil
+}
+
+// machine describes the host in one line.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, v, ok := strings.Cut(strings.SplitN(string(data), "\n", 2)[0], ":"); ok {
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			mem = fmt.Sprintf(", %.1f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	kernel := ""
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(data))
+	}
+	return fmt.Sprintf("%s, %d cores%s%s, %s/%s, %s", model, runtime.NumCPU(), mem, kernel, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

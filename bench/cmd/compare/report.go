@@ -1,0 +1,292 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/zerodep-k8s/widget-operator/bench"
+)
+
+const (
+	ours   = "widget-operator"
+	theirs = "controller-runtime"
+)
+
+// metric is one row of the tables.
+type metric struct {
+	name   string
+	value  func(*bench.Result) float64
+	format func(float64) string
+	target float64 // the most ours/theirs may be at N = 1,000; 0 for none
+}
+
+func seconds(v float64) string { return fmt.Sprintf("%.2f s", v) }
+func mib(v float64) string     { return fmt.Sprintf("%.1f MiB", v) }
+func count(v float64) string   { return fmt.Sprintf("%.0f", v) }
+
+var metrics = []metric{
+	{"time to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, seconds, 0.8},
+	{"CPU to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, 0.4},
+	{"peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }, mib, 0.35},
+	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, 0},
+	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, 0},
+	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, 0},
+	{"API requests", func(r *bench.Result) float64 { return float64(r.Requests.Total) }, count, 0},
+	{"  writes", func(r *bench.Result) float64 { return float64(r.Requests.Writes) }, count, 0},
+	{"  lists + watches", func(r *bench.Result) float64 { return float64(r.Requests.Lists + r.Requests.Watches) }, count, 0},
+	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, 0},
+}
+
+// median of the metric over the runs of op at n; ok is false when there
+// are none.
+func median(runs []*bench.Result, op string, n int, value func(*bench.Result) float64) (float64, bool) {
+	var vs []float64
+	for _, r := range runs {
+		if r.Operator == op && r.N == n {
+			vs = append(vs, value(r))
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2], true
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
+}
+
+func countsOf(runs []*bench.Result) []int {
+	var ns []int
+	for _, r := range runs {
+		if !slices.Contains(ns, r.N) {
+			ns = append(ns, r.N)
+		}
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+func write(rep *Report, out string) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(out, rep.Date)
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".svg", []byte(chart(rep)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(base+".md", []byte(markdown(rep)), 0o644)
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		if a == 0 {
+			return "="
+		}
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func markdown(rep *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# widget-operator against controller-runtime, %s\n\n", rep.Date)
+	fmt.Fprintf(&b, "Measured on %s. The API server, etcd and the operator share the machine.\n\n", rep.Machine)
+	b.WriteString("Each run starts a fresh bare control plane (etcd and kube-apiserver; no controllers, so Deployments get no Pods), " +
+		"creates the Widgets, then starts the operator: converged means every Widget has its Deployment, its Service and a status phase. " +
+		"CPU is utime+stime from /proc; RSS from /proc/<pid>/status; requests from the audit log, by the operator's own ServiceAccount, " +
+		"from its start to the end of the idle window. Operators alternate within each run. Figures are medians; the ratio is ours/theirs.\n\n")
+	if len(rep.Sizes) > 0 {
+		b.WriteString("## Binaries\n\n| operator | stripped size | modules linked |\n|---|---:|---:|\n")
+		for _, s := range rep.Sizes {
+			fmt.Fprintf(&b, "| %s | %.1f MiB | %d |\n", s.Operator, float64(s.Bytes)/(1<<20), s.Modules)
+		}
+		if len(rep.Sizes) == 2 && rep.Sizes[1].Bytes > 0 {
+			r := float64(rep.Sizes[0].Bytes) / float64(rep.Sizes[1].Bytes)
+			fmt.Fprintf(&b, "\nSize ratio ours/theirs: %.2f (target ≤ 0.25: %s).\n", r, verdict(r <= 0.25))
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range countsOf(rep.Runs) {
+		runsOf := func(op string) int {
+			k := 0
+			for _, r := range rep.Runs {
+				if r.N == n && r.Operator == op {
+					k++
+				}
+			}
+			return k
+		}
+		fmt.Fprintf(&b, "## N = %d (runs: %d ours, %d theirs)\n\n", n, runsOf(ours), runsOf(theirs))
+		b.WriteString("| metric | widget-operator | controller-runtime | ours/theirs | target at N = 1,000 |\n|---|---:|---:|---:|---|\n")
+		for _, m := range metrics {
+			o, okO := median(rep.Runs, ours, n, m.value)
+			t, okT := median(rep.Runs, theirs, n, m.value)
+			cell := func(v float64, ok bool) string {
+				if !ok {
+					return "–"
+				}
+				return m.format(v)
+			}
+			rt, tg := "–", ""
+			if okO && okT {
+				rt = ratio(o, t)
+			}
+			if m.target > 0 {
+				tg = fmt.Sprintf("≤ %.2f", m.target)
+				if n == 1000 && okO && okT && t > 0 {
+					tg += " " + verdict(o/t <= m.target)
+				}
+			}
+			if m.name == "idle CPU" {
+				tg = "0 (ours)"
+				if okO {
+					tg += " " + verdict(o == 0)
+				}
+			}
+			if m.name == "  writes" {
+				tg = fmt.Sprintf("= %d (ours)", 3*n)
+				if okO {
+					tg += " " + verdict(o == float64(3*n))
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.TrimSpace(m.name), cell(o, okO), cell(t, okT), rt, tg)
+		}
+		b.WriteString("\n")
+	}
+	if len(rep.Runs) > 0 {
+		fmt.Fprintf(&b, "Idle CPU is measured over %v, to /proc's resolution of 10 ms.\n\n", rep.Idle)
+		b.WriteString("## Every run\n\n| N | operator | converge | CPU | peak RSS | steady RSS | idle CPU | ready | requests |\n|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, r := range rep.Runs {
+			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %.1f MiB | %.1f MiB | %.2f s | %.3f s | %d: %s |\n",
+				r.N, r.Operator, r.Converge.Seconds(), r.CPU.Seconds(), float64(r.PeakRSS)/(1<<20),
+				float64(r.SteadyRSS)/(1<<20), r.IdleCPU.Seconds(), r.Ready.Seconds(), r.Requests.Total, r.Requests)
+		}
+		b.WriteString("\n")
+	}
+	if len(rep.Errors) > 0 {
+		b.WriteString("## Failed runs\n\n")
+		for _, e := range rep.Errors {
+			first, _, _ := strings.Cut(e, "\n")
+			fmt.Fprintf(&b, "- %s\n", first)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "![peak RSS and CPU against N](%s.svg)\n", rep.Date)
+	return b.String()
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// chart draws two panels, peak RSS and CPU seconds against N (log scale),
+// one line per operator.
+func chart(rep *Report) string {
+	const w, h, pw, ph, left, top = 900, 380, 340, 260, 70, 50
+	ns := countsOf(rep.Runs)
+	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" text-anchor="middle">widget-operator vs controller-runtime, %s (medians)</text>`+"\n", w/2, esc(rep.Date))
+	panels := []struct {
+		title string
+		value func(*bench.Result) float64
+	}{
+		{"peak RSS (MiB)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }},
+		{"CPU seconds to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }},
+	}
+	for pi, p := range panels {
+		x0 := left + pi*(pw+left+60)
+		y0 := top
+		ymax := 0.0
+		for _, op := range []string{ours, theirs} {
+			for _, n := range ns {
+				if v, ok := median(rep.Runs, op, n, p.value); ok {
+					ymax = math.Max(ymax, v)
+				}
+			}
+		}
+		ymax = niceCeil(ymax)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="13" text-anchor="middle">%s</text>`+"\n", x0+pw/2, y0-10, esc(p.title))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>`+"\n", x0, y0, pw, ph)
+		for i := 0; i <= 4; i++ {
+			v := ymax * float64(i) / 4
+			y := y0 + ph - int(float64(ph)*float64(i)/4)
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#eee"/>`, x0, y, x0+pw, y)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", x0-6, y+4, trim(v))
+		}
+		xOf := func(n int) float64 {
+			if len(ns) < 2 {
+				return float64(x0 + pw/2)
+			}
+			lo, hi := math.Log10(float64(ns[0])), math.Log10(float64(ns[len(ns)-1]))
+			return float64(x0+30) + (math.Log10(float64(n))-lo)/(hi-lo)*float64(pw-60)
+		}
+		yOf := func(v float64) float64 {
+			if ymax == 0 {
+				return float64(y0 + ph)
+			}
+			return float64(y0+ph) - v/ymax*float64(ph)
+		}
+		for _, n := range ns {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", xOf(n), y0+ph+16, n)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">Widgets (N)</text>`+"\n", x0+pw/2, y0+ph+34)
+		for _, op := range []string{ours, theirs} {
+			var pts []string
+			for _, n := range ns {
+				if v, ok := median(rep.Runs, op, n, p.value); ok {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(n), yOf(v)))
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s N=%d: %s</title></circle>`+"\n",
+						xOf(n), yOf(v), colors[op], op, n, trim(v))
+				}
+			}
+			if len(pts) > 1 {
+				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), colors[op])
+			}
+		}
+	}
+	for i, op := range []string{ours, theirs} {
+		x := w/2 - 150 + i*170
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, h-18, colors[op], x+20, h-13, op)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func trim(v float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}

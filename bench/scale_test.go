@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestScaleSmoke runs the operator alone at N = 100 on a bare control plane
+// and checks that it converges with exactly three writes per Widget (the
+// Deployment apply, the Service apply and the status patch) and no request
+// other than lists and watches. The full comparison with figures is
+// bench/cmd/compare (make bench).
+func TestScaleSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	const n = 100
+	bin := filepath.Join(t.TempDir(), "widget-operator")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/widget-operator")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{N: n, Operator: Ours(bin), Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ready %v, converged %v, cpu %v, peak RSS %.1f MiB; requests: %s",
+		res.Ready.Round(time.Millisecond), res.Converge.Round(time.Millisecond), res.CPU,
+		float64(res.PeakRSS)/(1<<20), res.Requests)
+	r := res.Requests
+	want := map[string]int{
+		"patch deployments":    n,
+		"patch services":       n,
+		"patch widgets/status": n,
+	}
+	for k, v := range want {
+		if r.By[k] != v {
+			t.Errorf("%s: %d requests, want %d", k, r.By[k], v)
+		}
+	}
+	if r.Writes != 3*n {
+		t.Errorf("%d writes, want exactly %d (3 per Widget)", r.Writes, 3*n)
+	}
+	if r.Other != 0 {
+		t.Errorf("%d requests that are neither lists, watches nor the writes (want none): %s", r.Other, r)
+	}
+}
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
