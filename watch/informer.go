@@ -272,10 +272,12 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
+		// Read before cancel, which would set it in every case.
+		timedOut := lctx.Err() != nil
 		cancel()
 		if err == nil {
 			inf.touch()
-		} else if lctx.Err() != nil && ctx.Err() == nil {
+		} else if timedOut && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true

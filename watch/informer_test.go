@@ -512,3 +512,20 @@ func TestInformerHealthy(t *testing.T) {
 		_ = st
 	})
 }
+
+// A list that fails at once is reported with its own error, not as one
+// that got no answer.
+func TestInformerListErrorIsNotATimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", nil, errors.New("k8sapi: list things: decode: response body too large"))
+		synctest.Wait()
+		err := inf.Healthy(time.Now())
+		if err == nil || !strings.Contains(err.Error(), "too large") || strings.Contains(err.Error(), "no answer") {
+			t.Fatalf("Healthy = %v, want the list's own error", err)
+		}
+		src.expectList(t, "0", page("10", ""), nil)
+	})
+}
