@@ -58,7 +58,15 @@ func main() {
 	unit := flag.Bool("unit", true, "run the unit benchmarks")
 	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
 	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
+	profile := flag.String("profile", "", "instead of comparing, run this bench/cmd/opprof binary once per N and write CPU profiles to -out")
 	flag.Parse()
+	if *profile != "" {
+		if err := profileRuns(*ns, *profile, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
@@ -159,6 +167,32 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR bo
 		}
 	}
 	return write(rep, out)
+}
+
+// profileRuns runs the scenario with the profiling build of the operator,
+// once per N, and leaves a CPU profile of each run in out.
+func profileRuns(nlist, bin, out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(nlist, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-n: bad count %q", f)
+		}
+		op := bench.Ours(bin)
+		path, err := filepath.Abs(filepath.Join(out, fmt.Sprintf("cpu-N%d.pprof", n)))
+		if err != nil {
+			return err
+		}
+		op.Args = []string{"--cpuprofile", path}
+		res, err := bench.Run(context.Background(), bench.Config{N: n, Operator: op, Log: os.Stderr})
+		if err != nil {
+			return err
+		}
+		logf("N=%d: converged %v, cpu %v; profile %s", n, res.Converge, res.CPU, path)
+	}
+	return nil
 }
 
 func logf(format string, args ...any) {
