@@ -187,7 +187,8 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 	case typ == "":
 		return WatchEvent[T]{}, w.op.decodeError(errors.New("event has no type"))
 	case typ == Error:
-		return WatchEvent[T]{}, w.errorEvent(w.in.since(start))
+		// Only this event's bytes: the reader may hold the next ones.
+		return WatchEvent[T]{}, w.errorEvent(w.in.since(start)[:w.dec.InputOffset()-start])
 	case !known(typ):
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
 	case w.env.Object == nil:

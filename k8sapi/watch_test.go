@@ -133,6 +133,8 @@ func TestWatchHostileStreams(t *testing.T) {
 		{"error event not a status", `{"type":"ERROR","object":"boom"}`, 0, nil, false, "cannot unmarshal"},
 		{"error event other object", `{"type":"ERROR","object":{"kind":"Pod"}}`, 0, nil, false, "not a Status"},
 		{"error event object first", `{"object":{"kind":"Status","code":500,"reason":"InternalError","message":"etcd"},"type":"ERROR"}`, 0, nil, true, "500 InternalError: etcd"},
+		{"error event then more", `{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}` + "\n" + added, 0, nil, true, "410 Expired: too old"},
+		{"garbage error event then more", `{"type":"ERROR","object":"<html>"}` + "\n" + added, 0, nil, false, "cannot unmarshal"},
 		{"control characters in message", `{"type":"ERROR","object":{"kind":"Status","code":500,"message":"a\u001b[2Jb\nc"}}`, 0, nil, true, "500 InternalError: a [2Jb c"},
 	}
 	for _, tt := range tests {
