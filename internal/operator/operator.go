@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/events"
@@ -163,7 +162,6 @@ type operator struct {
 	registry    *metrics.Registry
 	series      *metrics.ControllerSeries
 	started     time.Time
-	runner      atomic.Pointer[queue.Runner] // set while leading
 }
 
 // childSelector limits the child caches to objects this operator labels, so
@@ -250,10 +248,7 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 		metrics.NewLeaderMetric(op.isLeader),
 		metrics.NewCounterFunc("widget_operator_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
-			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }),
-		metrics.NewCounterFunc("widget_operator_reconcile_panics_recovered_total",
-			"Panics in the reconciler that the worker recovered from.",
-			func() float64 { return float64(op.panics()) }))
+			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))
 	return op, nil
 }
 
@@ -261,13 +256,6 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 // leader election.
 func (op *operator) isLeader() bool {
 	return op.elector == nil || op.elector.IsLeader()
-}
-
-func (op *operator) panics() uint64 {
-	if r := op.runner.Load(); r != nil {
-		return r.Panics()
-	}
-	return 0
 }
 
 func (op *operator) run(ctx context.Context) error {
@@ -324,7 +312,6 @@ func (op *operator) lead(ctx, lctx context.Context) {
 			return op.reconcileKey(workCtx, key)
 		},
 	}
-	op.runner.Store(runner)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -370,6 +357,14 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	start := time.Now()
 	op.series.WorkerStarted()
 	defer op.series.WorkerDone()
+	defer func() {
+		// Count a panic, then let the queue's runner recover it, log it
+		// with the key and retry the key with backoff.
+		if r := recover(); r != nil {
+			op.series.Panicked()
+			panic(r)
+		}
+	}()
 	res, err := op.reconciler.Reconcile(ctx, key)
 	ns, name, _ := reconcile.SplitKey(key)
 	rv := ""
