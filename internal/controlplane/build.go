@@ -274,13 +274,13 @@ func Build(ctx context.Context, opts BuildOptions) (*Binaries, error) {
 	}
 
 	start := time.Now()
-	fmt.Fprintf(logw, "controlplane: building kubernetes %s, etcd %s, kwok %s into %s (a cold build takes ~10 minutes)\n",
+	fmt.Fprintf(logw, "controlplane: building kubernetes %s, etcd %s, kwok %s into %s (a cold build takes 10 to 20 minutes on two cores)\n",
 		KubernetesVersion, EtcdVersion, KwokVersion, dir)
 	for _, t := range tools() {
 		modDir := filepath.Join(toolsDir, t.sub)
 		step := time.Now()
 		fmt.Fprintf(logw, "controlplane: downloading modules of %s\n", modDir)
-		if err := runGo(ctx, goBin, modDir, logw, "mod", "download"); err != nil {
+		if err := runGo(ctx, goBin, modDir, logw, 0, "mod", "download"); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(logw, "controlplane: building %s\n", strings.Join(t.pkgs, " "))
@@ -289,7 +289,13 @@ func Build(ctx context.Context, opts BuildOptions) (*Binaries, error) {
 			args[len(args)-1] = filepath.Join(b.Dir, t.out)
 		}
 		args = append(args, t.pkgs...)
-		if err := runGo(ctx, goBin, modDir, logw, args...); err != nil {
+		// The number of packages involved, for the progress lines; a
+		// failure here is left for go build to report.
+		total := 0
+		if out, err := goOutput(ctx, goBin, modDir, append([]string{"list", "-deps"}, t.pkgs...)...); err == nil {
+			total = strings.Count(out, "\n")
+		}
+		if err := runGo(ctx, goBin, modDir, logw, total, args...); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(logw, "controlplane: built %s in %s\n", strings.Join(t.pkgs, " "), time.Since(step).Round(time.Second))
@@ -362,10 +368,10 @@ func goEnv() []string {
 	)
 }
 
-// runGo runs one go command in dir. It reports how many packages it has
-// compiled every 15 seconds and, on failure, returns the last lines it
-// printed.
-func runGo(ctx context.Context, goBin, dir string, logw io.Writer, args ...string) error {
+// runGo runs one go command in dir. Every 15 seconds it reports how many
+// lines (packages, for go build -v) it has printed, out of total when
+// total > 0. On failure it returns the last lines printed.
+func runGo(ctx context.Context, goBin, dir string, logw io.Writer, total int, args ...string) error {
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = dir
 	cmd.Env = goEnv()
@@ -418,7 +424,11 @@ func runGo(ctx context.Context, goBin, dir string, logw io.Writer, args ...strin
 			mu.Lock()
 			n := count
 			mu.Unlock()
-			fmt.Fprintf(logw, "controlplane:   go %s: %d packages, %s\n", args[0], n, time.Since(start).Round(time.Second))
+			of := ""
+			if total > 0 {
+				of = fmt.Sprintf(" of %d", total)
+			}
+			fmt.Fprintf(logw, "controlplane:   go %s: %d%s packages compiled, %s\n", args[0], n, of, time.Since(start).Round(time.Second))
 		}
 	}
 }
