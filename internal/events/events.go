@@ -97,7 +97,7 @@ type Config struct {
 type Stats struct {
 	Created     int64 // Events created
 	Patched     int64 // series updates of an existing Event
-	Dropped     int64 // events dropped because the queue was full
+	Dropped     int64 // events dropped because the queue was full, or cut short by Run's end
 	RateLimited int64 // events refused by an object's rate limit
 	Invalid     int64 // events refused for a bad type or an empty reason
 	Failed      int64 // writes the API server refused or did not answer
@@ -244,9 +244,18 @@ func (r *Recorder) Run(ctx context.Context) {
 }
 
 // write creates the Event, or patches the series it repeats.
-func (r *Recorder) write(ctx context.Context, it item) {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+func (r *Recorder) write(runCtx context.Context, it item) {
+	ctx, cancel := context.WithTimeout(runCtx, writeTimeout)
 	defer cancel()
+	fail := func(err error) {
+		if runCtx.Err() != nil {
+			// Cut short by the recorder stopping: nothing to warn
+			// about, the event is simply not written.
+			r.dropped.Add(1)
+			return
+		}
+		r.fail(err)
+	}
 	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
 	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.window {
 		count := s.count + 1
@@ -259,14 +268,14 @@ func (r *Recorder) write(ctx context.Context, it item) {
 			return
 		}
 		if !k8sapi.IsNotFound(err) {
-			r.fail(err)
+			fail(err)
 			return
 		}
 		// The Event expired or was deleted: start a new one.
 	}
 	ev := r.newEvent(it)
 	if _, err := r.events.Create(ctx, ev.Namespace, ev, k8sapi.WriteOptions{}); err != nil {
-		r.fail(err)
+		fail(err)
 		return
 	}
 	r.created.Add(1)

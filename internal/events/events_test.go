@@ -312,6 +312,52 @@ func TestForbiddenLoggedOnce(t *testing.T) {
 	}
 }
 
+// TestStopCutsWriteQuietly stops Run while a write hangs: the write is
+// counted as dropped, not failed, and nothing is logged, so a clean
+// shutdown leaves no warning behind.
+func TestStopCutsWriteQuietly(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	c, err := k8sapi.New(&k8sapi.Config{Host: srv.URL, CAData: ca, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	r, err := New(Config{Client: c, Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	r.Event(widget, "Normal", "Created", "Created Deployment prod/web")
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request within 10s")
+	}
+	cancel()
+	<-done
+	if s := r.Stats(); s.Failed != 0 || s.Dropped != 1 {
+		t.Errorf("stats %+v, want one dropped, none failed", s)
+	}
+	if logs.String() != "" {
+		t.Errorf("logged on a clean stop:\n%s", logs.String())
+	}
+}
+
 func TestQueueFullDrops(t *testing.T) {
 	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
 	if err != nil {
