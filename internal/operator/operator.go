@@ -367,6 +367,12 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	}()
 	res, err := op.reconciler.Reconcile(ctx, key)
 	ns, name, _ := reconcile.SplitKey(key)
+	if err != nil && namespaceTerminating(err) {
+		// Nothing can be created in a namespace being deleted, and the
+		// Widget goes with it: retrying would only fail again.
+		op.log.Debug("namespace terminating; not retrying", "controller", ControllerName, "namespace", ns, "name", name)
+		return queue.Result{}, nil
+	}
 	rv := ""
 	if w, ok := op.widgets.Store().Get(ns, name); ok {
 		rv = w.ResourceVersion
@@ -387,4 +393,19 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 		op.log.Debug("reconciled", attrs...)
 	}
 	return queue.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// namespaceTerminating reports whether err is the API server refusing to
+// create an object in a namespace that is being deleted.
+func namespaceTerminating(err error) bool {
+	var ae *k8sapi.APIError
+	if !errors.As(err, &ae) || ae.Status.Details == nil {
+		return false
+	}
+	for _, c := range ae.Status.Details.Causes {
+		if c.Type == "NamespaceTerminating" {
+			return true
+		}
+	}
+	return false
 }
