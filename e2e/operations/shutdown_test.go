@@ -1,0 +1,242 @@
+package operations
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/e2e/harness"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
+)
+
+// TestShutdownDuringBurst sends SIGTERM to an operator in the middle of a
+// burst of 200 new Widgets: it stops taking keys, lets the reconciles in
+// flight finish, exits 0 within the shutdown bound, and a new operator
+// converges every Widget.
+func TestShutdownDuringBurst(t *testing.T) {
+	const (
+		count   = 200
+		workers = 4
+		bound   = 30 * time.Second // the default --graceful-shutdown-timeout
+	)
+	p := env.Plane.Get(t)
+	ns := p.TestNamespace(t)
+	c := admin(t, p)
+	ctx := ctxFor(t, 6*time.Minute)
+	first := env.StartOperator(t, p, "--namespace", ns, "--workers", fmt.Sprint(workers))
+	t.Cleanup(first.Stop)
+	eventually(t, 60*time.Second, func() (bool, string) {
+		_, ok := firstLog(t, first, "starting workers")
+		return ok, "the operator has not started its workers"
+	})
+
+	// Create the Widgets from a few goroutines, as fast as the API
+	// server takes them.
+	var wg sync.WaitGroup
+	errs := make(chan error, count)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < count; i += 8 {
+				if _, err := widgets(c).Create(ctx, ns, newWidget(fmt.Sprintf("burst-%03d", i), image, 1), k8sapi.WriteOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	// SIGTERM once the operator is busy with the burst.
+	reconciled := func() int {
+		return countLogs(t, first, func(r logRecord) bool { return r.Msg == "reconciled" && r.Namespace == ns })
+	}
+	eventually(t, 60*time.Second, func() (bool, string) {
+		n := reconciled()
+		return n >= 20, fmt.Sprintf("%d reconciles so far", n)
+	})
+	first.Signal(t, syscall.SIGTERM)
+	signalled := time.Now()
+	select {
+	case <-first.Done():
+	case <-time.After(bound + 10*time.Second):
+		t.Fatalf("no exit within %v of SIGTERM", bound+10*time.Second)
+	}
+	took := time.Since(signalled)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if code := first.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("exited 0 %v after SIGTERM, having reconciled %d times", took.Round(time.Millisecond), reconciled())
+
+	// It stopped taking keys: after the shutdown line, only the reconciles
+	// already in flight (at most one per worker) finished.
+	after := 0
+	shutdown := false
+	for _, r := range logRecords(t, first) {
+		switch {
+		case r.Msg == "shutting down: finishing reconciles in flight":
+			shutdown = true
+		case shutdown && r.Controller == "widget":
+			after++
+		}
+		if r.Msg == "stopped" && !shutdown {
+			t.Error(`"stopped" before "shutting down"`)
+		}
+	}
+	if !shutdown {
+		t.Fatal(`no "shutting down" line`)
+	}
+	if after > workers {
+		t.Errorf("%d reconciles ended after the shutdown began, want at most the %d in flight", after, workers)
+	}
+	if _, ok := firstLog(t, first, "stopped"); !ok {
+		t.Error(`no "stopped" line`)
+	}
+
+	// Converged: the Widget's status is of its current generation and
+	// not Failed, and its Deployment and Service exist, controlled by it.
+	// (Ready needs 200 pods from the controller manager, the scheduler
+	// and kwok, which takes minutes on a small shared machine; the count
+	// of Ready Widgets is logged.)
+	deployments := k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments)
+	services := k8sapi.For[k8sapi.Service](c, k8sapi.Services)
+	converged := func() (done, ready int) {
+		ws, err := widgets(c).ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := deployments.ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := services.ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := map[string]int{}
+		for _, d := range ds.Items {
+			if ref := d.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.Name == d.Name {
+				owned[d.Name+"/"+ref.UID]++
+			}
+		}
+		for _, s := range ss.Items {
+			if ref := s.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.Name == s.Name {
+				owned[s.Name+"/"+ref.UID]++
+			}
+		}
+		for _, w := range ws.Items {
+			st := w.Status
+			if st.ObservedGeneration == w.Generation && st.Phase != "" && st.Phase != reconcile.PhaseFailed && owned[w.Name+"/"+w.UID] == 2 {
+				done++
+			}
+			if st.Phase == reconcile.PhaseReady {
+				ready++
+			}
+		}
+		return done, ready
+	}
+	done, _ := converged()
+	t.Logf("%d of %d Widgets had converged when the operator stopped", done, count)
+	if done == count {
+		t.Log("the first operator had finished the burst: the restart has nothing left to do")
+	}
+
+	second := env.StartOperator(t, p, "--namespace", ns, "--workers", fmt.Sprint(workers))
+	t.Cleanup(second.Stop)
+	began := time.Now()
+	eventually(t, 3*time.Minute, func() (bool, string) {
+		done, ready := converged()
+		return done == count, fmt.Sprintf("%d of %d Widgets converged, %d Ready", done, count, ready)
+	})
+	_, ready := converged()
+	t.Logf("all %d Widgets converged %v after the restart (%d Ready so far)", count, time.Since(began).Round(time.Second), ready)
+}
+
+// TestShutdownBound slows every reconcile down with a client rate limit
+// (--qps 1), so that reconciles are in flight when the signal comes: they
+// get --graceful-shutdown-timeout to finish and are then cancelled, and
+// the process still exits 0; a second signal exits at once.
+func TestShutdownBound(t *testing.T) {
+	p := env.Plane.Get(t)
+	c := admin(t, p)
+	// start runs an operator over a namespace of 8 new Widgets and
+	// returns it once a reconcile is in flight.
+	start := func(t *testing.T, timeout time.Duration) *harness.Operator {
+		ns := p.TestNamespace(t)
+		metricsAddr := freeAddr(t)
+		o := env.StartOperator(t, p, "--namespace", ns, "--qps", "1", "--burst", "8",
+			"--graceful-shutdown-timeout", timeout.String(), "--metrics-bind-address", metricsAddr)
+		t.Cleanup(o.Stop)
+		for i := range 8 {
+			if _, err := widgets(c).Create(ctxFor(t, time.Minute), ns, newWidget(fmt.Sprintf("slow-%d", i), image, 1), k8sapi.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 60*time.Second, func() (bool, string) {
+			code, body, err := get("http://" + metricsAddr + "/metrics")
+			if err != nil || code != 200 {
+				return false, fmt.Sprintf("/metrics: %d %v", code, err)
+			}
+			v, _ := parseExposition(t, body).value("controller_runtime_active_workers", "controller", "widget")
+			return v >= 1, fmt.Sprintf("controller_runtime_active_workers = %v", v)
+		})
+		return o
+	}
+	waitExit := func(t *testing.T, o *harness.Operator, within time.Duration) time.Duration {
+		t.Helper()
+		began := time.Now()
+		select {
+		case <-o.Done():
+			return time.Since(began)
+		case <-time.After(within):
+			t.Fatalf("no exit within %v", within)
+			return 0
+		}
+	}
+
+	t.Run("in-flight reconciles are cut at the bound", func(t *testing.T) {
+		const bound = 3 * time.Second
+		o := start(t, bound)
+		o.Signal(t, syscall.SIGTERM)
+		took := waitExit(t, o, bound+10*time.Second)
+		t.Logf("exited %d %v after SIGTERM, with a %v bound", o.ExitCode(), took.Round(time.Millisecond), bound)
+		if code := o.ExitCode(); code != 0 {
+			t.Errorf("exit code %d, want 0", code)
+		}
+		if _, ok := firstLog(t, o, "shutdown timeout passed with reconciles still in flight; cancelling them"); !ok {
+			if _, ok := firstLog(t, o, "shutting down: finishing reconciles in flight"); !ok {
+				t.Fatal(`no "shutting down" line`)
+			}
+			t.Log("the reconciles in flight finished within the bound")
+		} else if took < bound {
+			t.Errorf("cancelled after %v, before the %v bound", took, bound)
+		}
+	})
+
+	t.Run("a second signal exits at once", func(t *testing.T) {
+		o := start(t, 30*time.Second)
+		o.Signal(t, syscall.SIGTERM)
+		eventually(t, 10*time.Second, func() (bool, string) {
+			_, ok := firstLog(t, o, "shutting down: finishing reconciles in flight")
+			return ok || o.Exited(), "not shutting down yet"
+		})
+		if o.Exited() {
+			t.Skip("the reconciles in flight finished before a second signal could be sent")
+		}
+		o.Signal(t, syscall.SIGINT)
+		took := waitExit(t, o, 5*time.Second)
+		t.Logf("exited %d %v after the second signal", o.ExitCode(), took.Round(time.Millisecond))
+		if code := o.ExitCode(); code != 1 {
+			t.Errorf("exit code %d after a second signal, want 1", code)
+		}
+		if !strings.Contains(o.Log(), "widget-operator: second signal, exiting now") {
+			t.Error("no line about the second signal")
+		}
+	})
+}
