@@ -243,3 +243,94 @@ func TestLeaderElection(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaderStepsDownWhenRenewFails takes from the leader, and only the
+// leader, the right to write the Lease: it must stop reconciling (and
+// exit) within the renew deadline of its last renewal, before its lease
+// can expire, and the other replica takes over only after that.
+func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
+	p := env.Plane.Get(t)
+	ns := p.TestNamespace(t)
+	c := admin(t, p)
+	ctx := ctxFor(t, 3*time.Minute)
+	const saB = "widget-operator-renew"
+	env.BindLikeOperator(t, p, saB)
+	lease := "e2e-" + ns
+	args := []string{"--namespace", ns, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
+		"--leader-election-id", lease}
+
+	// The doomed leader starts first and leads.
+	b := &replica{name: "leader", user: harness.UserOf(saB)}
+	b.o = env.StartOperatorAs(t, p, saB, args...)
+	t.Cleanup(b.o.Stop)
+	eventually(t, 60*time.Second, func() (bool, string) {
+		_, ok := b.startedWorkers(t)
+		return ok, "the first replica has not started its workers"
+	})
+	a := &replica{name: "follower", user: harness.OperatorUser}
+	a.o = env.StartOperator(t, p, args...)
+	t.Cleanup(a.o.Stop)
+	eventually(t, 60*time.Second, func() (bool, string) {
+		_, ok := firstLog(t, a.o, "waiting for leadership")
+		return ok, "the second replica is not campaigning yet"
+	})
+	if _, err := widgets(c).Create(ctx, ns, newWidget("before", image, 1), k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, ns, "before", 1)
+
+	revoked := time.Now()
+	kubectl(t, p, "-n", harness.OperatorNamespace, "delete", "rolebinding", saB+"-leader-election")
+	b.waitExit(t, 60*time.Second)
+	if code := b.o.ExitCode(); code == 0 {
+		t.Errorf("the leader that lost its lease exited 0; want a failure, so that it is restarted")
+	}
+	stepDown, ok := firstLog(t, b.o, "leader: stopped leading")
+	if !ok {
+		t.Fatal(`no "leader: stopped leading" line`)
+	}
+	// Its last successful renewal, from the audit log.
+	var lastRenew time.Time
+	events, err := p.AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.User == b.user && e.Resource == "leases" && e.Name == lease && e.Verb == "update" && e.Code == 200 && e.Stage == "ResponseComplete" {
+			lastRenew = e.Received
+		}
+	}
+	if lastRenew.IsZero() {
+		t.Fatal("no successful renewal by the leader in the audit log")
+	}
+	held := stepDown.Time.Sub(lastRenew)
+	t.Logf("rights revoked %v after the last renewal; the leader stepped down %v after it (renew deadline 10s, lease 15s)",
+		revoked.Sub(lastRenew).Round(time.Millisecond), held.Round(time.Millisecond))
+	if held >= 15*time.Second {
+		t.Errorf("stepped down %v after the last renewal: its lease (15s) could have expired first", held)
+	}
+
+	var took time.Time
+	eventually(t, 40*time.Second, func() (bool, string) {
+		var ok bool
+		took, ok = a.startedWorkers(t)
+		return ok, "the follower has not taken over"
+	})
+	t.Logf("the follower started its workers %v after the old leader stepped down", took.Sub(stepDown.Time).Round(time.Millisecond))
+	if !took.After(stepDown.Time) {
+		t.Errorf("the follower started at %v, before the old leader stepped down at %v", took, stepDown.Time)
+	}
+	// Nothing written by the old leader after it stepped down.
+	if events, err = p.AuditEvents(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.User == b.user && e.Namespace == ns && harness.IsWrite(e) && e.Received.After(stepDown.Time) {
+			t.Errorf("a write by the old leader after it stepped down: %s %s/%s at %v", e.Verb, e.Resource, e.Name, e.Received)
+		}
+	}
+	if _, err := widgets(c).Create(ctx, ns, newWidget("after", image, 1), k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, ns, "after", 1)
+}
