@@ -10,8 +10,8 @@ import (
 
 // TestScaleSmoke runs the operator alone at N = 100 on a bare control plane
 // and checks that it converges with exactly three writes per Widget (the
-// Deployment apply, the Service apply and the status patch) and no request
-// other than lists and watches. The full comparison with figures is
+// Deployment create, the Service create and the status patch), at most one
+// Event per Widget, and no request other than lists and watches. The full comparison with figures is
 // bench/cmd/compare (make bench).
 func TestScaleSmoke(t *testing.T) {
 	if testing.Short() {
@@ -35,8 +35,8 @@ func TestScaleSmoke(t *testing.T) {
 		float64(res.PeakRSS)/(1<<20), res.Requests)
 	r := res.Requests
 	want := map[string]int{
-		"patch deployments":    n,
-		"patch services":       n,
+		"create deployments":   n,
+		"create services":      n,
 		"patch widgets/status": n,
 	}
 	for k, v := range want {
@@ -46,6 +46,9 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	if r.Writes != 3*n {
 		t.Errorf("%d writes, want exactly %d (3 per Widget)", r.Writes, 3*n)
+	}
+	if r.Events > n {
+		t.Errorf("%d Events, want at most one per Widget (%d)", r.Events, n)
 	}
 	if r.Other != 0 {
 		t.Errorf("%d requests that are neither lists, watches nor the writes (want none): %s", r.Other, r)

@@ -3,11 +3,28 @@ package reconcile
 import (
 	"errors"
 	"strings"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // ErrInvalidKey is wrapped by the error Reconcile returns for a key that is
 // not "namespace/name". Retrying such a key cannot help: drop it.
 var ErrInvalidKey = errors.New("invalid key")
+
+// NotControlledError is returned by API.ApplyDeployment and
+// API.ApplyService when an object of the child's name exists that the
+// Widget does not control: nothing was written, and the Reconciler reports
+// an OwnershipConflict. An API whose reads see every object of the child's
+// name never needs it; one whose caches hold only the operator's own
+// objects finds the conflict when its create is refused.
+type NotControlledError struct {
+	Kind     string            // "Deployment" or "Service"
+	Existing k8sapi.ObjectMeta // the object found
+}
+
+func (e *NotControlledError) Error() string {
+	return "reconcile: " + conflictMessage(e.Kind, &e.Existing)
+}
 
 // Error is a failed step of a reconcile: an operation on one object and
 // its cause. Test the cause with errors.Is and errors.As; it is often a

@@ -3,7 +3,9 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -135,22 +137,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
 	}
 	if problem == nil {
+		var created, updated []string
 		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
 			got, err := r.Client.ApplyDeployment(ctx, want)
-			if err != nil {
+			var nc *NotControlledError
+			switch {
+			case errors.As(err, &nc):
+				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
+			case err != nil:
 				return failWrite("apply deployment", err)
-			}
-			r.applied(w, "Deployment", d == nil)
-			if got != nil {
-				d = got
+			default:
+				created, updated = noteApplied(created, updated, "Deployment", d == nil)
+				if got != nil {
+					d = got
+				}
 			}
 		}
-		if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
-			if _, err := r.Client.ApplyService(ctx, want); err != nil {
+		if want := DesiredService(w); problem == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
+			_, err := r.Client.ApplyService(ctx, want)
+			var nc *NotControlledError
+			switch {
+			case errors.As(err, &nc):
+				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
+			case err != nil:
+				r.applied(w, created, updated)
 				return failWrite("apply service", err)
+			default:
+				created, updated = noteApplied(created, updated, "Service", svc == nil)
 			}
-			r.applied(w, "Service", svc == nil)
 		}
+		r.applied(w, created, updated)
 	}
 
 	if d != nil && !IsControlledBy(&d.ObjectMeta, w.UID) {
@@ -187,12 +203,23 @@ const (
 
 // applied records that kind, named like w, was created (it was missing) or
 // updated.
-func (r *Reconciler) applied(w *Widget, kind string, created bool) {
-	reason, verb := ReasonUpdated, "Updated"
-	if created {
-		reason, verb = ReasonCreated, "Created"
+func noteApplied(created, updated []string, kind string, isNew bool) ([]string, []string) {
+	if isNew {
+		return append(created, kind), updated
 	}
-	r.event(w, "Normal", reason, verb+" "+kind+" "+joinKey(w.Namespace, w.Name))
+	return created, append(updated, kind)
+}
+
+// applied records one Normal Event for the children one reconcile created
+// or brought in line, such as "Created Deployment and Service ns/name".
+func (r *Reconciler) applied(w *Widget, created, updated []string) {
+	key := joinKey(w.Namespace, w.Name)
+	if len(created) > 0 {
+		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
+	}
+	if len(updated) > 0 {
+		r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(updated, " and ")+" "+key)
+	}
 }
 
 func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
@@ -208,6 +235,15 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
+// conflictMessage says why the existing child m is not the Widget's.
+func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
+	msg := fmt.Sprintf("%s %s exists and ", kind, joinKey(m.Namespace, m.Name))
+	if c := m.ControllerOf(); c != nil {
+		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
+	}
+	return msg + "has no controller"
+}
+
 // conflicts returns a message naming each existing child that w does not
 // control, or "".
 func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
@@ -219,12 +255,7 @@ func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
 		if msg != "" {
 			msg += "; "
 		}
-		msg += fmt.Sprintf("%s %s exists and ", kind, joinKey(m.Namespace, m.Name))
-		if c := m.ControllerOf(); c != nil {
-			msg += fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
-		} else {
-			msg += "has no controller"
-		}
+		msg += conflictMessage(kind, m)
 	}
 	if d != nil {
 		check("Deployment", &d.ObjectMeta)

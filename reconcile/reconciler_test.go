@@ -105,8 +105,8 @@ func TestReconcile(t *testing.T) {
 				c.widgets["default/web"] = widget()
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web",
-				"ApplyService default/web", "Event Normal Created default/web: Created Service default/web", "PatchWidgetStatus default/web"),
+			wantCalls: calls("ApplyDeployment default/web",
+				"ApplyService default/web", "Event Normal Created default/web: Created Deployment and Service default/web", "PatchWidgetStatus default/web"),
 			wantPatch: `{"status":{"readyReplicas":0,"phase":"Pending","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"DeploymentPending","message":"waiting for the Deployment controller to observe Deployment default/web"}]}}`,
 		},
 		{
@@ -260,7 +260,7 @@ func TestReconcile(t *testing.T) {
 				c.fail["PatchWidgetStatus"] = errTransient
 				return c
 			},
-			wantCalls: calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web", "ApplyService default/web", "Event Normal Created default/web: Created Service default/web",
+			wantCalls: calls("ApplyDeployment default/web", "ApplyService default/web", "Event Normal Created default/web: Created Deployment and Service default/web",
 				"PatchWidgetStatus default/web",
 				"Event Warning ReconcileError default/web: reconcile: patch widget status default/web: connection reset by peer"),
 			wantErr: errTransient,
@@ -377,8 +377,8 @@ func TestReconcileLifecycle(t *testing.T) {
 	}
 	phase := func() string { return c.widgets["default/web"].Status.Phase }
 
-	step("create", calls("ApplyDeployment default/web", "Event Normal Created default/web: Created Deployment default/web",
-		"ApplyService default/web", "Event Normal Created default/web: Created Service default/web", "PatchWidgetStatus default/web")...)
+	step("create", calls("ApplyDeployment default/web",
+		"ApplyService default/web", "Event Normal Created default/web: Created Deployment and Service default/web", "PatchWidgetStatus default/web")...)
 	step("settled after create", reads...)
 	if phase() != PhasePending {
 		t.Fatalf("phase = %q, want Pending", phase())
@@ -440,8 +440,8 @@ func TestReconcileMalformedWidget(t *testing.T) {
 		"GetWidget default/bad", "GetDeployment default/bad", "GetService default/bad",
 		"PatchWidgetStatus default/bad", "Event Warning InvalidSpec default/bad: " + msg,
 		"GetWidget default/good", "GetDeployment default/good", "GetService default/good",
-		"ApplyDeployment default/good", "Event Normal Created default/good: Created Deployment default/good",
-		"ApplyService default/good", "Event Normal Created default/good: Created Service default/good",
+		"ApplyDeployment default/good",
+		"ApplyService default/good", "Event Normal Created default/good: Created Deployment and Service default/good",
 		"PatchWidgetStatus default/good",
 	}
 	if !slices.Equal(c.calls, want) {
@@ -522,5 +522,28 @@ func BenchmarkReconcileCreate(b *testing.B) {
 		if _, err := r.Reconcile(ctx, "default/web"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An API whose caches hold only the operator's own objects finds a foreign
+// Service when its create is refused: the Widget fails with
+// OwnershipConflict, and the Service is not touched again in that pass.
+func TestReconcileConflictFoundByCreate(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyService"] = &NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	want := calls("ApplyDeployment default/web", "ApplyService default/web",
+		"Event Normal Created default/web: Created Deployment default/web",
+		"PatchWidgetStatus default/web",
+		"Event Warning OwnershipConflict default/web: Service default/web exists and has no controller")
+	if !slices.Equal(c.calls, want) {
+		t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
+	}
+	if p := c.lastStatusPatch(); !strings.Contains(p, `"phase":"Failed"`) || !strings.Contains(p, `"reason":"OwnershipConflict"`) {
+		t.Fatalf("status patch %s", p)
 	}
 }

@@ -173,7 +173,13 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 	wq := metrics.NewWorkqueueMetrics()
 	op.queue = queue.New(queue.Config{Name: ControllerName, Metrics: wq.Queue(ControllerName, ControllerName)})
 	wq.PollUnfinished(ControllerName, ControllerName, op.queue.Unfinished)
-	enqueueWidget := func(w *reconcile.Widget) { op.queue.Add(reconcile.Key(w.Namespace, w.Name)) }
+	api := &clusterAPI{op: op}
+	// Every event of a key ends the overlay of the operator's own last
+	// write of it: the cache has moved (see clusterAPI).
+	enqueueWidget := func(w *reconcile.Widget) {
+		api.widgetWrites.forget(w.Namespace, w.Name)
+		op.queue.Add(reconcile.Key(w.Namespace, w.Name))
+	}
 	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
 		Namespace: opts.Namespace,
@@ -202,9 +208,18 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 		Name:          "deployments",
 		Logger:        log,
 		Handler: watch.Handler[k8sapi.Deployment]{
-			OnAdd:    func(d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
-			OnUpdate: func(_, d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
-			OnDelete: func(d *k8sapi.Deployment) { enqueueOwner(&d.ObjectMeta) },
+			OnAdd: func(d *k8sapi.Deployment) {
+				api.deploymentWrites.forget(d.Namespace, d.Name)
+				enqueueOwner(&d.ObjectMeta)
+			},
+			OnUpdate: func(_, d *k8sapi.Deployment) {
+				api.deploymentWrites.forget(d.Namespace, d.Name)
+				enqueueOwner(&d.ObjectMeta)
+			},
+			OnDelete: func(d *k8sapi.Deployment) {
+				api.deploymentWrites.forget(d.Namespace, d.Name)
+				enqueueOwner(&d.ObjectMeta)
+			},
 		},
 	})
 	op.services = watch.New[k8sapi.Service](watch.Config[k8sapi.Service]{
@@ -214,9 +229,9 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 		Name:          "services",
 		Logger:        log,
 		Handler: watch.Handler[k8sapi.Service]{
-			OnAdd:    func(s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
-			OnUpdate: func(_, s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
-			OnDelete: func(s *k8sapi.Service) { enqueueOwner(&s.ObjectMeta) },
+			OnAdd:    func(s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
+			OnUpdate: func(_, s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
+			OnDelete: func(s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
 		},
 	})
 	rec, err := events.New(events.Config{Client: client, Logger: log})
@@ -224,7 +239,7 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}, Recorder: rec}
+	op.reconciler = &reconcile.Reconciler{Client: api, Recorder: rec}
 
 	if opts.LeaderElect {
 		op.elector, err = leader.New(leader.Config{
