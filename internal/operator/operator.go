@@ -51,7 +51,9 @@ type Options struct {
 	QPS   float64
 	Burst int
 	// ShutdownTimeout bounds in-flight reconciles after ctx ends; zero
-	// means DefaultShutdownTimeout.
+	// means DefaultShutdownTimeout. With LeaderElect the bound is at most
+	// the lease's renew deadline less its retry period (8s), so that the
+	// lease is released after them, not left to expire.
 	ShutdownTimeout time.Duration
 }
 
@@ -108,7 +110,19 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 
-	op, err := newOperator(client, opts, log, reg)
+	// Leader election has a client of its own, without the rate limit:
+	// a renewal must not wait behind a burst of reconciles, or a busy
+	// leader would miss its renew deadline; nor may the release at
+	// shutdown. It sends one request per retry period.
+	leaseCfg := *cfg
+	leaseCfg.QPS, leaseCfg.Burst = 0, 0
+	leaseClient, err := k8sapi.New(&leaseCfg)
+	if err != nil {
+		closeAll(metricsLn, probeLn)
+		return err
+	}
+
+	op, err := newOperator(client, leaseClient, opts, log, reg)
 	if err != nil {
 		closeAll(metricsLn, probeLn)
 		return err
@@ -168,7 +182,9 @@ type operator struct {
 // that unrelated Deployments and Services are never cached.
 const childSelector = reconcile.LabelManagedBy + "=" + reconcile.FieldManager
 
-func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+// newOperator builds the operator's parts. leaseClient is for leader
+// election only.
+func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
 	op := &operator{opts: opts, log: log, client: client, registry: reg, started: time.Now()}
 	wq := metrics.NewWorkqueueMetrics()
 	op.queue = queue.New(queue.Config{Name: ControllerName, Metrics: wq.Queue(ControllerName, ControllerName)})
@@ -243,7 +259,7 @@ func newOperator(client *k8sapi.Client, opts Options, log *slog.Logger, reg *met
 
 	if opts.LeaderElect {
 		op.elector, err = leader.New(leader.Config{
-			Client:    client,
+			Client:    leaseClient,
 			Namespace: opts.LeaderElectionNamespace,
 			Name:      opts.LeaderElectionID,
 			Logger:    log,
@@ -339,8 +355,9 @@ func (op *operator) lead(ctx, lctx context.Context) {
 		<-done
 		return
 	}
-	op.log.Info("shutting down: finishing reconciles in flight", "timeout", op.opts.ShutdownTimeout)
-	timer := time.NewTimer(op.opts.ShutdownTimeout)
+	drain := op.drainTimeout()
+	op.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+	timer := time.NewTimer(drain)
 	defer timer.Stop()
 	select {
 	case <-done:
@@ -349,6 +366,19 @@ func (op *operator) lead(ctx, lctx context.Context) {
 		cancelWork()
 		<-done
 	}
+}
+
+// drainTimeout is how long reconciles in flight may run once the process
+// is stopping: ShutdownTimeout, but with leader election no longer than
+// the renew deadline less a retry period. The lease is not renewed while
+// they finish, and the elector waits only the renew deadline for them
+// before it gives up releasing the lease; work going on past that could
+// outlive the lease and overlap the next leader's.
+func (op *operator) drainTimeout() time.Duration {
+	if op.elector == nil {
+		return op.opts.ShutdownTimeout
+	}
+	return min(op.opts.ShutdownTimeout, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
 }
 
 // waitForSync waits until every informer has delivered its first list, or
