@@ -167,11 +167,12 @@ func TestShutdownBound(t *testing.T) {
 	c := admin(t, p)
 	// start runs an operator over a namespace of 8 new Widgets and
 	// returns it once a reconcile is in flight.
-	start := func(t *testing.T, timeout time.Duration) *harness.Operator {
+	start := func(t *testing.T, timeout time.Duration, extra ...string) *harness.Operator {
 		ns := p.TestNamespace(t)
 		metricsAddr := freeAddr(t)
-		o := env.StartOperator(t, p, "--namespace", ns, "--qps", "1", "--burst", "8",
-			"--graceful-shutdown-timeout", timeout.String(), "--metrics-bind-address", metricsAddr)
+		args := append([]string{"--namespace", ns, "--qps", "1", "--burst", "8",
+			"--graceful-shutdown-timeout", timeout.String(), "--metrics-bind-address", metricsAddr}, extra...)
+		o := env.StartOperator(t, p, args...)
 		t.Cleanup(o.Stop)
 		for i := range 8 {
 			if _, err := widgets(c).Create(ctxFor(t, time.Minute), ns, newWidget(fmt.Sprintf("slow-%d", i), image, 1), k8sapi.WriteOptions{}); err != nil {
@@ -216,6 +217,27 @@ func TestShutdownBound(t *testing.T) {
 			t.Log("the reconciles in flight finished within the bound")
 		} else if took < bound {
 			t.Errorf("cancelled after %v, before the %v bound", took, bound)
+		}
+	})
+
+	t.Run("a leader hands its lease over after the bound", func(t *testing.T) {
+		// With leader election the lease is not renewed while the
+		// reconciles in flight finish, so they get at most the renew
+		// deadline less a retry period (8s), however long the flag
+		// allows: then the lease is released, not left to expire.
+		o := start(t, 30*time.Second, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
+			"--leader-election-id", fmt.Sprintf("e2e-bound-%d", time.Now().UnixNano()))
+		o.Signal(t, syscall.SIGTERM)
+		took := waitExit(t, o, 20*time.Second)
+		t.Logf("exited %d %v after SIGTERM", o.ExitCode(), took.Round(time.Millisecond))
+		if code := o.ExitCode(); code != 0 {
+			t.Errorf("exit code %d, want 0", code)
+		}
+		if _, ok := firstLog(t, o, "leader: released the lease"); !ok {
+			t.Error("the lease was not released")
+		}
+		if took > 10*time.Second {
+			t.Errorf("exit %v after SIGTERM, past the renew deadline", took)
 		}
 	})
 
