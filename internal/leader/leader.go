@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,14 @@ func New(cfg Config) (*Elector, error) {
 	if e.namespace == "" {
 		e.namespace = cfg.Client.Namespace()
 	}
+	// A bad name would be refused by the server at every attempt, forever:
+	// say so now instead.
+	if !isDNSSubdomain(e.name) {
+		return nil, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", e.name)
+	}
+	if !isDNSLabel(e.namespace) {
+		return nil, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", e.namespace)
+	}
 	switch {
 	case e.leaseDuration < time.Second:
 		return nil, fmt.Errorf("leader: LeaseDuration %v is under the API's 1s resolution", e.leaseDuration)
@@ -167,6 +176,34 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e.log = e.log.With("lease", e.namespace+"/"+e.name, "identity", e.identity)
 	return e, nil
+}
+
+// isDNSLabel reports whether s is an RFC 1123 label, as namespace names
+// are.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNSSubdomain reports whether s is an RFC 1123 subdomain, as the
+// names of most objects, Leases included, are.
+func isDNSSubdomain(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if !isDNSLabel(label) {
+			return false
+		}
+	}
+	return true
 }
 
 func or(d, def time.Duration) time.Duration {

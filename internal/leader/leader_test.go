@@ -389,9 +389,20 @@ func TestNewChecksConfig(t *testing.T) {
 		{"deadline not under duration", Config{Client: c, Name: "x", LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}},
 		{"retry not under deadline", Config{Client: c, Name: "x", RetryPeriod: 10 * time.Second}},
 		{"sub-second lease", Config{Client: c, Name: "x", LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}},
+		{"name with an underscore", Config{Client: c, Name: "my_lease"}},
+		{"upper-case name", Config{Client: c, Name: "Lease"}},
+		{"name with an empty label", Config{Client: c, Name: "a..b"}},
+		{"name ending in a dash", Config{Client: c, Name: "lease-"}},
+		{"name too long", Config{Client: c, Name: strings.Repeat("a", 254)}},
+		{"namespace with a dot", Config{Client: c, Name: "x", Namespace: "a.b"}},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.HasPrefix(err.Error(), "leader: ") {
 			t.Errorf("%s: New = %v", tc.name, err)
+		}
+	}
+	for _, name := range []string{"widget-operator.example.com", "a", "0-9", strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)} {
+		if _, err := New(Config{Client: c, Name: name}); err != nil {
+			t.Errorf("New with name %q: %v", name, err)
 		}
 	}
 	e, err := New(Config{Client: c, Name: "x"})
