@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -100,6 +102,24 @@ func TestTokenRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	saDir := filepath.Join(o.Dir, "serviceaccount")
+	oldToken, err := os.ReadFile(filepath.Join(saDir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old token must be refused before the test goes on.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(p.CAData())
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	eventually(t, time.Minute, func() (bool, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.Host()+"/apis/example.com/v1/namespaces/"+ns+"/widgets", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(oldToken)))
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized, "old token answered " + resp.Status
+	})
 	if err := p.WriteServiceAccountDir(ctx, saDir, harness.OperatorNamespace, harness.OperatorSA); err != nil {
 		t.Fatal(err)
 	}
