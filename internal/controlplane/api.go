@@ -121,7 +121,7 @@ func (p *Plane) createNode(ctx context.Context) error {
 		Memory string `json:"memory"`
 		Pods   string `json:"pods"`
 	}
-	res := resources{CPU: "32", Memory: "256Gi", Pods: "110"}
+	res := resources{CPU: "64", Memory: "512Gi", Pods: "1000"} // room for the large tests
 	node := struct {
 		APIVersion string     `json:"apiVersion"`
 		Kind       string     `json:"kind"`
