@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -138,6 +139,22 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("reconcile: decode widget spec: %w", err)
 	}
 	var problems []string
+	// A field the operator does not know is a mistake it can name: a typo
+	// such as "replica", or a CRD newer than the operator.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("reconcile: decode widget spec: %w", err)
+	}
+	var unknown []string
+	for k := range fields {
+		if k != "image" && k != "replicas" && k != "port" {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		problems = append(problems, fmt.Sprintf("spec.%s: unknown field", strconv.Quote(shorten(k, 64))))
+	}
 	switch k := jsonKind(raw.Image); k {
 	case "", "null":
 	case "string":
