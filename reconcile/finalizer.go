@@ -89,6 +89,11 @@ func (f *Finalizer) Run(ctx context.Context, obj k8sapi.Object, cleanup func(con
 	err = f.patch(ctx, m,
 		patchOp{Op: "test", Path: path, Value: f.Name},
 		patchOp{Op: "remove", Path: path})
+	if k8sapi.IsNotFound(err) {
+		// Someone else removed the finalizer while cleanup ran, and the
+		// object is gone: there is nothing left to do.
+		return false, nil
+	}
 	if err != nil {
 		return fail("remove finalizer", err)
 	}
