@@ -84,6 +84,12 @@ func TestEvents(t *testing.T) {
 			Create(ctx, ns, &quota, k8sapi.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// The quota admission sees a new quota after a moment: wait
+		// until a dry-run create of a Deployment is refused.
+		eventually(t, 60*time.Second, func() (bool, string) {
+			out, err := harness.KubectlErr(p, "-n", ns, "create", "deployment", "probe", "--image", image, "--dry-run=server")
+			return err != nil && strings.Contains(out, "quota"), "a Deployment may still be created: " + out
+		})
 		if _, err := widgets(c).Create(ctx, ns, newWidget("quota", image, 1), k8sapi.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
