@@ -9,7 +9,7 @@ BIN       := bin/widget-operator
 FUZZTIME  ?= 10s
 # Each fuzz target runs for FUZZTIME in `make test`: package:FuzzName.
 FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKubeconfig \
-                ./k8sapi:FuzzWatchDecode ./reconcile:FuzzWidgetDecode
+                ./k8sapi:FuzzWatchDecode ./k8sapi:FuzzStringMap ./reconcile:FuzzWidgetDecode
 
 export GOTOOLCHAIN := local
 
