@@ -43,8 +43,9 @@ type Runner struct {
 	// Workers is the number of keys processed at once. Zero or negative
 	// means 1.
 	Workers int
-	// Logger receives errors and recovered panics. Nil means they are
-	// not logged.
+	// Logger receives recovered panics (at error level) and failed keys
+	// with their retry count (at debug level: Func is expected to log its
+	// own failures with their context). Nil means nothing is logged.
 	Logger *slog.Logger
 
 	panics atomic.Uint64
@@ -113,7 +114,7 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 		q.AddRateLimited(key)
 	case err != nil:
 		q.AddRateLimited(key)
-		log.Error("queue: processing failed", "queue", q.name, "key", key,
+		log.Debug("queue: processing failed", "queue", q.name, "key", key,
 			"err", err, "requeues", q.NumRequeues(key))
 	case res.RequeueAfter > 0:
 		q.Forget(key)

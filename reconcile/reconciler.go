@@ -201,8 +201,8 @@ const (
 	ReasonReconcileError = "ReconcileError" // a write failed; the reconcile is retried
 )
 
-// applied records that kind, named like w, was created (it was missing) or
-// updated.
+// noteApplied adds kind to the children created (it was missing) or
+// updated by this reconcile.
 func noteApplied(created, updated []string, kind string, isNew bool) ([]string, []string) {
 	if isNew {
 		return append(created, kind), updated
