@@ -193,10 +193,20 @@ func (l *lockedBuffer) String() string {
 // bound by manifests/rbac alone. It returns the kubeconfig's path.
 func WriteOperatorKubeconfig(t testing.TB, p *controlplane.Plane, dir string) string {
 	t.Helper()
+	return WriteServiceAccountKubeconfig(t, p, dir, OperatorNamespace, OperatorSA)
+}
+
+// WriteServiceAccountKubeconfig lays out a service-account folder for
+// ServiceAccount namespace/name in dir/serviceaccount (a fresh TokenRequest
+// token, ca.crt and namespace, as in a pod) and writes dir/kubeconfig, which
+// reads that token file; the context's namespace is the ServiceAccount's.
+// It returns the kubeconfig's path.
+func WriteServiceAccountKubeconfig(t testing.TB, p *controlplane.Plane, dir, namespace, name string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	saDir := filepath.Join(dir, "serviceaccount")
-	if err := p.WriteServiceAccountDir(ctx, saDir, OperatorNamespace, OperatorSA); err != nil {
+	if err := p.WriteServiceAccountDir(ctx, saDir, namespace, name); err != nil {
 		t.Fatal(err)
 	}
 	kc := fmt.Sprintf(`apiVersion: v1
@@ -207,17 +217,17 @@ clusters:
     server: %s
     certificate-authority: %s
 users:
-- name: operator
+- name: %s
   user:
     tokenFile: %s
 contexts:
 - name: operator
   context:
     cluster: local
-    user: operator
+    user: %s
     namespace: %s
 current-context: operator
-`, p.Host(), filepath.Join(saDir, "ca.crt"), filepath.Join(saDir, "token"), OperatorNamespace)
+`, p.Host(), filepath.Join(saDir, "ca.crt"), name, filepath.Join(saDir, "token"), name, namespace)
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
@@ -232,12 +242,21 @@ current-context: operator
 func (e *Env) StartOperator(t testing.TB, p *controlplane.Plane, args ...string) *Operator {
 	t.Helper()
 	e.Install(t, p)
+	return e.launch(t, p, OperatorNamespace, OperatorSA, false, args)
+}
+
+// launch runs the operator binary as ServiceAccount namespace/name, in a
+// folder of its own that holds its kubeconfig and service-account folder.
+// stopWithTest stops it when the test ends; otherwise it may outlive the
+// test (a shared operator) and Main stops it.
+func (e *Env) launch(t testing.TB, p *controlplane.Plane, namespace, name string, stopWithTest bool, args []string) *Operator {
+	t.Helper()
 	// Not t.TempDir: a shared operator outlives the test that started it.
 	dir, err := os.MkdirTemp("", "widget-e2e-op-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := WriteOperatorKubeconfig(t, p, dir)
+	kc := WriteServiceAccountKubeconfig(t, p, dir, namespace, name)
 	base := []string{"--kubeconfig", kc, "--log-level", "debug",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &lockedBuffer{}, done: make(chan struct{})}
@@ -251,8 +270,11 @@ func (e *Env) StartOperator(t testing.TB, p *controlplane.Plane, args ...string)
 	e.operators = append(e.operators, o)
 	e.mu.Unlock()
 	t.Cleanup(func() {
+		if stopWithTest {
+			o.Stop()
+		}
 		if t.Failed() {
-			t.Logf("operator log (last 4 KiB):\n%s", Tail(o.Log(), 4096))
+			t.Logf("operator (%s) log (last 4 KiB):\n%s", ServiceAccountUser(namespace, name), Tail(o.Log(), 4096))
 		}
 	})
 	return o
