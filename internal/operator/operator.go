@@ -199,12 +199,8 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
 		Namespace: opts.Namespace,
-		// Streaming lists: the initial state arrives as watch events,
-		// one object at a time, instead of pages held whole; a server
-		// that refuses gets list and watch.
-		StreamingList: true,
-		Name:          "widgets",
-		Logger:        log,
+		Name:      "widgets",
+		Logger:    log,
 		Handler: watch.Handler[reconcile.Widget]{
 			OnAdd: enqueueWidget,
 			OnUpdate: func(old, new *reconcile.Widget) {
@@ -225,7 +221,6 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		Source:        watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
-		StreamingList: true,
 		Name:          "deployments",
 		Logger:        log,
 		Handler: watch.Handler[k8sapi.Deployment]{
@@ -247,7 +242,6 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
-		StreamingList: true,
 		Name:          "services",
 		Logger:        log,
 		Handler: watch.Handler[k8sapi.Service]{
