@@ -13,7 +13,7 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKub
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run image test check fmt vet deps controlplane container-deps unit fuzz clean
+.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz clean
 
 all: build
 
@@ -24,6 +24,11 @@ build:
 ## the local control plane when there is none (built on first use).
 run: build
 	$(GO) run ./hack/quickstart -operator=$(BIN)
+
+## bench: unit benchmarks, sizes and the scale comparison with a
+## controller-runtime operator; writes bench/results/<date>.*
+bench: controlplane
+	$(GO) run ./bench/cmd/compare
 
 ## test: formatting, vet, the standard-library-only check, unit and
 ## control-plane tests under the race detector, then short fuzz runs.
