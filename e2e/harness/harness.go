@@ -134,7 +134,7 @@ type Operator struct {
 	Cmd *exec.Cmd
 	// Dir holds its kubeconfig and service-account folder.
 	Dir  string
-	log  *lockedBuffer
+	log  *SyncBuffer
 	done chan struct{}
 }
 
@@ -169,19 +169,20 @@ func (o *Operator) Exited() bool {
 // Log returns everything the process wrote so far.
 func (o *Operator) Log() string { return o.log.String() }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
+// SyncBuffer collects a process's output; it may be read while the process
+// writes.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *SyncBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *SyncBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
@@ -259,7 +260,7 @@ func (e *Env) launch(t testing.TB, p *controlplane.Plane, namespace, name string
 	kc := WriteServiceAccountKubeconfig(t, p, dir, namespace, name)
 	base := []string{"--kubeconfig", kc, "--log-level", "debug",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
-	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &lockedBuffer{}, done: make(chan struct{})}
+	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &SyncBuffer{}, done: make(chan struct{})}
 	o.Cmd.Stdout, o.Cmd.Stderr = o.log, o.log
 	o.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := o.Cmd.Start(); err != nil {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,7 +180,7 @@ func TestImageRunsInPodman(t *testing.T) {
 		"-e", "KUBERNETES_SERVICE_HOST="+u.Hostname(), "-e", "KUBERNETES_SERVICE_PORT="+u.Port(),
 		tag, "--leader-elect", "--log-level=debug",
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
-	var logs syncBuffer
+	var logs harness.SyncBuffer
 	run.Stdout, run.Stderr = &logs, &logs
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -329,22 +328,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// syncBuffer collects a process's output for concurrent reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

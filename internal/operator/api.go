@@ -50,12 +50,12 @@ func (a *clusterAPI) GetService(_ context.Context, namespace, name string) (*k8s
 var applyOpts = k8sapi.PatchOptions{FieldManager: reconcile.FieldManager, Force: true}
 
 func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *reconcile.DeploymentApply) (*k8sapi.Deployment, error) {
-	return write(ctx, a, &a.deploymentWrites, a.op.deployments.Store(), k8sapi.For[k8sapi.Deployment](a.op.client, k8sapi.Deployments),
+	return write(ctx, &a.deploymentWrites, a.op.deployments.Store(), k8sapi.For[k8sapi.Deployment](a.op.client, k8sapi.Deployments),
 		"Deployment", d.Namespace, d.Name, d, d.OwnerReferences)
 }
 
 func (a *clusterAPI) ApplyService(ctx context.Context, s *reconcile.ServiceApply) (*k8sapi.Service, error) {
-	return write(ctx, a, &a.serviceWrites, a.op.services.Store(), k8sapi.For[k8sapi.Service](a.op.client, k8sapi.Services),
+	return write(ctx, &a.serviceWrites, a.op.services.Store(), k8sapi.For[k8sapi.Service](a.op.client, k8sapi.Services),
 		"Service", s.Namespace, s.Name, s, s.OwnerReferences)
 }
 
@@ -65,7 +65,7 @@ func (a *clusterAPI) ApplyService(ctx context.Context, s *reconcile.ServiceApply
 func write[T any, P interface {
 	*T
 	k8sapi.Object
-}](ctx context.Context, a *clusterAPI, writes *recent[T], store *watch.Store[T], client k8sapi.Typed[T], kind, namespace, name string, want any, owners []k8sapi.OwnerReference) (*T, error) {
+}](ctx context.Context, writes *recent[T], store *watch.Store[T], client k8sapi.Typed[T], kind, namespace, name string, want any, owners []k8sapi.OwnerReference) (*T, error) {
 	known := writes.get(store, namespace, name)
 	prevRV := ""
 	if known != nil {
