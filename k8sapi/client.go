@@ -77,17 +77,24 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, creds, err := dynamicCerts(cfg, creds)
+	if err != nil {
+		return nil, err
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		tlsConfig, err := newTLSConfig(cfg, creds)
 		if err != nil {
 			return nil, err
 		}
-		t, err := newTransport(cfg, tlsConfig)
+		if certs != nil {
+			rt, err = newCertTransport(cfg, tlsConfig, certs)
+		} else {
+			rt, err = newTransport(cfg, tlsConfig)
+		}
 		if err != nil {
 			return nil, err
 		}
-		rt = t
 	}
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)

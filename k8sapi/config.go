@@ -37,6 +37,13 @@ type Config struct {
 	Username, Password string
 	// CertData and KeyData are a PEM client certificate and key.
 	CertData, KeyData []byte
+	// CertFile and KeyFile name files holding a PEM client certificate
+	// and key; set both or neither. When set they win over CertData and
+	// KeyData: the files are read by New, then re-read at most once a
+	// minute and after a 401, and the last good pair is kept when a read
+	// fails. A new pair is presented on new connections; requests in
+	// flight, such as a watch, end on the connection they began on.
+	CertFile, KeyFile string
 	// Exec runs a credential plugin. Nil means none.
 	Exec *ExecConfig
 
@@ -103,7 +110,7 @@ func (c *Config) AuthMethod() string {
 		return "token-file"
 	case c.BearerToken != "":
 		return "token"
-	case len(c.CertData) > 0:
+	case len(c.CertData) > 0 || c.CertFile != "":
 		return "client-certificate"
 	case c.Username != "":
 		return "basic"
