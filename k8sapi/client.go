@@ -60,7 +60,7 @@ type Client struct {
 	limiter    *tokenBucket // nil: no limit
 	maxRetries int
 
-	// Body limits, variables only so that tests can lower them.
+	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
 	objectLimit, listLimit int64
 
 	// Seams for tests; set once, before the client is used.
@@ -119,6 +119,12 @@ func New(cfg *Config) (*Client, error) {
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
+	}
+	if cfg.ObjectLimit > 0 {
+		c.objectLimit = cfg.ObjectLimit
+	}
+	if cfg.ListPageLimit > 0 {
+		c.listLimit = cfg.ListPageLimit
 	}
 	if c.namespace == "" {
 		c.namespace = "default"

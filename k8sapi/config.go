@@ -61,6 +61,11 @@ type Config struct {
 	// MaxRetries bounds the retries of a request that is safe to retry after
 	// a 429 or a 5xx. Zero means the default of 5; negative means none.
 	MaxRetries int
+	// ObjectLimit bounds, in bytes, a response holding one object and one
+	// watch event; ListPageLimit bounds a list page. A larger one fails
+	// with an error wrapping [ErrBodyTooLarge]. Zero means 4 MiB and 16
+	// MiB, which fit a pod limited to 128 MiB (see [Client]).
+	ObjectLimit, ListPageLimit int64
 	// PingTimeout is how long an HTTP/2 connection may stay silent before a
 	// health-check ping is sent; the peer then has as long again to answer.
 	// Zero means 15 seconds.

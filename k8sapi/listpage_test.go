@@ -300,3 +300,24 @@ func TestListPageErrors(t *testing.T) {
 		t.Errorf("lost connection: %v", err)
 	}
 }
+
+func TestConfigLimits(t *testing.T) {
+	page := bigAnnotationPage(2, 1000)
+	c, err := New(&Config{Host: "https://api.example", Transport: pageTransport{page}, ObjectLimit: 100, ListPageLimit: int64(len(page)) - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := For[Deployment](c, Deployments).List(t.Context(), "shop", ListOptions{}); !errors.Is(err, ErrBodyTooLarge) {
+		t.Errorf("list over ListPageLimit: %v", err)
+	}
+	if _, err := For[Deployment](c, Deployments).Get(t.Context(), "shop", "x", GetOptions{}); !errors.Is(err, ErrBodyTooLarge) {
+		t.Errorf("get over ObjectLimit: %v", err)
+	}
+	c, err = New(&Config{Host: "https://api.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.objectLimit != 4<<20 || c.listLimit != 16<<20 {
+		t.Errorf("default limits %d and %d", c.objectLimit, c.listLimit)
+	}
+}

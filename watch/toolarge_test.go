@@ -139,9 +139,16 @@ type pagingServer struct {
 	limits  []string // the limit of every list request, in order
 }
 
+// pagedObject is one object's JSON, prepared once.
 type pagedObject struct {
 	name string
-	note *string
+	json []byte
+}
+
+func newPagedObject(name string, note *string) pagedObject {
+	b := fmt.Appendf(nil, `{"metadata":{"name":%q,"namespace":"ns","resourceVersion":"10","annotations":{"note":"`, name)
+	b = append(b, *note...) // letters only: no escaping needed
+	return pagedObject{name, append(b, `"}}}`...)}
 }
 
 func (s *pagingServer) remove(name string) {
@@ -182,26 +189,26 @@ func (s *pagingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			io.WriteString(w, ",")
 		}
-		fmt.Fprintf(w, `{"metadata":{"name":%q,"namespace":"ns","resourceVersion":"%d","annotations":{"note":%q}}}`, o.name, 10+from+i, *o.note)
+		w.Write(o.json)
 	}
 	io.WriteString(w, "]}")
 }
 
-// TestInformerShrinksPages lists, through the client and its real limits,
-// 400 Deployments of 48 KiB (19 MiB in all, over the 16 MiB page limit)
-// and one of 17 MiB, over the limit on its own. The page size halves
-// until pages fit; the 17 MiB object fails the list, with a clear error,
-// until it is deleted; then the informer syncs.
+// TestInformerShrinksPages lists, through a client whose list page limit
+// is 1 MiB, 16 Deployments of 130 KiB, 8 to a page (1.02 MiB, over the
+// limit), and one of 1.1 MiB, over the limit on its own. The page size
+// halves until pages fit; the large object fails the list, with a clear
+// error, until it is deleted; then the informer syncs.
 func TestInformerShrinksPages(t *testing.T) {
-	small, huge := strings.Repeat("s", 48<<10), strings.Repeat("h", 17<<20)
+	small, huge := strings.Repeat("s", 130<<10), strings.Repeat("h", 1100<<10)
 	ps := &pagingServer{}
-	for i := range 400 {
-		ps.objects = append(ps.objects, pagedObject{fmt.Sprintf("d-%03d", i), &small})
+	for i := range 16 {
+		ps.objects = append(ps.objects, newPagedObject(fmt.Sprintf("d-%02d", i), &small))
 	}
-	ps.objects = append(ps.objects, pagedObject{"z-huge", &huge})
+	ps.objects = append(ps.objects, newPagedObject("z-huge", &huge))
 	srv := httptest.NewServer(ps)
 	defer srv.Close()
-	client, err := k8sapi.New(&k8sapi.Config{Host: srv.URL})
+	client, err := k8sapi.New(&k8sapi.Config{Host: srv.URL, ListPageLimit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +216,7 @@ func TestInformerShrinksPages(t *testing.T) {
 	inf := New(Config[k8sapi.Deployment]{
 		Source:    ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace: "ns",
+		PageSize:  8,
 		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,7 +224,7 @@ func TestInformerShrinksPages(t *testing.T) {
 	go func() { done <- inf.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "the list to fail on the huge object", 20*time.Second, func() bool {
+	waitFor(t, "the list to fail on the huge object", time.Minute, func() bool {
 		return strings.Contains(logs.String(), "one object is over the list page limit")
 	})
 	if inf.HasSynced() {
@@ -226,15 +234,15 @@ func TestInformerShrinksPages(t *testing.T) {
 		t.Errorf("Healthy = %v, want the size error", err)
 	}
 	ps.remove("z-huge")
-	waitFor(t, "the sync once the huge object is gone", 20*time.Second, inf.HasSynced)
-	if n := inf.Store().Len(); n != 400 {
-		t.Errorf("store has %d objects, want 400", n)
+	waitFor(t, "the sync once the huge object is gone", time.Minute, inf.HasSynced)
+	if n := inf.Store().Len(); n != 16 {
+		t.Errorf("store has %d objects, want 16", n)
 	}
-	// The cache's single page, too large; consistent pages of 250, then
-	// smaller ones as the pages that reach the huge object fail, down to
+	// The cache's single page, too large; consistent pages of 4, then
+	// smaller ones as the page that reaches the huge object fails, down to
 	// it alone; after the backoff, the list from its first page again.
 	got := strings.Join(ps.requests(), " ")
-	if !strings.HasPrefix(got, "500 250 250 125 125 62 31 15 15 7 7 3 3 1 500 250 250") {
+	if !strings.HasPrefix(got, "8 4 4 4 4 4 2 1 8 4 4 4 4") {
 		t.Errorf("page sizes asked for: %s", got)
 	}
 }
