@@ -286,6 +286,15 @@ func TestListPageErrors(t *testing.T) {
 	if err := list(pageTransport{page}, int64(len(page))); err != nil {
 		t.Errorf("page at the limit: %v", err)
 	}
+	// One item over the object limit is refused within a read of it.
+	big := &chunkReader{b: bigAnnotationPage(1, 5<<20)}
+	err = list(bodyTransport{big, -1}, 16<<20)
+	if !errors.As(err, &de) || !errors.Is(err, ErrBodyTooLarge) || !strings.Contains(err.Error(), "list item over 4194304 bytes") {
+		t.Errorf("item over the object limit: %v", err)
+	}
+	if read := 5<<20 - len(big.b); read > objectLimit+2*listReadSize {
+		t.Errorf("read %d bytes of an item over the %d-byte limit", read, objectLimit)
+	}
 	// A Content-Length over the limit is refused before reading.
 	body := &failingBody{err: errors.New("must not be read")}
 	err = list(bodyTransport{body, 1 << 30}, 1<<20)

@@ -342,7 +342,9 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 
 // pageTooLarge handles a list page over the client's size limit: the
 // page is asked for again with half as many objects, at once, down to
-// one; a single object over the limit is a failure, retried with backoff
+// one; a page of one object over the limit (for a page, or for one
+// object, which the client also checks in a list) is a failure, retried
+// with backoff
 // from the list's first page at the full page size, so that the list
 // succeeds once the object is gone (a continue token would show the
 // list's old snapshot, object included).
@@ -356,7 +358,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 	}
 	s.cont, s.pending, s.pageSize = "", nil, 0
 	return m.fail(s, in, phaseList, "list failed", acts,
-		fmt.Errorf("watch: one object is over the list page limit: %w", in.err))
+		fmt.Errorf("watch: one object is over the client's size limit: %w", in.err))
 }
 
 // pageSizeOf returns the page size of the list in progress.

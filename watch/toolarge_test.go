@@ -225,7 +225,7 @@ func TestInformerShrinksPages(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	waitFor(t, "the list to fail on the huge object", time.Minute, func() bool {
-		return strings.Contains(logs.String(), "one object is over the list page limit")
+		return strings.Contains(logs.String(), "one object is over the client's size limit")
 	})
 	if inf.HasSynced() {
 		t.Fatal("synced with an object missing")
