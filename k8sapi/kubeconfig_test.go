@@ -255,7 +255,7 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		line               int
 		msg                string
 	}{
-		{"bad yaml", "a: b\n  c: d\n", "", 2, "unexpected indentation"},
+		{"bad yaml", "a:\n    b: 1\n  c: 2\n", "", 3, "unexpected indentation"},
 		{"not a map", "- a\n", "", 1, "want a map"},
 		{"clusters not a list", "clusters: {}\n", "", 1, "clusters: want a list"},
 		{"no name", "clusters:\n- cluster: {}\n", "", 2, "no name"},
