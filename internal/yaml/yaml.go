@@ -503,7 +503,7 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
 			return "", "", false, errorf(l.num, "complex keys ('?') are not supported")
 		}
-	case '[', '{', '&', '*', '!', '|', '>', '%', '@', '`', '#':
+	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false, nil
 	}
 	for i := 0; i < len(t); i++ {
@@ -712,11 +712,18 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 	var b []byte
 	empty := 0
 	started, prevMore := false, false
-	for l := p.line(); l != nil && indent > 0; l = p.line() {
-		if strings.Trim(l.raw, " ") == "" && len(l.raw) <= indent {
-			empty++
+	broken := false // the last content line ends with a line break
+	for l := p.line(); l != nil; l = p.line() {
+		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
+			// An empty line; only one that ends in a line break counts.
+			if l.end < len(p.src) {
+				empty++
+			}
 			p.next()
 			continue
+		}
+		if indent < 0 {
+			break
 		}
 		if l.indent < indent {
 			break
@@ -735,16 +742,17 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		}
 		b = append(b, c...)
 		started, prevMore, empty = true, more, 0
+		broken = l.end < len(p.src)
 		p.next()
 	}
 	switch {
 	case chomp == '-':
 	case chomp == '+':
-		if started {
+		if broken {
 			b = append(b, '\n')
 		}
 		b = appendN(b, '\n', empty)
-	case started:
+	case broken:
 		b = append(b, '\n')
 	}
 	return &Node{Kind: Scalar, Line: num, Value: string(b), Quoted: true}, nil

@@ -123,6 +123,9 @@ func TestParseGood(t *testing.T) {
 		{"flow with comment", "a: [b, # c\n  d]\n", "{a=[b,d]}"},
 		{"json pretty", "{\n  \"a\": [\n    1,\n    {\"b\": null}\n  ],\n  \"c\": \"d\"\n}\n", "{a=[1,{b=~}],c=\"d\"}"},
 		{"json minified", "{\"a\":{\"b\":\"c\"},\"d\":[],\"e\":true}", "{a={b=\"c\"},d=[],e=true}"},
+		{"folded keep empty", "a: >+\n\nb: 1\n", "{a=\"\\n\",b=1}"},
+		{"literal at the end without a line break", "a: |\n  x", "{a=\"x\"}"},
+		{"literal keep, last empty line without a line break", "a: |1+\n\n\n  x\n ", "{a=\"\\n\\n x\\n\"}"},
 		{"json list", "[\n  \"x\",\n  2\n]\n", "[\"x\",2]"},
 	}
 	for _, tt := range tests {
@@ -205,6 +208,7 @@ func TestParseBad(t *testing.T) {
 		{"content on doc start", "--- a\n", 1, "'---'"},
 		{"empty key", ": b\n", 1, "empty map key"},
 		{"stray bracket", "a: ]\n", 1, "unexpected"},
+		{"bracket key", "a: 1\n]: z\n", 2, "expected a map key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
