@@ -24,8 +24,9 @@ type Config struct {
 	// ServerName overrides the name checked on the server's certificate.
 	// Empty means the host of Host.
 	ServerName string
-	// ProxyURL is an http(s) proxy to reach the server through. Empty means
-	// none: the environment's proxy variables are not used.
+	// ProxyURL is an http, https, socks5 or socks5h proxy to reach the
+	// server through. Empty means none: the environment's proxy variables
+	// are not used.
 	ProxyURL string
 
 	// BearerToken is a static token. BearerTokenFile, when set, wins: the
