@@ -343,3 +343,24 @@ func TestLoadKubeconfigEmptyFileMerges(t *testing.T) {
 		t.Errorf("got %+v, %v", cfg, err)
 	}
 }
+
+// TestProxyURLOneRule: the loader accepts a proxy-url exactly when New
+// accepts it as Config.ProxyURL.
+func TestProxyURLOneRule(t *testing.T) {
+	for _, proxy := range []string{
+		"http://p:3128", "https://p:443", "socks5://p:1080", "socks5h://p:1080",
+		"ftp://p:21", "socks4://p:1080", "p:3128", "http://", "http://%zz",
+	} {
+		doc := "clusters:\n- name: c\n  cluster: {server: 'https://h', proxy-url: '" + proxy + "'}\n" +
+			"contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n"
+		path := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"config": doc}), "config")
+		_, loadErr := LoadKubeconfig([]string{path}, "")
+		_, newErr := New(&Config{Host: "https://h", ProxyURL: proxy})
+		if (loadErr == nil) != (newErr == nil) {
+			t.Errorf("proxy %q: LoadKubeconfig error %v, New error %v", proxy, loadErr, newErr)
+		}
+		if strings.HasPrefix(proxy, "socks5") && loadErr != nil {
+			t.Errorf("proxy %q refused: %v", proxy, loadErr)
+		}
+	}
+}

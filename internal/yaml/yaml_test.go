@@ -208,6 +208,8 @@ func TestParseBad(t *testing.T) {
 		{"content on doc start", "--- a\n", 1, "'---'"},
 		{"empty key", ": b\n", 1, "empty map key"},
 		{"stray bracket", "a: ]\n", 1, "unexpected"},
+		{"duplicate key in pretty json", "{\n  \"a\": 1,\n  \"a\": 2\n}\n", 3, "duplicate map key"},
+		{"bad escape in pretty json", "{\n  \"a\": [\n    \"\\q\"\n  ]\n}\n", 3, "invalid escape"},
 		{"bracket key", "a: 1\n]: z\n", 2, "expected a map key"},
 	}
 	for _, tt := range tests {
