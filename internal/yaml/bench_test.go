@@ -25,6 +25,12 @@ func worstCases() []struct {
 	}{
 		{"newlines-8MiB", []byte(strings.Repeat("\n", 8<<20))},
 		{"flow-keys-80k", []byte(flowKeys.String())},
+		{"blank-lines-8MiB", []byte(strings.Repeat(" \n", 4<<20))},
+		{"comments-8MiB", []byte(strings.Repeat("#\n", 4<<20))},
+		{"literal-of-newlines-8MiB", []byte("a: |\n" + strings.Repeat("\n", 8<<20) + "  x\n")},
+		{"quoted-of-newlines-8MiB", []byte("a: \"" + strings.Repeat("\n", 8<<20) + " x\"\n")},
+		{"plain-continued-8MiB", []byte("a: x\n" + strings.Repeat(" x\n", 8<<20/3))},
+		{"flow-list-of-lines-8MiB", []byte("[\n" + strings.Repeat("1,\n", 8<<20/3) + "]\n")},
 	}
 }
 
@@ -36,9 +42,8 @@ func BenchmarkWorstCases(b *testing.B) {
 			b.SetBytes(int64(len(c.doc)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Parse(c.doc); err != nil {
-					b.Fatal(err)
-				}
+				// An error is the MaxValues limit, tested elsewhere.
+				Parse(c.doc)
 			}
 		})
 	}
@@ -63,9 +68,28 @@ func TestWorstCaseMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates tens of megabytes")
 	}
-	newlines := []byte(strings.Repeat("\n", 8<<20))
-	if got := allocated(t, newlines); got > 2*uint64(len(newlines)) {
-		t.Errorf("8 MiB of newlines: %d bytes allocated, want at most %d", got, 2*len(newlines))
+	// Text that is only lines costs at most five times its size: a copy,
+	// and the value it makes in a buffer that doubles as it grows.
+	for _, c := range worstCases() {
+		if strings.HasPrefix(c.name, "flow-") {
+			continue
+		}
+		if got := allocated(t, c.doc); got > 5*uint64(len(c.doc)) {
+			t.Errorf("%s: %d bytes allocated, want at most %d", c.name, got, 5*len(c.doc))
+		}
+	}
+	// A tree holds at most MaxValues entries and items, whatever the
+	// text: 8 MiB of list items is refused at the limit.
+	list := worstCases()[len(worstCases())-1]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Parse(list.doc)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "more than 262144") {
+		t.Errorf("%s: error %v, want the MaxValues limit", list.name, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("%s: %d bytes allocated, want at most 64 MiB", list.name, got)
 	}
 	flowMap := func(n int) []byte {
 		var b strings.Builder

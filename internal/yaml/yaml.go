@@ -37,6 +37,11 @@ import (
 // MaxDepth is the deepest nesting of maps and lists Parse accepts.
 const MaxDepth = 64
 
+// MaxValues is the most map entries and list items a document may hold:
+// far more than any kubeconfig needs, and it bounds the memory of the
+// tree to some tens of megabytes whatever the shape of the text.
+const MaxValues = 1 << 18
+
 // Kind is the kind of a [Node].
 type Kind uint8
 
@@ -152,11 +157,12 @@ type line struct {
 // parser reads the source one line at a time: it keeps no table of lines,
 // so memory stays proportional to the document, not to its line count.
 type parser struct {
-	src  string
-	off  int  // offset of the next line not yet consumed
-	num  int  // that line's number
-	cur  line // the line at off, when have is set
-	have bool
+	values int // map entries and list items so far
+	src    string
+	off    int  // offset of the next line not yet consumed
+	num    int  // that line's number
+	cur    line // the line at off, when have is set
+	have   bool
 }
 
 func errorf(line int, format string, args ...any) error {
@@ -252,7 +258,15 @@ func blank(l *line) bool {
 
 // peek returns the next line that is not blank, or nil at the end.
 func (p *parser) peek() (*line, error) {
-	for l := p.line(); l != nil; l = p.line() {
+	for {
+		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
+			p.off++ // an empty line, the quick way
+			p.num++
+		}
+		l := p.line()
+		if l == nil {
+			return nil, nil
+		}
 		if blank(l) {
 			p.next()
 			continue
@@ -262,7 +276,6 @@ func (p *parser) peek() (*line, error) {
 		}
 		return l, nil
 	}
-	return nil, nil
 }
 
 // isMarker reports whether s, the start of a line, is a document marker.
@@ -430,6 +443,9 @@ func (p *parser) mapping(indent, depth int) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := count(&p.values, kl.num); err != nil {
+			return nil, err
+		}
 		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
 	}
 }
@@ -474,6 +490,9 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 			v, err = p.block(l.indent, indent, depth+1)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := count(&p.values, v.Line); err != nil {
 			return nil, err
 		}
 		s.Items = append(s.Items, v)
@@ -542,7 +561,7 @@ func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
 	case '[', '{':
-		f := flow{s: p.src, i: at, line: num, start: num, minIndent: parent + 1}
+		f := flow{s: p.src, i: at, line: num, start: num, minIndent: parent + 1, values: &p.values}
 		n, err := f.value(depth)
 		if err != nil {
 			return nil, err
@@ -597,7 +616,7 @@ func plainColon(v string, num int) error {
 // A line break between two lines folds to a space; n empty lines between
 // them give n line feeds.
 func (p *parser) plainMore(v string, parent int) (string, error) {
-	var b []byte
+	var b text
 	empty := 0
 	for l := p.line(); l != nil; l = p.line() {
 		t := strings.TrimLeft(l.text, " \t")
@@ -613,25 +632,24 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 		if strings.Contains(c, ": ") || strings.Contains(c, ":\t") || strings.HasSuffix(c, ":") {
 			return "", errorf(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
-		if b == nil {
-			b = append(b, v...)
+		if b.Len() == 0 {
+			b.put(v)
 		}
 		if empty == 0 {
-			b = append(b, ' ')
+			b.repeat(' ', 1)
 		}
-		for ; empty > 0; empty-- {
-			b = append(b, '\n')
-		}
-		b = append(b, c...)
+		b.repeat('\n', empty)
+		empty = 0
+		b.put(c)
 		p.next()
 		if comment {
 			break
 		}
 	}
-	if b == nil {
+	if b.Len() == 0 {
 		return v, nil
 	}
-	return string(b), nil
+	return b.String(), nil
 }
 
 // indicator rejects a value starting with an indicator the subset leaves out.
@@ -709,7 +727,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			indent = -1 // no content: the scalar is empty
 		}
 	}
-	var b []byte
+	var b text
 	empty := 0
 	started, prevMore := false, false
 	broken := false // the last content line ends with a line break
@@ -732,15 +750,15 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		more := c == "" || c[0] == ' ' || c[0] == '\t'
 		switch {
 		case !started:
-			b = appendN(b, '\n', empty)
+			b.repeat('\n', empty)
 		case !folded || more || prevMore:
-			b = appendN(b, '\n', empty+1)
+			b.repeat('\n', empty+1)
 		case empty == 0:
-			b = append(b, ' ')
+			b.repeat(' ', 1)
 		default:
-			b = appendN(b, '\n', empty)
+			b.repeat('\n', empty)
 		}
-		b = append(b, c...)
+		b.put(c)
 		started, prevMore, empty = true, more, 0
 		broken = l.end < len(p.src)
 		p.next()
@@ -749,20 +767,33 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 	case chomp == '-':
 	case chomp == '+':
 		if broken {
-			b = append(b, '\n')
+			b.repeat('\n', 1)
 		}
-		b = appendN(b, '\n', empty)
+		b.repeat('\n', empty)
 	case broken:
-		b = append(b, '\n')
+		b.repeat('\n', 1)
 	}
-	return &Node{Kind: Scalar, Line: num, Value: string(b), Quoted: true}, nil
+	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}, nil
 }
 
-func appendN(b []byte, c byte, n int) []byte {
-	for ; n > 0; n-- {
-		b = append(b, c)
+// text builds a scalar's value. It doubles its buffer as it grows, so
+// that building a value allocates at most about twice its size.
+type text struct{ strings.Builder }
+
+func (b *text) put(s string) {
+	if b.Cap()-b.Len() < len(s) {
+		b.Grow(len(s)) // to twice the capacity, and s
 	}
-	return b
+	b.WriteString(s)
+}
+
+func (b *text) repeat(c byte, n int) {
+	if b.Cap()-b.Len() < n {
+		b.Grow(n)
+	}
+	for ; n > 0; n-- {
+		b.WriteByte(c)
+	}
 }
 
 // errUnterminated is the cause of the error for a quoted scalar that the
@@ -776,57 +807,70 @@ var errUnterminated = errors.New("unterminated")
 // value, the offset after the closing quote and that offset's line.
 func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 	q := s[i]
-	var b []byte
-	keep := 0 // b without the white space that trails its last line
+	var b text
+	ws := -1 // where white space not written yet starts: dropped at a line break
+	flush := func(j int) {
+		if ws >= 0 {
+			b.put(s[ws:j])
+			ws = -1
+		}
+	}
 	for j, n := i+1, num; j < len(s); {
-		c := s[j]
-		switch {
+		switch c := s[j]; {
 		case c == '\'' && q == '\'':
+			flush(j)
 			if j+1 < len(s) && s[j+1] == '\'' {
-				b = append(b, '\'')
-				keep = len(b)
+				b.put("'")
 				j += 2
 				continue
 			}
-			return string(b), j + 1, n, nil
+			return b.String(), j + 1, n, nil
 		case c == '"' && q == '"':
-			return string(b), j + 1, n, nil
+			flush(j)
+			return b.String(), j + 1, n, nil
 		case c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n':
 			// An escaped line break: the lines join with nothing between.
+			flush(j)
 			empty, next, nn, err := foldBreak(s, j+2, n+1, num, q, minIndent)
 			if err != nil {
 				return "", 0, 0, err
 			}
-			b = appendN(b, '\n', empty)
-			keep, j, n = len(b), next, nn
+			b.repeat('\n', empty)
+			j, n = next, nn
 		case c == '\\' && q == '"':
+			flush(j)
 			if j+1 == len(s) {
 				return "", 0, 0, unterminated(num, q)
 			}
-			var err error
-			var k int
-			if b, k, err = escape(b, s[j+1:], n); err != nil {
+			k, err := escape(&b, s[j+1:], n)
+			if err != nil {
 				return "", 0, 0, err
 			}
-			keep = len(b)
 			j += 1 + k
 		case c == '\n':
-			b = b[:keep]
+			ws = -1
 			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
 			if err != nil {
 				return "", 0, 0, err
 			}
 			if empty == 0 {
-				b = append(b, ' ')
+				b.repeat(' ', 1)
 			}
-			b = appendN(b, '\n', empty)
-			keep, j, n = len(b), next, nn
-		default:
-			b = append(b, c)
-			if c != ' ' && c != '\t' {
-				keep = len(b)
+			b.repeat('\n', empty)
+			j, n = next, nn
+		case c == ' ' || c == '\t':
+			if ws < 0 {
+				ws = j
 			}
 			j++
+		default:
+			flush(j)
+			k := j + 1
+			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
+				k++
+			}
+			b.put(s[j:k])
+			j = k
 		}
 	}
 	return "", 0, 0, unterminated(num, q)
@@ -872,7 +916,7 @@ func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, l
 
 // escape decodes the escape sequence at the start of s (after the
 // backslash), appends it to b and returns its length.
-func escape(b []byte, s string, num int) ([]byte, int, error) {
+func escape(b *text, s string, num int) (int, error) {
 	var r string
 	switch s[0] {
 	case '0':
@@ -905,7 +949,8 @@ func escape(b []byte, s string, num int) ([]byte, int, error) {
 		r = "\u2029"
 	}
 	if r != "" {
-		return append(b, r...), 1, nil
+		b.put(r)
+		return 1, nil
 	}
 	var digits int
 	switch s[0] {
@@ -916,20 +961,30 @@ func escape(b []byte, s string, num int) ([]byte, int, error) {
 	case 'U':
 		digits = 8
 	default:
-		return nil, 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
+		return 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
 	}
 	if len(s) < 1+digits {
-		return nil, 0, errorf(num, "short \\%c escape in a double-quoted scalar", s[0])
+		return 0, errorf(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
 	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
 	if err != nil || !utf8.ValidRune(rune(v)) {
-		return nil, 0, errorf(num, "invalid \\%c escape in a double-quoted scalar", s[0])
+		return 0, errorf(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
-	return utf8.AppendRune(b, rune(v)), 1 + digits, nil
+	b.put(string(rune(v)))
+	return 1 + digits, nil
+}
+
+// count counts one more map entry or list item, on line num.
+func count(values *int, num int) error {
+	if *values++; *values > MaxValues {
+		return errorf(num, "more than %d map entries and list items in the document", MaxValues)
+	}
+	return nil
 }
 
 // flow parses a flow collection, which may span lines: JSON is one.
 type flow struct {
+	values    *int // the parser's count of entries and items
 	s         string
 	i         int
 	line      int // the line of s[i]
@@ -1050,6 +1105,9 @@ func (f *flow) list(depth int) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := count(f.values, v.Line); err != nil {
+			return nil, err
+		}
 		n.Items = append(n.Items, v)
 		if err := f.more(); err != nil {
 			return nil, err
@@ -1112,6 +1170,9 @@ func (f *flow) mapping(depth int) (*Node, error) {
 			if v, err = f.value(depth + 1); err != nil {
 				return nil, err
 			}
+		}
+		if err := count(f.values, keyLine); err != nil {
+			return nil, err
 		}
 		n.Entries = append(n.Entries, Entry{Key: k.Value, Line: keyLine, Value: v})
 		if err := f.more(); err != nil {
