@@ -13,10 +13,11 @@
 // Everything else is an error that names the construct and the line:
 // anchors, aliases, tags, directives, several documents, complex keys,
 // merge keys (<<), keys over several lines, plain scalars over several lines
-// inside a flow collection, tabs used for indentation, duplicate map keys
-// and nesting deeper than [MaxDepth]. The parser never guesses: a document
-// it accepts means what a full YAML 1.2 parser would read. Plain scalars
-// keep their text; [Node.IsNull] tells the core schema's nulls.
+// inside a flow collection, tabs used for indentation, duplicate map keys,
+// nesting deeper than [MaxDepth] and more than [MaxValues] entries and
+// items. The parser never guesses: a document it accepts means what a full
+// YAML 1.2 parser would read. Plain scalars keep their text; [Node.IsNull]
+// tells the core schema's nulls.
 //
 // Time and memory are linear in the size of the document.
 //
