@@ -1008,11 +1008,12 @@ func (f *flow) space() error {
 			f.i++
 			f.line++
 			rest := f.s[f.i:]
-			t := strings.TrimLeft(rest, " ")
+			spaces := len(rest) - len(strings.TrimLeft(rest, " "))
+			t := strings.TrimLeft(rest, " \t")
 			if isMarker(rest) {
 				return errorf(f.line, "a document marker inside a flow collection")
 			}
-			if len(rest)-len(t) < f.minIndent && t != "" && t[0] != '\n' && t[0] != '#' {
+			if spaces < f.minIndent && t != "" && t[0] != '\n' && t[0] != '#' {
 				return errorf(f.line, "a line of a flow collection is indented too little (it must be indented more than its key)")
 			}
 		default:

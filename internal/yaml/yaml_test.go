@@ -120,6 +120,7 @@ func TestParseGood(t *testing.T) {
 		{"folded indicator keep", "a: >1+\n  x\n\n", "{a=\" x\\n\\n\"}"},
 		// Flow collections over several lines, and JSON.
 		{"flow continued", "a: [b,\n  c]\n", "{a=[b,c]}"},
+		{"flow with a line of tabs", "a: [b,\n\t\n  c]\n", "{a=[b,c]}"},
 		{"flow with comment", "a: [b, # c\n  d]\n", "{a=[b,d]}"},
 		{"json pretty", "{\n  \"a\": [\n    1,\n    {\"b\": null}\n  ],\n  \"c\": \"d\"\n}\n", "{a=[1,{b=~}],c=\"d\"}"},
 		{"json minified", "{\"a\":{\"b\":\"c\"},\"d\":[],\"e\":true}", "{a={b=\"c\"},d=[],e=true}"},
