@@ -16,7 +16,7 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKub
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz clean
+.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate clean
 
 all: build
 
@@ -85,6 +85,12 @@ fuzz:
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
+
+## mutate: mutation testing of queue, watch, reconcile and k8sapi with
+## their unit tests alone; prints a score per package and the survivors.
+## Not part of make test (about an hour on 2 cores).
+mutate:
+	./hack/mutate/mutate.sh
 
 clean:
 	rm -rf bin
