@@ -216,7 +216,7 @@ func TestCertFilesErrors(t *testing.T) {
 	certPEM, keyPEM := selfSignedPair(t, "x")
 	writeFiles(t, dir, map[string]string{"c.pem": string(certPEM), "k.pem": string(keyPEM)})
 	big := filepath.Join(dir, "big.pem")
-	if err := os.WriteFile(big, make([]byte, maxCertFileSize+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, maxPEMFileSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, cfg := range []*Config{

@@ -7,8 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sync"
 	"time"
 )
@@ -47,8 +45,6 @@ const (
 	// certFileMaxAge is how long a pair read from files is used before
 	// the files are read again.
 	certFileMaxAge = time.Minute
-	// maxCertFileSize bounds the bytes read from a certificate or key file.
-	maxCertFileSize = 1 << 20
 )
 
 // certFiles reads a client certificate and key from files, again when the
@@ -91,11 +87,11 @@ func (f *certFiles) refresh() bool {
 // readKeyPair reads and parses a certificate and key file. Its errors name
 // the files, never their content.
 func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
-	certPEM, err := readSmallFile(certPath)
+	certPEM, err := readPEMFile(certPath)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	keyPEM, err := readSmallFile(keyPath)
+	keyPEM, err := readPEMFile(keyPath)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -106,19 +102,12 @@ func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// readSmallFile reads a file of at most maxCertFileSize bytes.
-func readSmallFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
+// readPEMFile reads a file of at most maxPEMFileSize bytes; its errors
+// name the file.
+func readPEMFile(path string) ([]byte, error) {
+	b, err := readFileLimit(path, maxPEMFileSize)
 	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxCertFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxCertFileSize {
-		return nil, fmt.Errorf("%s: larger than %d KiB", path, maxCertFileSize>>10)
+		return nil, fmt.Errorf("%s: %w", path, pathCause(err))
 	}
 	return b, nil
 }
