@@ -212,15 +212,12 @@ type ServiceSpec struct {
 	ClusterIP string        `json:"clusterIP,omitempty"`
 }
 
-// IntOrString is a Kubernetes int-or-string value, kept as its raw JSON.
-type IntOrString = json.RawMessage
-
 // ServicePort is one port of a Service.
 type ServicePort struct {
 	Name       string      `json:"name,omitempty"`
 	Protocol   string      `json:"protocol,omitempty"`
 	Port       int32       `json:"port"`
-	TargetPort IntOrString `json:"targetPort,omitempty"`
+	TargetPort IntOrString `json:"targetPort,omitzero"`
 }
 
 // Event is events.k8s.io/v1 Event, reduced.
