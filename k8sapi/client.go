@@ -110,7 +110,7 @@ func New(cfg *Config) (*Client, error) {
 		c.namespace = "default"
 	}
 	if c.userAgent == "" {
-		c.userAgent = "widget-operator/" + Version
+		c.userAgent = defaultUserAgent()
 	}
 	switch {
 	case c.maxRetries == 0:
