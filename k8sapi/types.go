@@ -6,9 +6,12 @@ import (
 )
 
 // The structs below keep only the fields the operator reads or writes.
-// Fields they do not name, managedFields among them, are dropped when an
-// object is decoded, so they never sit in memory. Use json.RawMessage to
-// pass a whole object through.
+// Fields they do not name, managedFields among them, are dropped when a
+// list or a watch decodes an object, so they never sit in a cache. An
+// object that one call returned (Get, Create, Update, Patch, Apply) also
+// keeps the JSON it was decoded from, so that an Update of it keeps the
+// fields its struct lacks. Use json.RawMessage to pass a whole object
+// through.
 
 // TypeMeta is an object's apiVersion and kind.
 type TypeMeta struct {
@@ -30,6 +33,10 @@ type ObjectMeta struct {
 	Annotations       StringMap        `json:"annotations,omitempty"`
 	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
 	Finalizers        []string         `json:"finalizers,omitempty"`
+
+	// raw is the whole object this one was decoded from, when a
+	// single-object call returned it; see [Typed.Update].
+	raw []byte
 }
 
 // GetObjectMeta returns m itself, so that any struct embedding ObjectMeta
