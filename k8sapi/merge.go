@@ -66,18 +66,16 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name
 // documents, and returns the result. The values are decoded generically
 // (numbers kept as written) because the merge works on any object.
 func mergeJSON(base, was, now []byte) ([]byte, error) {
-	var b, w, n any
-	for _, d := range []struct {
-		data []byte
-		v    *any
-	}{{base, &b}, {was, &w}, {now, &n}} {
-		dec := json.NewDecoder(bytes.NewReader(d.data))
+	docs := [][]byte{base, was, now}
+	vals := make([]any, len(docs))
+	for i, d := range docs {
+		dec := json.NewDecoder(bytes.NewReader(d))
 		dec.UseNumber()
-		if err := dec.Decode(d.v); err != nil {
+		if err := dec.Decode(&vals[i]); err != nil {
 			return nil, err
 		}
 	}
-	return json.Marshal(merge3(b, w, n))
+	return json.Marshal(merge3(vals[0], vals[1], vals[2]))
 }
 
 // merge3 returns base changed as now differs from was, where was and now
