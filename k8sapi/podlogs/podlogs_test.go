@@ -104,7 +104,8 @@ func TestStreamInvalid(t *testing.T) {
 	}
 }
 
-// TestStreamServerErrors replays the API server's refusals.
+// TestStreamServerErrors replays the API server's refusals, recorded by
+// RECORD_TESTDATA=1 go test -run TestAPIServerLogs.
 func TestStreamServerErrors(t *testing.T) {
 	for _, tc := range []struct {
 		file string
