@@ -11,8 +11,9 @@ import (
 
 // keepRaw records, in an object that embeds ObjectMeta, the whole JSON it
 // was decoded from, so that a later Update keeps the fields its struct
-// does not name. Only single-object answers are kept; list items and watch
-// events are not, so that caches hold no second copy.
+// does not name. Only the answers of Get and Update are kept: not list
+// items or watch events, so that caches hold no second copy, nor the
+// answers of the writes a controller makes most (Create, Patch, Apply).
 func keepRaw(out any, body []byte) {
 	if o, ok := out.(Object); ok {
 		o.GetObjectMeta().raw = body

@@ -91,7 +91,12 @@ func TestUpdateKeepsUnknownFields(t *testing.T) {
 	d.Spec.Replicas = ptr(int32(5))
 	d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/shop/web:1.9.0"
 	delete(d.Labels, "widgets.example.com/owner")
-	if _, err := deployments.Update(t.Context(), "shop", "web", d, WriteOptions{}); err != nil {
+	updated, err := deployments.Update(t.Context(), "shop", "web", d, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Update returned is kept too: no read before the next one.
+	if _, err := deployments.Update(t.Context(), "shop", "web", updated, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// By hand: Update reads the object first.
@@ -104,14 +109,14 @@ func TestUpdateKeepsUnknownFields(t *testing.T) {
 	for _, r := range reqs {
 		methods = append(methods, r.Method)
 	}
-	if !reflect.DeepEqual(methods, []string{"GET", "PUT", "GET", "PUT"}) {
-		t.Fatalf("requests %v, want GET PUT GET PUT", methods)
+	if !reflect.DeepEqual(methods, []string{"GET", "PUT", "PUT", "GET", "PUT"}) {
+		t.Fatalf("requests %v, want GET PUT PUT GET PUT", methods)
 	}
 	var orig, sent, sent2 map[string]any
 	for _, x := range []struct {
 		b []byte
 		v *map[string]any
-	}{{testdata(t, "deployment.json"), &orig}, {reqs[1].Body, &sent}, {reqs[3].Body, &sent2}} {
+	}{{testdata(t, "deployment.json"), &orig}, {reqs[1].Body, &sent}, {reqs[4].Body, &sent2}} {
 		if err := json.Unmarshal(x.b, x.v); err != nil {
 			t.Fatal(err)
 		}
@@ -145,11 +150,11 @@ func TestUpdateKeepsUnknownFields(t *testing.T) {
 	}
 	// The object built by hand replaces the fields the struct names...
 	if path(sent2, "spec", "replicas") != 1.0 || path(sent2, "metadata", "labels") != nil || path(sent2, "metadata", "resourceVersion") != nil {
-		t.Errorf("update of an object built by hand sent %s", reqs[3].Body)
+		t.Errorf("update of an object built by hand sent %s", reqs[4].Body)
 	}
 	// ...and keeps the others.
 	if !reflect.DeepEqual(path(sent2, "spec", "strategy"), path(orig, "spec", "strategy")) {
-		t.Errorf("update of an object built by hand lost the strategy: %s", reqs[3].Body)
+		t.Errorf("update of an object built by hand lost the strategy: %s", reqs[4].Body)
 	}
 }
 

@@ -85,7 +85,9 @@ func (c *Client) call(ctx context.Context, op *operation, limit int64, out any) 
 	if err := json.Unmarshal(body, out); err != nil {
 		return op.decodeError(err)
 	}
-	keepRaw(out, body)
+	if op.verb == "get" || op.verb == "update" {
+		keepRaw(out, body)
+	}
 	return nil
 }
 
@@ -191,8 +193,8 @@ func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts Wri
 // the changes made to obj since (fields set, changed or cleared; list
 // elements matched by "name", else by position). That whole object is the
 // one kept by the call that returned obj, when T embeds [ObjectMeta] and
-// obj came from Get, Create, Update, Patch or Apply; otherwise (an object
-// from a list, a watch or a cache, or built by hand) Update first reads
+// obj came from Get or Update; otherwise (an object from Create, Patch,
+// Apply, a list, a watch or a cache, or built by hand) Update first reads
 // the object, and an error of that read is returned as it is.
 func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, opts WriteOptions) (*T, error) {
 	op, err := t.newOp("update", http.MethodPut, namespace, name, opts.Subresource, true, false)

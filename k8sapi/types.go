@@ -8,10 +8,10 @@ import (
 // The structs below keep only the fields the operator reads or writes.
 // Fields they do not name, managedFields among them, are dropped when a
 // list or a watch decodes an object, so they never sit in a cache. An
-// object that one call returned (Get, Create, Update, Patch, Apply) also
-// keeps the JSON it was decoded from, so that an Update of it keeps the
-// fields its struct lacks. Use json.RawMessage to pass a whole object
-// through.
+// object that Get or Update returned also keeps the JSON it was decoded
+// from, so that an Update of it keeps the fields its struct lacks without
+// reading it again (see [Typed.Update]). Use json.RawMessage to pass a
+// whole object through.
 
 // TypeMeta is an object's apiVersion and kind.
 type TypeMeta struct {
@@ -34,8 +34,8 @@ type ObjectMeta struct {
 	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
 	Finalizers        []string         `json:"finalizers,omitempty"`
 
-	// raw is the whole object this one was decoded from, when a
-	// single-object call returned it; see [Typed.Update].
+	// raw is the whole object this one was decoded from, when Get or
+	// Update returned it; see [Typed.Update].
 	raw []byte
 }
 
