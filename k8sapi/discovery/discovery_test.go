@@ -238,3 +238,26 @@ func TestResolveErrors(t *testing.T) {
 		t.Errorf("truncated document: %v", err)
 	}
 }
+
+// TestResolveConcurrent: concurrent first calls read the documents once.
+func TestResolveConcurrent(t *testing.T) {
+	srv := newRecordedServer(t)
+	r, _ := New(Config{Client: srv.client(t)})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			if _, err := r.Resolve(t.Context(), "deploy"); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := srv.count(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
