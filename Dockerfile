@@ -34,7 +34,7 @@ COPY watch/ watch/
 ENV CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOCACHE=/root/.cache/go-build
 RUN --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -buildid= -X github.com/zerodep-k8s/widget-operator/k8sapi.Version=${VERSION}" \
+      -ldflags "-s -w -buildid= -X main.Version=${VERSION}" \
       -o /out/widget-operator ./cmd/widget-operator
 
 FROM scratch

@@ -4,7 +4,7 @@
 GO        ?= go
 MODULE    := github.com/zerodep-k8s/widget-operator
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -buildid= -X $(MODULE)/k8sapi.Version=$(VERSION)
+LDFLAGS   := -s -w -buildid= -X main.Version=$(VERSION)
 BIN       := bin/widget-operator
 # Fuzzing runs for a count of executions, not a duration: with a duration,
 # Go 1.26's fuzzing coordinator can report a spurious "context deadline

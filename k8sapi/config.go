@@ -56,7 +56,8 @@ type Config struct {
 	Namespace string
 
 	// UserAgent is sent on every request. Empty means
-	// "widget-operator/<Version>".
+	// "k8sapi/<module version> (<GOOS>/<GOARCH>)", the version being the
+	// one the binary's build information records, or "devel".
 	UserAgent string
 	// QPS and Burst limit the client's request rate. QPS <= 0 means no
 	// limit; Burst <= 0 with QPS > 0 means a burst of 1.
@@ -103,10 +104,6 @@ type ExecConfig struct {
 	// in KUBERNETES_EXEC_INFO.
 	ProvideClusterInfo bool
 }
-
-// Version is the client's version, reported in the User-Agent. The build
-// sets it with -ldflags "-X github.com/zerodep-k8s/widget-operator/k8sapi.Version=...".
-var Version = "dev"
 
 // AuthMethod names the way the Config authenticates, for a startup log
 // line: "exec", "token-file", "token", "client-certificate", "basic" or

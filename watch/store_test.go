@@ -165,11 +165,11 @@ func TestClone(t *testing.T) {
 	if Clone[k8sapi.Deployment](nil) != nil {
 		t.Error("Clone(nil) != nil")
 	}
-	svc := &k8sapi.Service{Spec: k8sapi.ServiceSpec{Ports: []k8sapi.ServicePort{{TargetPort: k8sapi.IntOrString(`8080`)}}}}
+	svc := &k8sapi.Service{Spec: k8sapi.ServiceSpec{Ports: []k8sapi.ServicePort{{TargetPort: k8sapi.FromInt(8080)}}}}
 	sc := Clone(svc)
-	sc.Spec.Ports[0].TargetPort[0] = '9'
-	if string(svc.Spec.Ports[0].TargetPort) != "8080" {
-		t.Error("RawMessage shared between clone and original")
+	sc.Spec.Ports[0].TargetPort = k8sapi.FromInt(9080)
+	if svc.Spec.Ports[0].TargetPort != k8sapi.FromInt(8080) {
+		t.Error("Ports shared between clone and original")
 	}
 }
 

@@ -15,8 +15,11 @@ import (
 	"syscall"
 
 	"github.com/zerodep-k8s/widget-operator/internal/operator"
-	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
+
+// Version is the operator's version, printed by -version and sent in the
+// User-Agent. The build sets it with -ldflags "-X main.Version=...".
+var Version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -33,7 +36,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if showVersion {
-		fmt.Fprintf(stdout, "widget-operator %s\n", k8sapi.Version)
+		fmt.Fprintf(stdout, "widget-operator %s\n", Version)
 		return 0
 	}
 
@@ -56,6 +59,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		os.Exit(1)
 	}()
 
+	opts.Version = Version
 	if err := operator.Run(ctx, opts.Options, logger); err != nil {
 		// One line, no stack trace.
 		fmt.Fprintf(stderr, "widget-operator: %v\n", oneLine(err))

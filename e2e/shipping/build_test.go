@@ -21,7 +21,7 @@ const maxSize = 8 << 20
 
 // releaseFlags are the build flags of the Makefile and the Dockerfile.
 func releaseFlags(version string) []string {
-	return []string{"-trimpath", "-ldflags", "-s -w -buildid= -X " + module + "/k8sapi.Version=" + version}
+	return []string{"-trimpath", "-ldflags", "-s -w -buildid= -X main.Version=" + version}
 }
 
 // goBuild builds the operator from the module in src into out, as the

@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,9 @@ type Options struct {
 	// the lease's renew deadline less its retry period (8s), so that the
 	// lease is released after them, not left to expire.
 	ShutdownTimeout time.Duration
+	// Version is the operator's version, logged at start and sent in the
+	// User-Agent "widget-operator/<Version>"; empty means "dev".
+	Version string
 }
 
 // Run runs the operator until ctx ends, then shuts down gracefully. It
@@ -73,6 +77,8 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	opts.Version = cmp.Or(opts.Version, "dev")
+	cfg.UserAgent = "widget-operator/" + opts.Version
 	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics()
 	cfg.WrapTransport = apiMetrics.RoundTripper
@@ -84,7 +90,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if opts.Namespace != "" {
 		scope = "namespace " + opts.Namespace
 	}
-	log.Info("starting widget-operator", "version", k8sapi.Version, "scope", scope,
+	log.Info("starting widget-operator", "version", opts.Version, "scope", scope,
 		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
 		"leaderElection", opts.LeaderElect)
 	if cfg.Insecure {
