@@ -17,14 +17,15 @@ import (
 // Size limits on what the client reads from the server, chosen so that an
 // operator in a pod limited to 128 MiB survives the largest answer: a list
 // page is decoded item by item and costs about its own size in heap (a
-// 16 MiB page of large objects peaks at about 17 MiB), a watch event about
-// twice its size while it is decoded.
+// 60 MiB page of 128 KiB objects peaks at 61 MiB in BenchmarkListPageMemory),
+// a watch event about three times its size while it is decoded
+// (BenchmarkWatchBigEventMemory).
 const (
 	// objectLimit bounds the body of a response holding one object, and
 	// one watch event: above what the server stores (etcd's default
 	// request limit is 1.5 MiB; JSON may be larger than the stored form).
 	objectLimit = 4 << 20
-	// listLimit bounds the body of one list page: 500 large Pods fit.
+	// listLimit bounds the body of one list page: 500 Pods of 30 KiB fit.
 	listLimit = 16 << 20
 	// errorLimit bounds how much of a failure's body is read.
 	errorLimit = 1 << 20
@@ -47,11 +48,12 @@ const (
 // credentials are refreshed and, if that may help, the request is sent
 // once more.
 //
-// Response bodies are bounded: 4 MiB for one object or watch event, 16
-// MiB for a list page; a larger one fails with a *DecodeError wrapping
-// [ErrBodyTooLarge]. A list page is decoded item by
-// item, never held whole; a caller whose pages are too large asks for
-// fewer objects per page (ListOptions.Limit), as package watch does.
+// Response bodies are bounded: 4 MiB for one object, watch event or item
+// of a list, 16 MiB for a list page (Config.ObjectLimit, ListPageLimit); a
+// larger one fails with a *DecodeError wrapping [ErrBodyTooLarge]. A list
+// page is decoded item by item, never held whole; a caller whose pages are
+// too large asks for fewer objects per page (ListOptions.Limit), as
+// package watch does.
 type Client struct {
 	base       string // scheme://host[/prefix], escaped, no trailing slash
 	namespace  string
