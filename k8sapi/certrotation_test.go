@@ -233,6 +233,10 @@ func TestCertFilesErrors(t *testing.T) {
 		}
 		t.Log(err)
 	}
+	// Over plain http:// the files are not read: no certificate is sent.
+	if _, err := New(&Config{Host: "http://h", CertFile: filepath.Join(dir, "missing.pem"), KeyFile: filepath.Join(dir, "k.pem")}); err != nil {
+		t.Errorf("http:// with missing files: %v", err)
+	}
 	cfg := &Config{Host: "https://h", CertFile: filepath.Join(dir, "c.pem"), KeyFile: filepath.Join(dir, "k.pem")}
 	if _, err := New(cfg); err != nil {
 		t.Fatal(err)

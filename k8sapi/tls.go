@@ -20,9 +20,12 @@ type certSource interface {
 // dynamicCerts returns the source of a client certificate that may change
 // over time, with creds extended to reload it after a 401, or nil and
 // creds unchanged when the certificate is fixed or absent. Files are read
-// now, so that a missing or bad pair fails early.
+// now, so that a missing or bad pair fails early. Over plain http:// no
+// certificate is ever sent, and none is read.
 func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error) {
 	switch {
+	case plainHTTP(c.Host):
+		return nil, creds, nil
 	case c.CertFile != "" || c.KeyFile != "":
 		if c.CertFile == "" || c.KeyFile == "" {
 			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
