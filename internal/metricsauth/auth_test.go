@@ -49,11 +49,11 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/apis/authentication.k8s.io/v1/tokenreviews":
 		f.tokenReviews.Add(1)
-		var tr tokenReview
+		var tr review
 		json.Unmarshal(body, &tr)
 		switch tr.Spec.Token {
 		case "reader", "other":
-			tr.Status.Authenticated = true
+			tr.Status = &reviewStatus{Authenticated: true}
 			tr.Status.User = userInfo{Username: tr.Spec.Token, UID: "uid-" + tr.Spec.Token, Groups: []string{"system:authenticated"}}
 		case "broken":
 			w.WriteHeader(http.StatusInternalServerError)
@@ -63,10 +63,11 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(tr)
 	case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
 		f.accessReviews.Add(1)
-		var sar subjectAccessReview
+		var sar review
 		json.Unmarshal(body, &sar)
 		a := sar.Spec.NonResourceAttributes
-		sar.Status.Allowed = sar.Spec.User == "reader" && sar.Spec.UID == "uid-reader" && a.Path == "/metrics" && a.Verb == "get"
+		sar.Status = &reviewStatus{}
+		sar.Status.Allowed = sar.Spec.User == "reader" && sar.Spec.UID == "uid-reader" && a != nil && a.Path == "/metrics" && a.Verb == "get"
 		json.NewEncoder(w).Encode(sar)
 	default:
 		http.NotFound(w, r)
