@@ -187,8 +187,8 @@ func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 	f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
 }
 
-// Len returns the number of cached decisions.
-func (f *Filter) Len() int {
+// size returns the number of cached decisions.
+func (f *Filter) size() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.cache)

@@ -160,7 +160,7 @@ func TestFilterCacheIsBounded(t *testing.T) {
 	h := filter.Wrap(http.NotFoundHandler())
 	for i := range 100 {
 		scrape(h, fmt.Sprintf("Bearer random-%d", i))
-		if n := filter.Len(); n > 10 {
+		if n := filter.size(); n > 10 {
 			t.Fatalf("%d cached decisions, want at most 10", n)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // pipeListener is a fake listener whose connections are in-memory pipes,
@@ -244,5 +246,37 @@ func TestReadyzLogsReasonsOnChange(t *testing.T) {
 	l.note(log, ok, now.Add(62*time.Second))
 	if n := strings.Count(buf.String(), "\n"); n != 3 || !strings.Contains(buf.String(), "every check passes") {
 		t.Fatalf("want a reminder and a recovery line, got:\n%s", buf.String())
+	}
+}
+
+func TestOpenEndpoints(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	cfg := &k8sapi.Config{Host: "https://apiserver.test"}
+	// A certificate folder without a certificate is a start-up error,
+	// and leaves no port open.
+	opts := Options{MetricsAddr: "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", MetricsCertDir: t.TempDir()}
+	if e, err := openEndpoints(opts, cfg, log); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
+		t.Fatalf("missing certificate: %v, %v", e, err)
+	}
+	// Secure by default: TLS and a review filter.
+	opts.MetricsCertDir = ""
+	e, err := openEndpoints(opts, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	if e.auth == nil {
+		t.Error("secure metrics without a filter")
+	}
+	if _, ok := e.probe.(*limitListener); !ok {
+		t.Errorf("probe listener %T, want a limitListener", e.probe)
+	}
+	insecure, err := openEndpoints(Options{MetricsAddr: "127.0.0.1:0", InsecureMetrics: true}, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insecure.close()
+	if _, ok := insecure.metrics.(*limitListener); !ok || insecure.auth != nil || insecure.probe != nil {
+		t.Errorf("insecure metrics: listener %T, filter %v, probe %v", insecure.metrics, insecure.auth, insecure.probe)
 	}
 }
