@@ -172,3 +172,20 @@ func TestClone(t *testing.T) {
 		t.Error("RawMessage shared between clone and original")
 	}
 }
+
+// An object without a resourceVersion (a server or proxy that drops it)
+// cannot be proven unchanged: a relist must hand the new copy on.
+func TestStoreReplaceEmptyResourceVersion(t *testing.T) {
+	s := newStore(thingMeta, nil)
+	a := obj("a", "")
+	s.replace([]*thing{a})
+	a2 := obj("a", "")
+	a2.Labels = map[string]string{"changed": "yes"}
+	changes := s.replace([]*thing{a2})
+	if len(changes) != 1 || changes[0].old != a || changes[0].new != a2 {
+		t.Fatalf("changes = %+v, want one update from the old copy to the new", changes)
+	}
+	if o, _ := s.Get("ns", "a"); o != a2 {
+		t.Error("the store kept the old copy of an object listed without a resourceVersion")
+	}
+}

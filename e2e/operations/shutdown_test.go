@@ -210,11 +210,13 @@ func TestShutdownBound(t *testing.T) {
 		if code := o.ExitCode(); code != 0 {
 			t.Errorf("exit code %d, want 0", code)
 		}
+		// At --qps 1, the 8 Widgets' writes take over 20 s: reconciles
+		// are still in flight at the bound, and must be cut there.
+		if _, ok := firstLog(t, o, "shutting down: finishing reconciles in flight"); !ok {
+			t.Error(`no "shutting down" line`)
+		}
 		if _, ok := firstLog(t, o, "shutdown timeout passed with reconciles still in flight; cancelling them"); !ok {
-			if _, ok := firstLog(t, o, "shutting down: finishing reconciles in flight"); !ok {
-				t.Fatal(`no "shutting down" line`)
-			}
-			t.Log("the reconciles in flight finished within the bound")
+			t.Error("no reconcile was cut at the bound")
 		} else if took < bound {
 			t.Errorf("cancelled after %v, before the %v bound", took, bound)
 		}

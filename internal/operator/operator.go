@@ -97,6 +97,9 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if cfg.Insecure {
 		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
 	}
+	if m := cfg.WithheldAuth(); m != "" {
+		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
+	}
 
 	// Listen before anything else, so that a port in use is a start-up
 	// error, not a log line.
