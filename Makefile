@@ -16,7 +16,7 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKub
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate clean
+.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
 
 all: build
 
@@ -85,6 +85,14 @@ fuzz:
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
+
+## lines: the code linked into the operator binary, per package: non-test,
+## non-blank, non-comment lines of Go. What a security team reads.
+lines:
+	@total=0; for d in $$($(GO) list -deps -f '{{if not .Standard}}{{.Dir}}{{end}}' ./cmd/widget-operator); do \
+		n=$$(ls "$$d"/*.go | grep -v '_test\.go$$' | xargs cat | grep -cvE '^[[:space:]]*(//|$$)'); \
+		total=$$((total + n)); printf '%6d  %s\n' "$$n" "$${d#$$PWD/}"; \
+	done; printf '%6d  lines linked into cmd/widget-operator\n' "$$total"
 
 ## mutate: mutation testing of queue, watch, reconcile and k8sapi with
 ## their unit tests alone; prints a score per package and the survivors.

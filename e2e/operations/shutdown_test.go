@@ -227,8 +227,10 @@ func TestShutdownBound(t *testing.T) {
 		// reconciles in flight finish, so they get at most the renew
 		// deadline less a retry period (8s), however long the flag
 		// allows: then the lease is released, not left to expire.
+		lease := fmt.Sprintf("e2e-bound-%d", time.Now().UnixNano())
+		harness.GrantLease(t, p, lease, harness.OperatorSA)
 		o := start(t, 30*time.Second, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
-			"--leader-election-id", fmt.Sprintf("e2e-bound-%d", time.Now().UnixNano()))
+			"--leader-election-id", lease)
 		o.Signal(t, syscall.SIGTERM)
 		took := waitExit(t, o, 20*time.Second)
 		t.Logf("exited %d %v after SIGTERM", o.ExitCode(), took.Round(time.Millisecond))

@@ -223,7 +223,9 @@ func TestImageRunsInPodman(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.WaitReady(t, c, ns, "boxed", 2, readyDeadline)
-	m, err := harness.Metrics(metricsAddr)
+	// /metrics as the image serves it by default: HTTPS, a self-signed
+	// certificate, each scrape reviewed.
+	m, err := harness.MetricsTLS(metricsAddr, env.MetricsReaderToken(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}

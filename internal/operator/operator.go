@@ -44,6 +44,13 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "" or "0" turns the
 	// endpoint off.
 	MetricsAddr, ProbeAddr string
+	// InsecureMetrics serves /metrics over plain HTTP to anyone. False
+	// (the default) serves it over HTTPS, each scrape authenticated by a
+	// TokenReview and authorized by a SubjectAccessReview.
+	InsecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
+	// empty means a self-signed certificate made at start.
+	MetricsCertDir string
 	// LeaderElect, LeaderElectionNamespace and LeaderElectionID configure
 	// leader election with a Lease.
 	LeaderElect                               bool
@@ -102,20 +109,13 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 
 	// Listen before anything else, so that a port in use is a start-up
 	// error, not a log line.
-	metricsLn, err := listen(opts.MetricsAddr, "metrics")
+	eps, err := openEndpoints(opts, cfg, log)
 	if err != nil {
-		return err
-	}
-	probeLn, err := listen(opts.ProbeAddr, "health probe")
-	if err != nil {
-		if metricsLn != nil {
-			metricsLn.Close()
-		}
 		return err
 	}
 
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 
@@ -127,17 +127,17 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	leaseCfg.QPS, leaseCfg.Burst = 0, 0
 	leaseClient, err := k8sapi.New(&leaseCfg)
 	if err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 
 	op, err := newOperator(client, leaseClient, opts, log, reg)
 	if err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 	reg.MustRegister(apiMetrics)
-	servers := op.serve(metricsLn, probeLn)
+	servers := op.serve(eps)
 	err = op.run(ctx)
 	shutdownServers(servers)
 	return err
