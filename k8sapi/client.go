@@ -14,13 +14,19 @@ import (
 	"time"
 )
 
-// Size limits on what the client reads from the server.
+// Size limits on what the client reads from the server, chosen so that an
+// operator in a pod limited to 128 MiB survives the largest answer: a list
+// page is decoded item by item and costs about its own size in heap (a
+// 60 MiB page of 128 KiB objects peaks at 61 MiB in BenchmarkListPageMemory),
+// a watch event about three times its size while it is decoded
+// (BenchmarkWatchBigEventMemory).
 const (
 	// objectLimit bounds the body of a response holding one object, and
-	// one watch event: far above the server's own object size limit.
-	objectLimit = 16 << 20
-	// listLimit bounds the body of one list page.
-	listLimit = 64 << 20
+	// one watch event: above what the server stores (etcd's default
+	// request limit is 1.5 MiB; JSON may be larger than the stored form).
+	objectLimit = 4 << 20
+	// listLimit bounds the body of one list page: 500 Pods of 30 KiB fit.
+	listLimit = 16 << 20
 	// errorLimit bounds how much of a failure's body is read.
 	errorLimit = 1 << 20
 )
@@ -42,9 +48,12 @@ const (
 // credentials are refreshed and, if that may help, the request is sent
 // once more.
 //
-// Response bodies are bounded: 16 MiB for one object or watch event, 64
-// MiB for a list page; a larger one fails with an error wrapping
-// [ErrBodyTooLarge].
+// Response bodies are bounded: 4 MiB for one object, watch event or item
+// of a list, 16 MiB for a list page (Config.ObjectLimit, ListPageLimit); a
+// larger one fails with a *DecodeError wrapping [ErrBodyTooLarge]. A list
+// page is decoded item by item, never held whole; a caller whose pages are
+// too large asks for fewer objects per page (ListOptions.Limit), as
+// package watch does.
 type Client struct {
 	base       string // scheme://host[/prefix], escaped, no trailing slash
 	namespace  string
@@ -54,7 +63,7 @@ type Client struct {
 	limiter    *tokenBucket // nil: no limit
 	maxRetries int
 
-	// Body limits, variables only so that tests can lower them.
+	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
 	objectLimit, listLimit int64
 
 	// Seams for tests; set once, before the client is used.
@@ -78,17 +87,24 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, creds, err := dynamicCerts(cfg, creds)
+	if err != nil {
+		return nil, err
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		tlsConfig, err := newTLSConfig(cfg, creds)
 		if err != nil {
 			return nil, err
 		}
-		t, err := newTransport(cfg, tlsConfig)
+		if certs != nil {
+			rt, err = newCertTransport(cfg, tlsConfig, certs)
+		} else {
+			rt, err = newTransport(cfg, tlsConfig)
+		}
 		if err != nil {
 			return nil, err
 		}
-		rt = t
 	}
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
@@ -106,6 +122,12 @@ func New(cfg *Config) (*Client, error) {
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
+	}
+	if cfg.ObjectLimit > 0 {
+		c.objectLimit = cfg.ObjectLimit
+	}
+	if cfg.ListPageLimit > 0 {
+		c.listLimit = cfg.ListPageLimit
 	}
 	if c.namespace == "" {
 		c.namespace = "default"

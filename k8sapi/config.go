@@ -38,6 +38,13 @@ type Config struct {
 	Username, Password string
 	// CertData and KeyData are a PEM client certificate and key.
 	CertData, KeyData []byte
+	// CertFile and KeyFile name files holding a PEM client certificate
+	// and key; set both or neither. When set they win over CertData and
+	// KeyData: the files are read by New, then re-read at most once a
+	// minute and after a 401, and the last good pair is kept when a read
+	// fails. A new pair is presented on new connections; requests in
+	// flight, such as a watch, end on the connection they began on.
+	CertFile, KeyFile string
 	// Exec runs a credential plugin. Nil means none.
 	Exec *ExecConfig
 	// Impersonate makes requests act as another user. The zero value
@@ -59,6 +66,11 @@ type Config struct {
 	// MaxRetries bounds the retries of a request that is safe to retry after
 	// a 429 or a 5xx. Zero means the default of 5; negative means none.
 	MaxRetries int
+	// ObjectLimit bounds, in bytes, a response holding one object and one
+	// watch event; ListPageLimit bounds a list page. A larger one fails
+	// with an error wrapping [ErrBodyTooLarge]. Zero means 4 MiB and 16
+	// MiB, which fit a pod limited to 128 MiB (see [Client]).
+	ObjectLimit, ListPageLimit int64
 	// PingTimeout is how long an HTTP/2 connection may stay silent before a
 	// health-check ping is sent; the peer then has as long again to answer.
 	// Zero means 15 seconds.
@@ -129,7 +141,7 @@ func (c *Config) authMethod() string {
 		return "token-file"
 	case c.BearerToken != "":
 		return "token"
-	case len(c.CertData) > 0:
+	case len(c.CertData) > 0 || c.CertFile != "":
 		return "client-certificate"
 	case c.Username != "":
 		return "basic"

@@ -12,8 +12,9 @@ import (
 )
 
 // ErrBodyTooLarge is wrapped by the error returned when a response body or
-// a single watch event is larger than the client accepts: 16 MiB for one
-// object or watch event, 64 MiB for a list page.
+// a single watch event is larger than the client accepts: 4 MiB for one
+// object or watch event, 16 MiB for a list page. Test for it with
+// errors.Is.
 var ErrBodyTooLarge = errors.New("k8sapi: response body too large")
 
 // ErrClosed is returned by [Watcher.Next] after [Watcher.Close].

@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // The ExecCredential API versions a plugin may speak.
@@ -27,11 +25,6 @@ const (
 	// execMaxStdout bounds the plugin's output; a plugin that writes more
 	// is stopped.
 	execMaxStdout = 1 << 20
-	// execMaxStderr is how much of the plugin's stderr is kept to explain a
-	// failure.
-	execMaxStderr = 4 << 10
-	// execStderrSnippet is the most stderr an error message holds.
-	execStderrSnippet = 240
 	// execFailureHold is how long a failed run's error is returned before
 	// the plugin is run again, so that a broken plugin is not run for every
 	// request.
@@ -65,8 +58,8 @@ type execCredentials struct {
 	command string // for error messages
 	version string // the ExecCredential apiVersion spoken
 	now     func() time.Time
-	// run runs the plugin once and returns its stdout. stderr is kept for
-	// error messages, with redact applied.
+	// run runs the plugin once and returns its stdout. Its stderr is
+	// counted, never kept (see stderrSummary).
 	run func(ctx context.Context) (stdout []byte, err error)
 
 	mu       sync.Mutex
@@ -74,7 +67,6 @@ type execCredentials struct {
 	call     *execCall
 	lastErr  error     // the last failed run's error
 	failedAt time.Time // when it failed
-	tokens   []string  // tokens seen, redacted from stderr snippets
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
@@ -231,12 +223,6 @@ func (e *execCredentials) fetch(c *execCall) {
 	e.mu.Lock()
 	if err == nil {
 		e.cur, e.lastErr = res, nil
-		if res.token != "" && !containsString(e.tokens, res.token) {
-			e.tokens = append(e.tokens, res.token)
-			if len(e.tokens) > 4 {
-				e.tokens = e.tokens[1:]
-			}
-		}
 	} else {
 		e.lastErr, e.failedAt = err, e.now()
 	}
@@ -244,15 +230,6 @@ func (e *execCredentials) fetch(c *execCall) {
 	c.res, c.err = res, err
 	e.mu.Unlock()
 	close(c.done)
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parse reads the plugin's ExecCredential. Its errors describe the problem
@@ -312,8 +289,9 @@ func (e *execCredentials) runPlugin(ctx context.Context, command string, args []
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
+	killGroupOnCancel(cmd)
 	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
-	stderr := &boundedBuffer{max: execMaxStderr}
+	stderr := &byteCounter{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	switch {
@@ -323,78 +301,22 @@ func (e *execCredentials) runPlugin(ctx context.Context, command string, args []
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.command, execTimeout)
 	case errors.Is(err, exec.ErrNotFound):
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.command, exec.ErrNotFound)
+	case err != nil && stderr.n > 0:
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: %s", e.command, err, stderrSummary(stderr.n))
 	case err != nil:
-		msg := e.redact(stderr.b, stderr.over)
-		if msg != "" {
-			return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr: %s", e.command, err, msg)
-		}
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, err)
 	}
 	return stdout.b, nil
 }
 
-// redact turns the plugin's stderr into a one-line snippet safe for an
-// error message: tokens the plugin returned before and every word that
-// looks like a credential (a long run of token characters) are replaced.
-func (e *execCredentials) redact(b []byte, truncated bool) string {
-	s := strings.ToValidUTF8(string(b), "?")
-	if truncated {
-		// The last word may be part of a longer secret.
-		if i := strings.LastIndexAny(s, " \t\r\n"); i >= 0 {
-			s = s[:i]
-		} else {
-			s = ""
-		}
-	}
-	e.mu.Lock()
-	for _, t := range e.tokens {
-		s = strings.ReplaceAll(s, t, "[redacted]")
-	}
-	e.mu.Unlock()
-	s = redactLongWords(s)
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
-		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r < 0x20 || r == 0x7f
-	}), " ")
-	if len(s) > execStderrSnippet {
-		// Keep the end, where a plugin usually says what went wrong.
-		cut := len(s) - execStderrSnippet
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		s = "..." + s[cut:]
-	}
-	return s
-}
-
-// credentialWordLen is the length from which a word of token characters
-// is taken for a credential.
-const credentialWordLen = 16
-
-// redactLongWords replaces every run of credentialWordLen or more token
-// characters (letters, digits and "+/=._-~") with "[redacted]".
-func redactLongWords(s string) string {
-	isTok := func(c byte) bool {
-		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=._-~", c) >= 0
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j < len(s) && isTok(s[j]) {
-			j++
-		}
-		if j == i {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		if j-i >= credentialWordLen {
-			b.WriteString("[redacted]")
-		} else {
-			b.WriteString(s[i:j])
-		}
-		i = j
-	}
-	return b.String()
+// stderrSummary describes the plugin's stderr for an error message
+// without repeating any of it. A plugin writes whatever it likes there,
+// secrets included (a token it was refused, "password=..."), and no
+// filter can tell a secret from prose; so the text itself never leaves
+// the process: the message gives only its size, for someone to run the
+// plugin by hand.
+func stderrSummary(n int64) string {
+	return fmt.Sprintf("stderr withheld (%d bytes; it may hold secrets)", n)
 }
 
 func truncate(s string, n int) string {
@@ -425,5 +347,13 @@ func (w *boundedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// byteCounter counts what is written to it and keeps none of it.
+type byteCounter struct{ n int64 }
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
 	return len(p), nil
 }

@@ -62,6 +62,9 @@ func TestExecHelperProcess(t *testing.T) {
 		info.APIVersion = "client.authentication.k8s.io/v1alpha1"
 	case "empty":
 		status = map[string]any{}
+	case "stderr":
+		io.WriteString(os.Stderr, unescape(os.Getenv("HELPER_STDERR")))
+		os.Exit(1)
 	case "fail":
 		fmt.Fprintf(os.Stderr, "error: could not refresh credentials\ncached token %s was rejected; run 'cloud login' again\n", token)
 		os.Exit(3)
@@ -314,7 +317,7 @@ func TestExecErrors(t *testing.T) {
 		mode string
 		msg  string
 	}{
-		{"fail", "exit status 3: stderr: error: could not refresh credentials cached token [redacted] was rejected; run 'cloud login' again"},
+		{"fail", "exit status 3: stderr withheld (122 bytes; it may hold secrets)"},
 		{"garbage", "output is not JSON"},
 		{"wrong-version", `output apiVersion "client.authentication.k8s.io/v1alpha1", want "client.authentication.k8s.io/v1"`},
 		{"empty", "status has neither a token nor a client certificate"},
@@ -356,17 +359,74 @@ func TestExecErrors(t *testing.T) {
 	}
 }
 
-func TestRedactStderr(t *testing.T) {
-	e := &execCredentials{tokens: []string{"short1"}}
-	in := "a short1 b eyJhbGciOiJSUzI1NiJ9.payload c \x1b[31mred\x1b[0m\n" + strings.Repeat("x ", 200) + "end"
-	got := e.redact([]byte(in), false)
-	if strings.Contains(got, "short1") || strings.Contains(got, "eyJ") || strings.ContainsRune(got, 0x1b) || len(got) > execStderrSnippet+3 || !strings.HasSuffix(got, "x end") {
-		t.Errorf("redact = %q", got)
+// TestExecStderrWithheld runs plugins that fail with hostile stderr and
+// checks that none of it reaches the error: only its size does.
+func TestExecStderrWithheld(t *testing.T) {
+	tests := []struct {
+		name, stderr string
+		secrets      []string
+	}{
+		{"key=value", "login failed: pw=hunter2 user=alice", []string{"hunter2", "alice", "pw="}},
+		{"short token", "token abc123 was rejected", []string{"abc123"}},
+		{"password prose", "your password is swordfish\n", []string{"swordfish"}},
+		{"bearer header", "sent Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.e30.sig", []string{"eyJ", "Bearer"}},
+		{"json", `{"token":"t0k","refresh_token":"r3fresh"}`, []string{"t0k", "r3fresh"}},
+		{"url with password", "dial https://bob:s3cr3t@idp.example.com failed", []string{"s3cr3t", "bob"}},
+		{"escape sequences", "\x1b]0;title\x07\x1b[31mpin 4711\x1b[0m", []string{"4711", "\x1b"}},
+		{"invalid utf-8", "key \xff\xfe k3y", []string{"k3y"}},
+		{"newlines", "line1\nsecret: x9\r\nline3", []string{"x9", "line1"}},
+		{"pem", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----", []string{"MIIE", "PRIVATE"}},
 	}
-	// A truncated buffer drops its last, possibly partial, word.
-	if got := e.redact([]byte("failed: abcdefgh"), true); got != "failed:" {
-		t.Errorf("truncated redact = %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stderr := tt.stderr
+			creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, "stderr", "HELPER_STDERR="+stderr)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = creds.get(context.Background())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			want := fmt.Sprintf("exit status 1: stderr withheld (%d bytes; it may hold secrets)", len(unescape(stderr)))
+			if !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("error %q\nwant suffix %q", err, want)
+			}
+			for _, s := range tt.secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q holds %q", err, s)
+				}
+			}
+		})
 	}
+}
+
+// unescape turns the \n, \r, \xNN escapes of the stderr table into bytes,
+// as the helper process does.
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case 'n':
+			b.WriteByte('\n')
+			i++
+		case 'r':
+			b.WriteByte('\r')
+			i++
+		case 'x':
+			var c byte
+			fmt.Sscanf(s[i+2:i+4], "%02x", &c)
+			b.WriteByte(c)
+			i += 3
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
 }
 
 func TestExecClientCertificateOverTLS(t *testing.T) {

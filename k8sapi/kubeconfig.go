@@ -733,6 +733,10 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
 		return fail("a client certificate needs both a certificate and a key")
 	}
+	if len(u.certData) == 0 && len(u.keyData) == 0 && u.certFile != "" && u.keyFile != "" {
+		// Files are read again when they change: see Config.CertFile.
+		cfg.CertFile, cfg.KeyFile = u.file.resolve(u.certFile), u.file.resolve(u.keyFile)
+	}
 	if x := u.exec; x != nil {
 		cmd := x.command
 		// A command with a path separator is a file relative to the

@@ -7,12 +7,124 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
 
-// certSource supplies a client certificate at handshake time; the exec
-// credentials implement it.
+// certSource supplies the current client certificate, one with no
+// Certificate for none; the exec credentials and certFiles implement it.
 type certSource interface {
 	clientCertificate(ctx context.Context) (*tls.Certificate, error)
+}
+
+// dynamicCerts returns the source of a client certificate that may change
+// over time, with creds extended to reload it after a 401, or nil and
+// creds unchanged when the certificate is fixed or absent. Files are read
+// now, so that a missing or bad pair fails early. Over plain http:// no
+// certificate is ever sent, and none is read.
+func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error) {
+	switch {
+	case plainHTTP(c.Host):
+		return nil, creds, nil
+	case c.CertFile != "" || c.KeyFile != "":
+		if c.CertFile == "" || c.KeyFile == "" {
+			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
+		}
+		f := &certFiles{certPath: c.CertFile, keyPath: c.KeyFile, now: time.Now}
+		if _, err := f.clientCertificate(context.Background()); err != nil {
+			return nil, nil, err
+		}
+		return f, withCertFiles{creds, f}, nil
+	case len(c.CertData) > 0:
+		return nil, creds, nil
+	}
+	if src, ok := creds.(certSource); ok {
+		return src, creds, nil
+	}
+	return nil, creds, nil
+}
+
+const (
+	// certFileMaxAge is how long a pair read from files is used before
+	// the files are read again.
+	certFileMaxAge = time.Minute
+)
+
+// certFiles reads a client certificate and key from files, again when the
+// pair is a minute old and after refresh. A failed read keeps the last
+// good pair. Safe for concurrent use.
+type certFiles struct {
+	certPath, keyPath string
+	now               func() time.Time
+
+	mu     sync.Mutex
+	cert   *tls.Certificate // last good pair; nil before the first
+	readAt time.Time        // when the files were last read, zero to force a read
+}
+
+func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	if f.cert != nil && !f.readAt.IsZero() && now.Sub(f.readAt) < certFileMaxAge && !now.Before(f.readAt) {
+		return f.cert, nil
+	}
+	f.readAt = now
+	cert, err := readKeyPair(f.certPath, f.keyPath)
+	if err == nil {
+		f.cert = &cert
+	} else if f.cert == nil {
+		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
+	}
+	return f.cert, nil
+}
+
+// refresh makes the next clientCertificate read the files.
+func (f *certFiles) refresh() bool {
+	f.mu.Lock()
+	f.readAt = time.Time{}
+	f.mu.Unlock()
+	return true
+}
+
+// readKeyPair reads and parses a certificate and key file. Its errors name
+// the files, never their content.
+func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
+	certPEM, err := readPEMFile(certPath)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := readPEMFile(keyPath)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := keyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
+	}
+	return cert, nil
+}
+
+// readPEMFile reads a file of at most maxPEMFileSize bytes; its errors
+// name the file.
+func readPEMFile(path string) ([]byte, error) {
+	b, err := readFileLimit(path, maxPEMFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, pathCause(err))
+	}
+	return b, nil
+}
+
+// withCertFiles extends credentials so that a 401 also makes the client
+// certificate files be read again.
+type withCertFiles struct {
+	credentials
+	files *certFiles
+}
+
+func (w withCertFiles) refresh() bool {
+	w.credentials.refresh()
+	return w.files.refresh()
 }
 
 // newTLSConfig builds the client TLS configuration: TLS 1.2 or later, the
@@ -36,6 +148,8 @@ func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	switch {
+	case c.CertFile != "" || c.KeyFile != "":
+		// The certificate is set per transport: see certTransport.
 	case len(c.CertData) > 0 || len(c.KeyData) > 0:
 		if len(c.CertData) == 0 || len(c.KeyData) == 0 {
 			return nil, errors.New("k8sapi: TLS: a client certificate needs both CertData and KeyData")

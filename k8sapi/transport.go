@@ -1,11 +1,13 @@
 package k8sapi
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -62,4 +64,73 @@ func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
 			PingTimeout:     ping,
 		},
 	}, nil
+}
+
+// certTransport carries each request on an http.Transport whose
+// connections all present the current client certificate. When the
+// certificate changes (an exec plugin returned a new one, or the files
+// changed), it starts a new transport, so that later requests go over new
+// connections, and closes the old one's idle connections; a request in
+// flight on an old connection, such as a watch, ends there, and the
+// connection closes once idle (idleConnTimeout). Without this, HTTP/2
+// would carry every later request over the connection that presented the
+// old certificate, each one refused with a 401. Safe for concurrent use.
+type certTransport struct {
+	certs certSource
+	build func(cert *tls.Certificate) *http.Transport
+
+	mu   sync.Mutex
+	cur  *http.Transport // nil before the first request
+	leaf []byte          // DER of the certificate cur presents; nil for none
+}
+
+// newCertTransport returns a certTransport whose transports are built
+// from c and tlsConfig, each presenting one certificate from certs.
+func newCertTransport(c *Config, tlsConfig *tls.Config, certs certSource) (*certTransport, error) {
+	if _, err := newTransport(c, tlsConfig); err != nil {
+		return nil, err
+	}
+	build := func(cert *tls.Certificate) *http.Transport {
+		tc := tlsConfig.Clone()
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return cert, nil
+		}
+		t, _ := newTransport(c, tc) // c was checked above
+		return t
+	}
+	return &certTransport{certs: certs, build: build}, nil
+}
+
+func (t *certTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	cert, err := t.certs.clientCertificate(req.Context())
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	return t.transportFor(cert).RoundTrip(req)
+}
+
+// transportFor returns the transport that presents cert, starting it if
+// cert is not the one the current transport presents.
+func (t *certTransport) transportFor(cert *tls.Certificate) *http.Transport {
+	var leaf []byte
+	if len(cert.Certificate) > 0 {
+		leaf = cert.Certificate[0]
+	}
+	t.mu.Lock()
+	if t.cur != nil && bytes.Equal(leaf, t.leaf) {
+		cur := t.cur
+		t.mu.Unlock()
+		return cur
+	}
+	old := t.cur
+	t.cur, t.leaf = t.build(cert), leaf
+	cur := t.cur
+	t.mu.Unlock()
+	if old != nil {
+		old.CloseIdleConnections()
+	}
+	return cur
 }

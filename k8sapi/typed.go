@@ -125,7 +125,7 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 	}
 	op.query = opts.query(false)
 	out := new(List[T])
-	if err := t.Client.call(ctx, op, t.Client.listLimit, out); err != nil {
+	if err := callList(ctx, t.Client, op, out); err != nil {
 		return nil, err
 	}
 	return out, nil

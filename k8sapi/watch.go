@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,8 @@ func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions)
 }
 
 // Watcher reads the events of one watch stream, decoding them one at a
-// time as they arrive; the stream is never held in memory as a whole.
+// time as they arrive; the stream is never held in memory as a whole, and
+// an event's bytes are held once, by the decoder, while it is decoded.
 //
 // Next must be called from one goroutine at a time. Close may be called
 // from any goroutine, at any time, also while Next is blocked, and more
@@ -71,6 +73,7 @@ type Watcher[T any] struct {
 	cancel context.CancelFunc
 	in     *eventReader
 	dec    *json.Decoder
+	base   int64       // stream offset at which dec began
 	env    envelope[T] // reused
 	err    error       // sticky: once set, every Next returns it
 
@@ -88,7 +91,7 @@ func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelF
 //   - io.EOF when the server ended the stream cleanly between events;
 //   - an *APIError for an ERROR event, such as 410 Gone (see [IsGone])
 //     when the resourceVersion is too old;
-//   - a *DecodeError for malformed or truncated JSON, an event over 16 MiB
+//   - a *DecodeError for malformed or truncated JSON, an event over 4 MiB
 //     (wrapping [ErrBodyTooLarge]) or an unknown event type;
 //   - a *RequestError when the connection failed or the context ended,
 //     including when an HTTP/2 health-check ping went unanswered;
@@ -163,7 +166,7 @@ type envelope[T any] struct {
 // straight into T. An ERROR event's object, a Status, is decoded again
 // from the event's bytes, which eventReader keeps.
 func (w *Watcher[T]) next() (WatchEvent[T], error) {
-	start := w.dec.InputOffset()
+	start := w.offset()
 	w.in.begin(start)
 	w.env = envelope[T]{}
 	err := w.dec.Decode(&w.env)
@@ -188,13 +191,31 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 		return WatchEvent[T]{}, w.op.decodeError(errors.New("event has no type"))
 	case typ == Error:
 		// Only this event's bytes: the reader may hold the next ones.
-		return WatchEvent[T]{}, w.errorEvent(w.in.since(start)[:w.dec.InputOffset()-start])
+		kept, size := w.in.since(start), w.offset()-start
+		if int64(len(kept)) < size {
+			return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
+		}
+		return WatchEvent[T]{}, w.errorEvent(kept[:size])
 	case !known(typ):
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
 	case w.env.Object == nil:
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
 	}
+	if w.offset()-start > renewDecoderAfter {
+		w.renewDecoder()
+	}
 	return WatchEvent[T]{Type: typ, Object: *w.env.Object}, nil
+}
+
+// offset returns the stream offset the decoder has reached.
+func (w *Watcher[T]) offset() int64 { return w.base + w.dec.InputOffset() }
+
+// renewDecoder replaces the decoder with one that goes on where it
+// stopped, so that the buffer the last, large event grew is let go.
+func (w *Watcher[T]) renewDecoder() {
+	rest, _ := io.ReadAll(w.dec.Buffered()) // at most one read
+	w.base = w.offset()
+	w.dec = json.NewDecoder(io.MultiReader(bytes.NewReader(rest), w.in))
 }
 
 // errorEvent turns the bytes of an ERROR event into its *APIError.
@@ -228,39 +249,48 @@ func (w *Watcher[T]) fail(err error) error {
 	return w.op.decodeError(err)
 }
 
+const (
+	// eventReadSize bounds one read from a watch stream.
+	eventReadSize = 32 << 10
+	// eventKeepMax is how much of an event eventReader keeps for a second
+	// decode: enough for any ERROR event's Status.
+	eventKeepMax = 64 << 10
+	// renewDecoderAfter is the event size past which the decoder is
+	// replaced, so that its buffer, grown to hold the event, is let go.
+	renewDecoderAfter = 1 << 20
+)
+
 // eventReader feeds the decoder. It stops it once the event being decoded,
-// which began at stream offset start, grows past limit bytes, and it keeps
-// the bytes of the current event (and what was read past it) so that an
-// ERROR event can be decoded a second time.
+// which began at stream offset start, grows past limit bytes. It keeps the
+// bytes of the current event, as long as it is at most eventKeepMax, so
+// that an ERROR event can be decoded a second time; a larger event is
+// held by the decoder alone, and only the last read is kept (it holds the
+// start of the next event). Reads are at most eventReadSize.
 type eventReader struct {
-	r     io.Reader
-	read  int64 // bytes read so far
-	start int64 // offset where the current event began
-	limit int64
-	err   error  // the last read error other than io.EOF
-	kept  []byte // the stream's bytes from offset start to read
+	r      io.Reader
+	read   int64 // bytes read so far
+	start  int64 // offset where the current event began
+	limit  int64
+	err    error  // the last read error other than io.EOF
+	kept   []byte // the stream's bytes from offset keptAt to read
+	keptAt int64
 }
 
 // begin marks the start of the next event, at stream offset off.
 func (e *eventReader) begin(off int64) {
-	drop := int(off - e.start)
-	if drop > len(e.kept) {
-		drop = len(e.kept)
-	}
-	rest := e.kept[drop:]
-	if cap(e.kept) > 1<<20 && len(rest) < 64<<10 {
-		// Let go of the buffer a rare huge event left behind.
-		e.kept = append(make([]byte, 0, 64<<10), rest...)
-	} else {
-		e.kept = e.kept[:copy(e.kept, rest)]
-	}
+	drop := min(max(off-e.keptAt, 0), int64(len(e.kept)))
+	e.kept = e.kept[:copy(e.kept, e.kept[drop:])]
+	e.keptAt = e.read - int64(len(e.kept))
 	e.start = off
 }
 
-// since returns the kept bytes from stream offset off, which must be at or
-// after the current event's start.
+// since returns the kept bytes from stream offset off, or nil if they
+// were not kept.
 func (e *eventReader) since(off int64) []byte {
-	return e.kept[off-e.start:]
+	if off < e.keptAt {
+		return nil
+	}
+	return e.kept[off-e.keptAt:]
 }
 
 func (e *eventReader) Read(p []byte) (int, error) {
@@ -269,12 +299,15 @@ func (e *eventReader) Read(p []byte) (int, error) {
 		e.err = fmt.Errorf("%w: watch event over %d bytes", ErrBodyTooLarge, e.limit)
 		return 0, e.err
 	}
-	if int64(len(p)) > room+1 {
-		p = p[:room+1]
-	}
+	p = p[:min(int64(len(p)), room+1, eventReadSize)]
 	n, err := e.r.Read(p)
 	e.read += int64(n)
-	e.kept = append(e.kept, p[:n]...)
+	if len(e.kept)+n > eventKeepMax {
+		e.kept = append(e.kept[:0], p[:n]...)
+	} else {
+		e.kept = append(e.kept, p[:n]...)
+	}
+	e.keptAt = e.read - int64(len(e.kept))
 	if err != nil && err != io.EOF {
 		e.err = err
 	}

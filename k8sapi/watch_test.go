@@ -191,7 +191,7 @@ func TestWatchObjectBeforeType(t *testing.T) {
 }
 
 func TestWatchHugeEvent(t *testing.T) {
-	// One event of 17 MiB, over the 16 MiB per-event limit, sent without
+	// One event of 17 MiB, over the 4 MiB per-event limit, sent without
 	// newlines so nothing but the limit can stop it.
 	big := bytes.Repeat([]byte("x"), 17<<20)
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -31,6 +31,13 @@
 //     to a consistent list (resourceVersion "") that replaces the cache in
 //     one step: vanished objects are delivered as deletes, changed ones as
 //     updates, unchanged ones not at all.
+//   - A list page over the client's size limit ([k8sapi.ErrBodyTooLarge])
+//     is asked for again at once, consistently (resourceVersion ""), with
+//     half as many objects, down to one; the next list starts at the full
+//     page size. One object over the limit fails the list, which starts
+//     over from its first page after a backoff, and so succeeds once the
+//     object is gone. A watch event over the limit leads to such a list
+//     rather than to the same event again.
 //   - Failures back off from 800ms to 30s with jitter, honouring a
 //     server's Retry-After; the backoff starts over after 2 minutes of
 //     health. A watch that ends at once with no events counts as a

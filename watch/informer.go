@@ -42,7 +42,9 @@ type Config[T any] struct {
 	// form. Empty means all objects.
 	LabelSelector, FieldSelector string
 	// PageSize is the number of objects per list page. Zero means 500.
-	// The first list asks the server's cache, which ignores it.
+	// The first list asks the server's cache, which ignores it. A page
+	// over the client's size limit is asked for again, consistently, with
+	// half as many objects, down to one, until the list ends.
 	PageSize int64
 	// StreamingList asks for the initial state as a watch that starts
 	// with the existing objects (sendInitialEvents) instead of a list.

@@ -67,6 +67,11 @@ type state[T any] struct {
 	rv     string // last resourceVersion seen: list, event or bookmark
 	synced bool   // a full list has been delivered
 	gone   bool   // the next sync must be a consistent list (after a 410)
+	// big says a list page or watch event was over the client's size
+	// limit: the next sync is a consistent list (the server's watch cache
+	// may ignore the page size), in pages of pageSize.
+	big      bool
+	pageSize int64 // objects per page of the list in progress; 0: machine's
 
 	streamRefused bool // the server refused a streaming list
 
@@ -169,6 +174,10 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			return s, nil
 		}
 		if in.err != nil {
+			if tooLarge(in.err) {
+				acts = m.pageTooLarge(&s, in, acts)
+				break
+			}
 			if isGone(in.err) {
 				// The continue token or resourceVersion expired: start a
 				// consistent list from the first page.
@@ -322,13 +331,53 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 	if isGone(in.err) {
 		s.gone = true
 	}
+	if tooLarge(in.err) {
+		// Reopening from the same resourceVersion would meet the same
+		// event again: list instead, which skips it once the object is
+		// gone or smaller.
+		s.big = true
+	}
 	return m.fail(s, in, phaseOpen, "watch failed", acts)
+}
+
+// pageTooLarge handles a list page over the client's size limit: the
+// page is asked for again with half as many objects, at once, down to
+// one; a page of one object over the limit (for a page, or for one
+// object, which the client also checks in a list) is a failure, retried
+// with backoff
+// from the list's first page at the full page size, so that the list
+// succeeds once the object is gone (a continue token would show the
+// list's old snapshot, object included).
+func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []action[T] {
+	s.big = true
+	if size := m.pageSizeOf(s); size > 1 {
+		s.pageSize = size / 2
+		acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+			msg: fmt.Sprintf("list page too large; page size now %d", s.pageSize), err: in.err})
+		return append(acts, action[T]{kind: actList, opts: m.listOptions(s)})
+	}
+	s.cont, s.pending, s.pageSize = "", nil, 0
+	return m.fail(s, in, phaseList, "list failed", acts,
+		fmt.Errorf("watch: one object is over the client's size limit: %w", in.err))
+}
+
+// pageSizeOf returns the page size of the list in progress.
+func (m *machine[T]) pageSizeOf(s *state[T]) int64 {
+	if s.pageSize > 0 {
+		return s.pageSize
+	}
+	return m.pageSize
+}
+
+// tooLarge reports whether err is a response over the client's size limit.
+func tooLarge(err error) bool {
+	return errors.Is(err, k8sapi.ErrBodyTooLarge)
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
 // else a paginated list.
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
-	if m.streaming && !s.streamRefused {
+	if m.streaming && !s.streamRefused && !s.big {
 		s.pending, s.cont = nil, ""
 		s.initial = true
 		return m.watch(s, in, s.retrying, acts)
@@ -348,6 +397,7 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 	acts = append(acts, action[T]{kind: actReplace, items: s.pending})
 	s.pending, s.cont = nil, ""
 	s.gone, s.relistLogged = false, false
+	s.big, s.pageSize = false, 0
 	if !s.synced {
 		s.synced = true
 		acts = append(acts, action[T]{kind: actSynced})
@@ -393,7 +443,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 	s.retrying = true
 	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: cause})
 
-	if s.gone {
+	if s.gone || s.big {
 		after = phaseList // sync again, consistently
 	}
 	if after == phaseList {
@@ -416,13 +466,13 @@ func (m *machine[T]) healthy(s *state[T], now time.Time) {
 
 // listOptions returns the options of the next list page.
 func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
-	rv, match := nextResourceVersion(s.phaseFor(phaseList), s.rv, s.synced, s.gone, s.cont)
+	rv, match := nextResourceVersion(s.phaseFor(phaseList), s.rv, s.synced, s.gone || s.big, s.cont)
 	return k8sapi.ListOptions{
 		LabelSelector:        m.labels,
 		FieldSelector:        m.fields,
 		ResourceVersion:      rv,
 		ResourceVersionMatch: match,
-		Limit:                m.pageSize,
+		Limit:                m.pageSizeOf(s),
 		Continue:             s.cont,
 	}
 }

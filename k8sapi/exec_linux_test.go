@@ -1,0 +1,81 @@
+package k8sapi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestExecTimeoutKillsProcessGroup runs a plugin script that starts a
+// grandchild and then hangs; when the run's time is up, the grandchild
+// must be gone too, not only the script.
+func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	script := filepath.Join(dir, "plugin.sh")
+	body := "#!/bin/sh\nsleep 300 &\necho $! > " + pidFile + ".tmp\nmv " + pidFile + ".tmp " + pidFile + "\nsleep 300\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := &execCredentials{command: script}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Time is up once the grandchild is known to run.
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if _, err := os.Stat(pidFile); err == nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	_, err := e.runPlugin(ctx, script, nil, dir, nil)
+	if err == nil {
+		t.Fatal("no error from a plugin that was stopped")
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("runPlugin took %v: it waited for the grandchild's pipes", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("grandchild %d still runs after the plugin's run was stopped", pid)
+		}
+		<-tick.C
+	}
+}
+
+// alive reports whether pid runs: it exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}

@@ -1,0 +1,155 @@
+package k8sapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// callList sends op, a list, and decodes the 2xx body into out one item
+// at a time: the body is never held whole, only the item being decoded
+// is, so a page costs about its decoded size. A body over the client's
+// list page limit, or one item over its object limit, fails with a
+// *DecodeError wrapping [ErrBodyTooLarge].
+func callList[T any](ctx context.Context, c *Client, op *operation, out *List[T]) error {
+	resp, err := c.do(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	limit := c.listLimit
+	if resp.ContentLength > limit {
+		return op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
+	}
+	r := &limitedBody{r: resp.Body, limit: limit, itemLimit: c.objectLimit, itemStart: -1}
+	err = decodeList(json.NewDecoder(r), out, func(off int64) { r.itemStart = off })
+	switch {
+	case err == nil:
+		return nil
+	case r.err != nil && errors.Is(r.err, ErrBodyTooLarge):
+		return op.decodeError(r.err)
+	case r.err != nil:
+		return op.requestError(r.err)
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF // the body ended inside the list
+	}
+	return op.decodeError(err)
+}
+
+// decodeList decodes a List object from dec, item by item. Fields other
+// than apiVersion, kind, metadata and items are skipped. mark is told the
+// stream offset of each item as its decoding starts, and -1 after the
+// last.
+func decodeList[T any](dec *json.Decoder, out *List[T], mark func(off int64)) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch key, _ := tok.(string); key {
+		case "apiVersion":
+			err = dec.Decode(&out.APIVersion)
+		case "kind":
+			err = dec.Decode(&out.Kind)
+		case "metadata":
+			err = dec.Decode(&out.Metadata)
+		case "items":
+			err = decodeItems(dec, out, mark)
+		default:
+			err = dec.Decode(&skipValue{})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the list object")
+	}
+	return nil
+}
+
+// decodeItems decodes the items array, or null, one element at a time.
+func decodeItems[T any](dec *json.Decoder, out *List[T], mark func(off int64)) error {
+	out.Items = nil
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return errors.New("list items is not an array")
+	}
+	for dec.More() {
+		mark(dec.InputOffset())
+		var item T
+		if err := dec.Decode(&item); err != nil {
+			return err
+		}
+		out.Items = append(out.Items, item)
+	}
+	mark(-1)
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("list: want %q, got %v", d, tok)
+	}
+	return nil
+}
+
+// skipValue decodes any JSON value into nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+
+// listReadSize bounds one read of a list body, so that an item over its
+// limit is caught within that many bytes.
+const listReadSize = 64 << 10
+
+// limitedBody reads r until limit bytes have been read, and fails with an
+// error wrapping ErrBodyTooLarge on one more byte, or when the item that
+// began at stream offset itemStart (if not negative) has grown past
+// itemLimit bytes without ending. It records the first read error other
+// than io.EOF, so that a decoder's error can be traced to it.
+type limitedBody struct {
+	r                    io.Reader
+	read, limit          int64
+	itemStart, itemLimit int64
+	err                  error
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if l.itemStart >= 0 && l.read-l.itemStart > l.itemLimit {
+		l.err = fmt.Errorf("%w (list item over %d bytes)", ErrBodyTooLarge, l.itemLimit)
+		return 0, l.err
+	}
+	p = p[:min(int64(len(p)), l.limit-l.read+1, listReadSize)]
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	if l.read > l.limit {
+		l.err = fmt.Errorf("%w (list page over %d bytes)", ErrBodyTooLarge, l.limit)
+		return 0, l.err
+	}
+	if err != nil && err != io.EOF {
+		l.err = err
+	}
+	return n, err
+}
