@@ -55,7 +55,7 @@ const (
 	MaxWait = time.Minute
 	// FirstWait is the wait before the first retry of a Widget that is
 	// Waiting; each retry doubles it, up to MaxWait.
-	FirstWait = 5 * time.Second
+	FirstWait = 10 * time.Second
 	// TransientGrace is how long a Transient failure may last before the
 	// Widget reports it as Failed, so that a blip does not flap the
 	// status.

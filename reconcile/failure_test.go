@@ -265,7 +265,13 @@ func TestReconcileWaitingDefaultBackoff(t *testing.T) {
 		waits = append(waits, res.RequeueAfter)
 		now = now.Add(res.RequeueAfter)
 	}
-	want := []time.Duration{FirstWait, 2 * FirstWait, 4 * FirstWait, 8 * FirstWait, MaxWait, MaxWait}
+	var want []time.Duration
+	for i := range 6 {
+		want = append(want, min(FirstWait<<i, MaxWait))
+	}
+	if want[0] >= MaxWait || want[5] != MaxWait {
+		t.Fatalf("FirstWait %v and MaxWait %v make no ramp", FirstWait, MaxWait)
+	}
 	if !slices.Equal(waits, want) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
