@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ const settleDeadline = 10 * time.Second
 const idleWindow = 60 * time.Second
 
 // TestRefusalsSettle runs the three kinds of refusal that the server keeps
-// up, in parallel so that they share one idle window: each Widget settles
-// to Failed within settleDeadline with a reason and the server's message,
+// up, at once so that they share one idle window: each Widget settles to
+// Failed within settleDeadline with a reason and the server's message,
 // then draws no write for a minute but its rare retries, then recovers
 // once the refusal is lifted.
 //
@@ -34,18 +35,18 @@ func TestRefusalsSettle(t *testing.T) {
 	p := env.Plane.Get(t)
 	env.Install(t, p)
 	env.StopShared()
-	t.Run("child rejected by an admission policy", func(t *testing.T) {
-		t.Parallel()
-		childRejected(t, p)
-	})
-	t.Run("quota blocks the Deployment", func(t *testing.T) {
-		t.Parallel()
-		quotaExceeded(t, p)
-	})
-	t.Run("services forbidden by RBAC", func(t *testing.T) {
-		t.Parallel()
-		servicesForbidden(t, p)
-	})
+	// Subtests started from goroutines run at once, whatever -parallel
+	// says (t.Parallel would wait for a free slot, and there may be only
+	// two).
+	var wg sync.WaitGroup
+	for name, scenario := range map[string]func(*testing.T, *controlplane.Plane){
+		"child rejected by an admission policy": childRejected,
+		"quota blocks the Deployment":           quotaExceeded,
+		"services forbidden by RBAC":            servicesForbidden,
+	} {
+		wg.Go(func() { t.Run(name, func(t *testing.T) { scenario(t, p) }) })
+	}
+	wg.Wait()
 }
 
 // waitWorkers waits until the operator o has started its workers, so
