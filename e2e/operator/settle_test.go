@@ -233,13 +233,20 @@ func quotaExceeded(t *testing.T, p *controlplane.Plane) {
 	// 60 s apart): two or three in the window.
 	idle(t, p, harness.OperatorUser, ns, "deployments", 3)
 
+	// Raise the quota just after a retry, so that the next one is a
+	// minute away: a Deployment within seconds is the quota's watch at
+	// work, not the schedule.
+	from := time.Now()
+	eventually(t, 70*time.Second, func() (bool, string) {
+		return len(writesIn(t, p, harness.OperatorUser, ns, from)) > 0, "no retry"
+	})
 	raised := time.Now()
 	patch := `{"spec":{"hard":{"count/deployments.apps":"1"}}}`
 	if _, err := k8sapi.For[quota](c, resourceQuotas).Patch(ctx, ns, "deployments", k8sapi.MergePatch, []byte(patch), k8sapi.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Retried at once, not at the next minute.
-	eventually(t, 15*time.Second, func() (bool, string) {
+	eventually(t, 20*time.Second, func() (bool, string) {
 		_, err := getDeployment(t, c, ns, "shop")
 		return err == nil, fmt.Sprintf("no Deployment %v after the quota was raised: %v", time.Since(raised).Round(time.Second), err)
 	})
