@@ -13,7 +13,17 @@
 # /bin/sh. Without access to a registry, make one from the local toolchain
 # (go run ./hack/image) and pass
 # --build-arg GO_IMAGE=localhost/widget-go-builder:1.26.
-ARG GO_IMAGE=golang:1.26-alpine
+#
+# The default is pinned by digest, so that a tag moved in the registry
+# cannot change what builds the binary: golang:1.26.8-alpine, the
+# multi-arch index, the toolchain the project is tested with (go1.26.8).
+# The digest was taken from public Dockerfiles that pin this tag (checked
+# current in October 2026), not read from the registry by this project's
+# CI, which has no registry access; confirm it with
+#   docker buildx imagetools inspect golang:1.26.8-alpine
+# and move tag and digest together. The final stage is scratch: nothing
+# else to pin.
+ARG GO_IMAGE=golang:1.26.8-alpine@sha256:8ac98ca534ac3f51e1f420a1dd2c15e74c75cfa0f23f3ad27eb5d7236c349a0c
 
 FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 # Set by the builder from --platform; empty means the build machine's.
@@ -34,7 +44,7 @@ COPY watch/ watch/
 ENV CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOCACHE=/root/.cache/go-build
 RUN --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -buildid= -X github.com/zerodep-k8s/widget-operator/k8sapi.Version=${VERSION}" \
+      -ldflags "-s -w -buildid= -X main.Version=${VERSION}" \
       -o /out/widget-operator ./cmd/widget-operator
 
 FROM scratch

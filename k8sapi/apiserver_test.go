@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -727,6 +728,35 @@ func boundToken(t *testing.T, p *controlplane.Plane, ns, sa, secret string) stri
 // open, then revokes the old token: the open watch keeps delivering, and
 // new requests use the new token.
 func TestAPIServerTokenFileRotation(t *testing.T) {
+	testTokenRotation(t, func(p *controlplane.Plane, tokenFile string) *k8sapi.Config {
+		return &k8sapi.Config{Host: p.Host(), CAData: p.CAData(), BearerTokenFile: tokenFile}
+	})
+}
+
+// TestAPIServerInClusterTokenRotation is the same with the config a pod
+// gets from InCluster, which sets both the token and its file: the file
+// must win.
+func TestAPIServerInClusterTokenRotation(t *testing.T) {
+	testTokenRotation(t, func(p *controlplane.Plane, tokenFile string) *k8sapi.Config {
+		dir := filepath.Dir(tokenFile)
+		if err := os.WriteFile(filepath.Join(dir, "ca.crt"), p.CAData(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(p.Host())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("KUBERNETES_SERVICE_HOST", u.Hostname())
+		t.Setenv("KUBERNETES_SERVICE_PORT", u.Port())
+		cfg, err := k8sapi.InCluster(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	})
+}
+
+func testTokenRotation(t *testing.T, config func(p *controlplane.Plane, tokenFile string) *k8sapi.Config) {
 	p := plane.Get(t)
 	ns := p.TestNamespace(t)
 	ctx := testContext(t)
@@ -740,7 +770,7 @@ func TestAPIServerTokenFileRotation(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := k8sapi.New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), BearerTokenFile: tokenFile})
+	c, err := k8sapi.New(config(p, tokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}

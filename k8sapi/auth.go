@@ -5,9 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,10 +26,38 @@ type credentials interface {
 
 // newCredentials returns the credentials c describes, by the precedence
 // [Config.AuthMethod] reports: an exec plugin, a token file, a static token,
-// then basic credentials. A client certificate is not a credential here: it
-// is part of the TLS configuration. A token file is read once now, so that a
-// missing file fails early unless BearerToken gives a first token.
+// then basic credentials, with c.Impersonate's headers added. A client
+// certificate is not a credential here: it is part of the TLS
+// configuration. A token file is read once now, so that a missing file
+// fails early unless BearerToken gives a first token.
+//
+// To a plain http:// server nothing is sent, as kubectl does: see
+// [Config.WithheldAuth].
 func newCredentials(c *Config) (credentials, error) {
+	if err := c.Impersonate.check(); err != nil {
+		return nil, fmt.Errorf("k8sapi: config: %w", err)
+	}
+	if plainHTTP(c.Host) {
+		return noCredentials{}, nil
+	}
+	creds, err := baseCredentials(c)
+	if err != nil || c.Impersonate.UserName == "" {
+		return creds, err
+	}
+	h := c.Impersonate.header()
+	if src, ok := creds.(certSource); ok {
+		return impersonatingCertSource{impersonating{creds, h}, src}, nil
+	}
+	return impersonating{creds, h}, nil
+}
+
+// plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
+func plainHTTP(host string) bool {
+	scheme, _, ok := strings.Cut(host, "://")
+	return ok && strings.EqualFold(scheme, "http")
+}
+
+func baseCredentials(c *Config) (credentials, error) {
 	switch {
 	case c.Exec != nil:
 		return newExecCredentials(c)
@@ -137,17 +164,13 @@ func (t *tokenFileCredentials) get() (string, error) {
 // readTokenFile reads a token; its errors lack the package prefix, for the
 // caller to add.
 func readTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	b, err := readFileLimit(path, maxTokenFileSize)
+	var pe *fs.PathError
+	if err != nil && !errors.As(err, &pe) {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileSize+1))
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	if len(b) > maxTokenFileSize {
-		return "", fmt.Errorf("token file %s: larger than %d KiB", path, maxTokenFileSize>>10)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
@@ -157,4 +180,105 @@ func readTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("token file %s: %w", path, err)
 	}
 	return tok, nil
+}
+
+// Impersonation makes requests act as another user, with the
+// Impersonate-* headers. The user the Config authenticates as needs RBAC
+// permission to impersonate each of them (verb "impersonate" on users,
+// uids, groups and userextras/KEY). The zero value impersonates no one.
+type Impersonation struct {
+	// UserName is the user to act as. Empty means no impersonation; the
+	// other fields need it.
+	UserName string
+	// UID is the user's UID. Empty means none.
+	UID string
+	// Groups are the user's groups. Nil means none.
+	Groups []string
+	// Extra are the user's extra attributes, by key. Nil means none.
+	Extra map[string][]string
+}
+
+// check reports an Impersonation that cannot be sent, without quoting it.
+func (im *Impersonation) check() error {
+	if im.UserName == "" {
+		if im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0 {
+			return errors.New("impersonation: a UID, groups or extras need a user name")
+		}
+		return nil
+	}
+	vals := append([]string{im.UserName, im.UID}, im.Groups...)
+	for k, vs := range im.Extra {
+		if k == "" {
+			return errors.New("impersonation: an extra key is empty")
+		}
+		vals = append(vals, vs...)
+	}
+	for _, v := range vals {
+		if err := checkHeaderValue(v); err != nil {
+			return fmt.Errorf("impersonation: a value %w", err)
+		}
+	}
+	return nil
+}
+
+// header returns the Impersonate-* headers. An extra's key is
+// percent-encoded where it holds a character a header name cannot; the
+// API server decodes it and folds it to lower case.
+func (im *Impersonation) header() http.Header {
+	h := http.Header{}
+	h.Set("Impersonate-User", im.UserName)
+	if im.UID != "" {
+		h.Set("Impersonate-Uid", im.UID)
+	}
+	for _, g := range im.Groups {
+		h.Add("Impersonate-Group", g)
+	}
+	for k, vs := range im.Extra {
+		for _, v := range vs {
+			h.Add("Impersonate-Extra-"+escapeHeaderKey(k), v)
+		}
+	}
+	return h
+}
+
+// escapeHeaderKey percent-encodes the bytes of k that are not token
+// characters of RFC 9110, and '%' itself.
+func escapeHeaderKey(k string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c < 0x80 && c != '%' && (c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$&'*+-.^_`|~", c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// impersonating adds the Impersonate-* headers to what its credentials
+// send.
+type impersonating struct {
+	credentials
+	header http.Header
+}
+
+func (im impersonating) authorize(ctx context.Context, req *http.Request) error {
+	if err := im.credentials.authorize(ctx, req); err != nil {
+		return err
+	}
+	for k, vs := range im.header {
+		req.Header[k] = vs
+	}
+	return nil
+}
+
+// impersonatingCertSource keeps the client certificate of credentials that
+// supply one.
+type impersonatingCertSource struct {
+	impersonating
+	certSource
 }

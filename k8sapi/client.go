@@ -2,6 +2,7 @@ package k8sapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +111,7 @@ func New(cfg *Config) (*Client, error) {
 		c.namespace = "default"
 	}
 	if c.userAgent == "" {
-		c.userAgent = "widget-operator/" + Version
+		c.userAgent = defaultUserAgent()
 	}
 	switch {
 	case c.maxRetries == 0:
@@ -165,6 +166,7 @@ type operation struct {
 	query       url.Values
 	body        []byte
 	contentType string
+	accept      string // empty means application/json
 }
 
 func (o *operation) fill(verb, resource, namespace, name *string) {
@@ -251,7 +253,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, target string) (
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		req.Header.Set("Content-Type", op.contentType)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", cmp.Or(op.accept, "application/json"))
 	req.Header.Set("User-Agent", c.userAgent)
 	if err := c.creds.authorize(ctx, req); err != nil {
 		return nil, err

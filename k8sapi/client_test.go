@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,7 +198,7 @@ func TestNewDefaults(t *testing.T) {
 	if got := c.Namespace(); got != "default" {
 		t.Errorf("Namespace() = %q, want default", got)
 	}
-	if got := c.userAgent; got != "widget-operator/"+Version {
+	if got := c.userAgent; got != "k8sapi/devel ("+runtime.GOOS+"/"+runtime.GOARCH+")" {
 		t.Errorf("user agent %q", got)
 	}
 	if c.maxRetries != 5 || c.limiter != nil {

@@ -24,8 +24,9 @@ type Config struct {
 	// ServerName overrides the name checked on the server's certificate.
 	// Empty means the host of Host.
 	ServerName string
-	// ProxyURL is an http(s) proxy to reach the server through. Empty means
-	// none: the environment's proxy variables are not used.
+	// ProxyURL is an http, https, socks5 or socks5h proxy to reach the
+	// server through. Empty means none: the environment's proxy variables
+	// are not used.
 	ProxyURL string
 
 	// BearerToken is a static token. BearerTokenFile, when set, wins: the
@@ -39,13 +40,17 @@ type Config struct {
 	CertData, KeyData []byte
 	// Exec runs a credential plugin. Nil means none.
 	Exec *ExecConfig
+	// Impersonate makes requests act as another user. The zero value
+	// impersonates no one.
+	Impersonate Impersonation
 
 	// Namespace is the default namespace: the kubeconfig context's, or the
 	// pod's own in-cluster. Empty means "default" to callers that need one.
 	Namespace string
 
 	// UserAgent is sent on every request. Empty means
-	// "widget-operator/<Version>".
+	// "k8sapi/<module version> (<GOOS>/<GOARCH>)", the version being the
+	// one the binary's build information records, or "devel".
 	UserAgent string
 	// QPS and Burst limit the client's request rate. QPS <= 0 means no
 	// limit; Burst <= 0 with QPS > 0 means a burst of 1.
@@ -88,14 +93,35 @@ type ExecConfig struct {
 	ProvideClusterInfo bool
 }
 
-// Version is the client's version, reported in the User-Agent. The build
-// sets it with -ldflags "-X github.com/zerodep-k8s/widget-operator/k8sapi.Version=...".
-var Version = "dev"
-
 // AuthMethod names the way the Config authenticates, for a startup log
 // line: "exec", "token-file", "token", "client-certificate", "basic" or
-// "none". It never includes the secret itself.
+// "none". It never includes the secret itself. It is "none" when Host is a
+// plain http:// URL: see [Config.WithheldAuth].
 func (c *Config) AuthMethod() string {
+	if plainHTTP(c.Host) {
+		return "none"
+	}
+	return c.authMethod()
+}
+
+// WithheldAuth names the credentials that [New] does not send because Host
+// is a plain http:// URL, as AuthMethod would name them, or "impersonation";
+// it is empty when nothing is withheld. Credentials are only ever sent over
+// TLS, as kubectl does; a caller should say so once, in a warning.
+func (c *Config) WithheldAuth() string {
+	if !plainHTTP(c.Host) {
+		return ""
+	}
+	if m := c.authMethod(); m != "none" {
+		return m
+	}
+	if c.Impersonate.UserName != "" {
+		return "impersonation"
+	}
+	return ""
+}
+
+func (c *Config) authMethod() string {
 	switch {
 	case c.Exec != nil:
 		return "exec"

@@ -43,7 +43,7 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: %w", err)
 	}
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	ca, err := readFileLimit(filepath.Join(dir, "ca.crt"), maxPEMFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: CA bundle: %w", err)
 	}
@@ -51,7 +51,7 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: %s: %w", filepath.Join(dir, "ca.crt"), err)
 	}
 	var ns string
-	switch b, err := os.ReadFile(filepath.Join(dir, "namespace")); {
+	switch b, err := readFileLimit(filepath.Join(dir, "namespace"), maxTokenFileSize); {
 	case err == nil:
 		ns = strings.TrimSpace(string(b))
 	case !errors.Is(err, os.ErrNotExist):

@@ -40,8 +40,15 @@ func (e *ConfigError) Error() string {
 // Unwrap returns the cause.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// maxKubeconfigSize bounds the bytes read from one kubeconfig file.
-const maxKubeconfigSize = 8 << 20
+// Bounds on the files a configuration names, so that a path such as
+// /dev/zero is an error, not an exhausted memory.
+const (
+	// maxKubeconfigSize bounds the bytes read from one kubeconfig file.
+	maxKubeconfigSize = 8 << 20
+	// maxPEMFileSize bounds a CA bundle, client certificate or key file:
+	// several times the largest public CA bundles.
+	maxPEMFileSize = 1 << 20
+)
 
 // kcFile is one kubeconfig file that took part in a merge.
 type kcFile struct {
@@ -75,6 +82,7 @@ type kcUser struct {
 	certData, keyData  []byte
 	username, password string
 	exec               *kcExec
+	impersonate        Impersonation
 }
 
 type kcContext struct {
@@ -124,19 +132,38 @@ func LoadKubeconfig(paths []string, context string) (*Config, error) {
 }
 
 func readKubeconfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := readFileLimit(path, maxKubeconfigSize)
 	if err != nil {
 		return nil, &ConfigError{Path: path, Err: pathCause(err)}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKubeconfigSize+1))
-	if err != nil {
-		return nil, &ConfigError{Path: path, Err: pathCause(err)}
-	}
-	if len(data) > maxKubeconfigSize {
-		return nil, &ConfigError{Path: path, Err: fmt.Errorf("larger than %d MiB", maxKubeconfigSize>>20)}
 	}
 	return data, nil
+}
+
+// readFileLimit reads a file of at most limit bytes. A larger one is an
+// error, after reading limit+1 bytes at most. Its errors lack the package
+// prefix, for the caller to add.
+func readFileLimit(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %s", sizeString(limit))
+	}
+	return data, nil
+}
+
+// sizeString writes a limit in KiB or MiB.
+func sizeString(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n>>10, 10) + " KiB"
 }
 
 // pathCause drops the path from an *fs.PathError, which the ConfigError
@@ -400,16 +427,54 @@ func (d *decoder) user(n *yaml.Node, name string) (*kcUser, error) {
 			if !e.Value.IsNull() {
 				err = d.errorf(e.Value, "%s: auth providers are not supported; use an exec plugin", field)
 			}
-		case "as", "as-uid", "as-groups", "as-user-extra":
-			if !e.Value.IsNull() {
-				err = d.errorf(e.Value, "%s: impersonation is not supported", field)
-			}
+		case "as":
+			u.impersonate.UserName, err = d.str(e.Value, field)
+		case "as-uid":
+			u.impersonate.UID, err = d.str(e.Value, field)
+		case "as-groups":
+			u.impersonate.Groups, err = d.strings(e.Value, field)
+		case "as-user-extra":
+			u.impersonate.Extra, err = d.extra(e.Value, field)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	return u, nil
+}
+
+// strings decodes a list of strings; null is an empty list.
+func (d *decoder) strings(n *yaml.Node, field string) ([]string, error) {
+	items, err := d.list(n, field)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, it := range items {
+		s, err := d.str(it, fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// extra decodes as-user-extra: a map of lists of strings.
+func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error) {
+	entries, err := d.mapping(n, field)
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string][]string, len(entries))
+	for _, e := range entries {
+		v, err := d.strings(e.Value, field+"."+e.Key)
+		if err != nil {
+			return nil, err
+		}
+		out[e.Key] = v
+	}
+	return out, nil
 }
 
 func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
@@ -426,17 +491,7 @@ func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
 		case "command":
 			x.command, err = d.str(e.Value, f)
 		case "args":
-			var items []*yaml.Node
-			if items, err = d.list(e.Value, f); err != nil {
-				return nil, err
-			}
-			for i, it := range items {
-				var s string
-				if s, err = d.str(it, fmt.Sprintf("%s[%d]", f, i)); err != nil {
-					return nil, err
-				}
-				x.args = append(x.args, s)
-			}
+			x.args, err = d.strings(e.Value, f)
 		case "env":
 			var items []*yaml.Node
 			if items, err = d.list(e.Value, f); err != nil {
@@ -531,9 +586,9 @@ func (f *kcFile) resolve(p string) string {
 	return filepath.Join(f.dir, p)
 }
 
-// readFile reads a file a kubeconfig entry names.
+// readFile reads a PEM file a kubeconfig entry names.
 func (f *kcFile) readFile(line int, what, p string) ([]byte, error) {
-	b, err := os.ReadFile(f.resolve(p))
+	b, err := readFileLimit(f.resolve(p), maxPEMFileSize)
 	if err != nil {
 		return nil, &ConfigError{Path: f.path, Line: line, Err: fmt.Errorf("%s: %w", what, err)}
 	}
@@ -611,16 +666,27 @@ func (c *kcCluster) apply(cfg *Config, name string) error {
 		return fail("insecure-skip-tls-verify and a certificate authority cannot both be set")
 	}
 	if c.proxyURL != "" {
-		p, err := url.Parse(c.proxyURL)
-		if err != nil || p.Host == "" {
-			return fail("proxy-url is not a URL")
-		}
-		if p.Scheme != "http" && p.Scheme != "https" {
-			return fail("proxy-url scheme %q is not supported; use http or https", p.Scheme)
+		if _, err := parseProxyURL(c.proxyURL); err != nil {
+			return fail("proxy-url %v", err)
 		}
 		cfg.ProxyURL = c.proxyURL
 	}
 	return nil
+}
+
+// parseProxyURL checks a proxy URL, for the loader and the transport
+// alike: http, https, socks5 or socks5h, with a host. Its errors never
+// repeat the URL, which may hold a password.
+func parseProxyURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return nil, errors.New("is not a valid URL")
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5", "socks5h":
+		return u, nil
+	}
+	return nil, errors.New("scheme must be http, https, socks5 or socks5h")
 }
 
 func (u *kcUser) apply(cfg *Config, name string) error {
@@ -643,6 +709,10 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 	cfg.BearerToken = u.token
 	cfg.BearerTokenFile = u.file.resolve(u.tokenFile)
 	cfg.Username, cfg.Password = u.username, u.password
+	if err := u.impersonate.check(); err != nil {
+		return fail("%v", err)
+	}
+	cfg.Impersonate = u.impersonate
 	var err error
 	switch {
 	case len(u.certData) > 0:

@@ -12,6 +12,8 @@ import (
 // never panic, and every error must be a one-line *ConfigError.
 func FuzzLoadKubeconfig(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/kubeconfig/*.yaml")
+	corpus, _ := filepath.Glob("testdata/kubeconfig/corpus/*.yaml")
+	seeds = append(seeds, corpus...)
 	for _, s := range seeds {
 		if b, err := os.ReadFile(s); err == nil {
 			f.Add(b, "")

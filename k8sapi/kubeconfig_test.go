@@ -255,7 +255,7 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		line               int
 		msg                string
 	}{
-		{"bad yaml", "a: b\n  c: d\n", "", 2, "unexpected indentation"},
+		{"bad yaml", "a:\n    b: 1\n  c: 2\n", "", 3, "unexpected indentation"},
 		{"not a map", "- a\n", "", 1, "want a map"},
 		{"clusters not a list", "clusters: {}\n", "", 1, "clusters: want a list"},
 		{"no name", "clusters:\n- cluster: {}\n", "", 2, "no name"},
@@ -271,7 +271,9 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"exec no command", "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1}\n", "", 4, "command is missing"},
 		{"exec bad env", "users:\n- name: u\n  user:\n    exec:\n      env:\n      - value: x\n", "", 6, "invalid or missing name"},
 		{"auth provider", "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n", "", 4, "auth providers are not supported"},
-		{"impersonation", "users:\n- name: u\n  user:\n    as: admin\n", "", 4, "impersonation"},
+		{"impersonation without user", head + ctx + "users:\n- name: u\n  user: {as-groups: [g]}\n", "", 10, "need a user name"},
+		{"impersonation extra not a map", "users:\n- name: u\n  user:\n    as-user-extra: [a]\n", "", 4, "as-user-extra: want a map"},
+		{"impersonation groups not a list", "users:\n- name: u\n  user:\n    as-groups: g\n", "", 4, "as-groups: want a list"},
 		{"no current context", head, "", 0, "no current-context"},
 		{"unknown context", head + ctx, "nope", 0, `context "nope" not found`},
 		{"unknown cluster", "contexts:\n- name: x\n  context: {cluster: zz}\ncurrent-context: x\n", "", 2, `cluster "zz" not found`},
@@ -279,7 +281,10 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"no server", "clusters:\n- name: c\n  cluster: {}\n" + ctx, "", 2, "server is missing"},
 		{"bad server", "clusters:\n- name: c\n  cluster: {server: 'h:6443'}\n" + ctx, "", 2, "not an https:// or http:// URL"},
 		{"insecure with CA", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    certificate-authority-data: Q0E=\n" + ctx, "", 2, "cannot both be set"},
-		{"socks proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: socks5://p:1080\n" + ctx, "", 2, `"socks5" is not supported`},
+		{"ftp proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: ftp://p:21\n" + ctx, "", 2, "proxy-url scheme must be http, https, socks5 or socks5h"},
+		{"CA file too large", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /dev/zero}\n" + ctx, "", 2, "certificate-authority: larger than 1 MiB"},
+		{"key file too large", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=, client-key: /dev/zero}\n", "", 10, "client-key: larger than 1 MiB"},
+		{"certificate file too large", head + ctx + "users:\n- name: u\n  user: {client-key-data: Q0E=, client-certificate: /dev/zero}\n", "", 10, "client-certificate: larger than 1 MiB"},
 		{"two auth methods", head + ctx + "users:\n- name: u\n  user: {token: t, username: a, password: b}\n", "", 10, "more than one authentication method: token, username/password"},
 		{"cert without key", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=}\n", "", 10, "needs both"},
 		{"missing key file", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=, client-key: nope.key}\n", "", 10, "client-key: open"},
@@ -336,5 +341,26 @@ func TestLoadKubeconfigEmptyFileMerges(t *testing.T) {
 	cfg, err := LoadKubeconfig([]string{filepath.Join(dir, "empty"), "testdata/kubeconfig/kind.yaml"}, "")
 	if err != nil || cfg.Host != "https://127.0.0.1:40123" {
 		t.Errorf("got %+v, %v", cfg, err)
+	}
+}
+
+// TestProxyURLOneRule: the loader accepts a proxy-url exactly when New
+// accepts it as Config.ProxyURL.
+func TestProxyURLOneRule(t *testing.T) {
+	for _, proxy := range []string{
+		"http://p:3128", "https://p:443", "socks5://p:1080", "socks5h://p:1080",
+		"ftp://p:21", "socks4://p:1080", "p:3128", "http://", "http://%zz",
+	} {
+		doc := "clusters:\n- name: c\n  cluster: {server: 'https://h', proxy-url: '" + proxy + "'}\n" +
+			"contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n"
+		path := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"config": doc}), "config")
+		_, loadErr := LoadKubeconfig([]string{path}, "")
+		_, newErr := New(&Config{Host: "https://h", ProxyURL: proxy})
+		if (loadErr == nil) != (newErr == nil) {
+			t.Errorf("proxy %q: LoadKubeconfig error %v, New error %v", proxy, loadErr, newErr)
+		}
+		if strings.HasPrefix(proxy, "socks5") && loadErr != nil {
+			t.Errorf("proxy %q refused: %v", proxy, loadErr)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package k8sapi
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +74,17 @@ func TestInClusterErrors(t *testing.T) {
 	emptyToken := writeFiles(t, t.TempDir(), map[string]string{"token": " \n"})
 	if _, err := inCluster(emptyToken, env.get); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty token: %v", err)
+	}
+	// Files without end (here /dev/zero) are read up to their limit only.
+	for _, name := range []string{"ca.crt", "token", "namespace"} {
+		dir := serviceAccountDir(t, false)
+		os.Remove(filepath.Join(dir, name))
+		if err := os.Symlink("/dev/zero", filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inCluster(dir, env.get); err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s is /dev/zero: %v", name, err)
+		}
 	}
 	env["KUBERNETES_SERVICE_HOST"] = "evil/host"
 	if _, err := inCluster(serviceAccountDir(t, true), env.get); err == nil {

@@ -26,15 +26,9 @@ const (
 func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
 	var proxy func(*http.Request) (*url.URL, error)
 	if c.ProxyURL != "" {
-		u, err := url.Parse(c.ProxyURL)
-		// The URL may hold a password: never repeat it in the error.
-		if err != nil || u.Host == "" {
-			return nil, errors.New("k8sapi: config: ProxyURL is not a valid URL")
-		}
-		switch u.Scheme {
-		case "http", "https", "socks5", "socks5h":
-		default:
-			return nil, errors.New("k8sapi: config: ProxyURL scheme must be http, https, socks5 or socks5h")
+		u, err := parseProxyURL(c.ProxyURL)
+		if err != nil {
+			return nil, errors.New("k8sapi: config: ProxyURL " + err.Error())
 		}
 		proxy = http.ProxyURL(u)
 	}

@@ -85,6 +85,9 @@ func (c *Client) call(ctx context.Context, op *operation, limit int64, out any) 
 	if err := json.Unmarshal(body, out); err != nil {
 		return op.decodeError(err)
 	}
+	if op.verb == "get" || op.verb == "update" {
+		keepRaw(out, body)
+	}
 	return nil
 }
 
@@ -184,12 +187,29 @@ func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts Wri
 // obj's resourceVersion to make the update conditional: a stale one fails
 // with a Conflict (see [IsConflict]). opts.Subresource "status" updates the
 // status only.
+//
+// Update never erases a field T does not name: unless T is
+// json.RawMessage, what is sent is the whole object obj was read as, with
+// the changes made to obj since (fields set, changed or cleared; list
+// elements matched by "name", else by position). That whole object is the
+// one kept by the call that returned obj, when T embeds [ObjectMeta] and
+// obj came from Get or Update; otherwise (an object from Create, Patch,
+// Apply, a list, a watch or a cache, or built by hand) Update first reads
+// the object, and an error of that read is returned as it is.
 func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, opts WriteOptions) (*T, error) {
 	op, err := t.newOp("update", http.MethodPut, namespace, name, opts.Subresource, true, false)
 	if err != nil {
 		return nil, err
 	}
-	return t.write(ctx, op, obj, opts.query())
+	if obj == nil {
+		return nil, op.requestError(errors.New("nil object"))
+	}
+	body, err := t.updateBody(ctx, op, namespace, name, obj)
+	if err != nil {
+		return nil, err
+	}
+	op.body, op.contentType = body, "application/json"
+	return t.send(ctx, op, opts.query())
 }
 
 func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values) (*T, error) {
@@ -199,6 +219,11 @@ func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values
 	if err := encode(op, obj, "application/json"); err != nil {
 		return nil, err
 	}
+	return t.send(ctx, op, q)
+}
+
+// send sends op, whose body is set, with query q and decodes the answer.
+func (t Typed[T]) send(ctx context.Context, op *operation, q url.Values) (*T, error) {
 	op.query = q
 	out := new(T)
 	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {

@@ -18,6 +18,9 @@ func ptr[T any](v T) *T { return &v }
 func TestVerbs(t *testing.T) {
 	obj := &Deployment{TypeMeta: TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: ObjectMeta{Name: "web", Namespace: "shop", ResourceVersion: "48213"}}
 	objJSON, _ := json.Marshal(obj)
+	// read is obj as a Get would return it: Update sends it as it was.
+	read := *obj
+	read.raw = objJSON
 	tests := []struct {
 		name        string
 		call        func(ctx context.Context, d Typed[Deployment]) error
@@ -52,7 +55,7 @@ func TestVerbs(t *testing.T) {
 	}, {
 		name: "update",
 		call: func(ctx context.Context, d Typed[Deployment]) error {
-			_, err := d.Update(ctx, "shop", "web", obj, WriteOptions{})
+			_, err := d.Update(ctx, "shop", "web", &read, WriteOptions{})
 			return err
 		},
 		method: "PUT", path: "/apis/apps/v1/namespaces/shop/deployments/web",
@@ -60,7 +63,7 @@ func TestVerbs(t *testing.T) {
 	}, {
 		name: "update status",
 		call: func(ctx context.Context, d Typed[Deployment]) error {
-			_, err := d.Update(ctx, "shop", "web", obj, WriteOptions{Subresource: "status", FieldManager: "widget-operator"})
+			_, err := d.Update(ctx, "shop", "web", &read, WriteOptions{Subresource: "status", FieldManager: "widget-operator"})
 			return err
 		},
 		method: "PUT", path: "/apis/apps/v1/namespaces/shop/deployments/web/status", query: url.Values{"fieldManager": {"widget-operator"}},

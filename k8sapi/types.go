@@ -6,9 +6,12 @@ import (
 )
 
 // The structs below keep only the fields the operator reads or writes.
-// Fields they do not name, managedFields among them, are dropped when an
-// object is decoded, so they never sit in memory. Use json.RawMessage to
-// pass a whole object through.
+// Fields they do not name, managedFields among them, are dropped when a
+// list or a watch decodes an object, so they never sit in a cache. An
+// object that Get or Update returned also keeps the JSON it was decoded
+// from, so that an Update of it keeps the fields its struct lacks without
+// reading it again (see [Typed.Update]). Use json.RawMessage to pass a
+// whole object through.
 
 // TypeMeta is an object's apiVersion and kind.
 type TypeMeta struct {
@@ -30,6 +33,10 @@ type ObjectMeta struct {
 	Annotations       StringMap        `json:"annotations,omitempty"`
 	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
 	Finalizers        []string         `json:"finalizers,omitempty"`
+
+	// raw is the whole object this one was decoded from, when Get or
+	// Update returned it; see [Typed.Update].
+	raw []byte
 }
 
 // GetObjectMeta returns m itself, so that any struct embedding ObjectMeta
@@ -212,15 +219,12 @@ type ServiceSpec struct {
 	ClusterIP string        `json:"clusterIP,omitempty"`
 }
 
-// IntOrString is a Kubernetes int-or-string value, kept as its raw JSON.
-type IntOrString = json.RawMessage
-
 // ServicePort is one port of a Service.
 type ServicePort struct {
 	Name       string      `json:"name,omitempty"`
 	Protocol   string      `json:"protocol,omitempty"`
 	Port       int32       `json:"port"`
-	TargetPort IntOrString `json:"targetPort,omitempty"`
+	TargetPort IntOrString `json:"targetPort,omitzero"`
 }
 
 // Event is events.k8s.io/v1 Event, reduced.

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"maps"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -91,7 +90,7 @@ func DesiredService(w *Widget) *ServiceApply {
 			Selector: SelectorLabels(w.Name),
 			Ports: []k8sapi.ServicePort{{
 				Name: PortName, Protocol: "TCP", Port: ServicePort,
-				TargetPort: k8sapi.IntOrString(`"` + PortName + `"`),
+				TargetPort: k8sapi.FromString(PortName),
 			}},
 		},
 	}
@@ -143,7 +142,7 @@ func ServiceUpToDate(have *k8sapi.Service, want *ServiceApply) bool {
 	for _, wp := range want.Spec.Ports {
 		hp := findServicePort(have.Spec.Ports, wp.Name)
 		if hp == nil || hp.Port != wp.Port || protocolOrTCP(hp.Protocol) != protocolOrTCP(wp.Protocol) ||
-			!bytes.Equal(bytes.TrimSpace(hp.TargetPort), bytes.TrimSpace(wp.TargetPort)) {
+			hp.TargetPort != wp.TargetPort {
 			return false
 		}
 	}

@@ -88,10 +88,10 @@ func TestUpToDate(t *testing.T) {
 	}{
 		{"as applied", func(s *k8sapi.Service) {}, true},
 		{"extra port", func(s *k8sapi.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, k8sapi.ServicePort{Name: "m", Port: 9, TargetPort: k8sapi.IntOrString("9")})
+			s.Spec.Ports = append(s.Spec.Ports, k8sapi.ServicePort{Name: "m", Port: 9, TargetPort: k8sapi.FromInt(9)})
 		}, true},
 		{"selector extra key", func(s *k8sapi.Service) { s.Spec.Selector["x"] = "y" }, false},
-		{"target port number", func(s *k8sapi.Service) { s.Spec.Ports[0].TargetPort = k8sapi.IntOrString("8080") }, false},
+		{"target port number", func(s *k8sapi.Service) { s.Spec.Ports[0].TargetPort = k8sapi.FromInt(8080) }, false},
 		{"port", func(s *k8sapi.Service) { s.Spec.Ports[0].Port = 8080 }, false},
 		{"owner of another uid", func(s *k8sapi.Service) { s.OwnerReferences[0].UID = "other" }, false},
 	}

@@ -124,7 +124,7 @@ func TestReconcile(t *testing.T) {
 				d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, k8sapi.Container{Name: "sidecar", Image: "envoy"})
 				c.deployments["default/web"] = d
 				s := ownedService(t, c.widgets["default/web"])
-				s.Spec.Ports = append(s.Spec.Ports, k8sapi.ServicePort{Name: "metrics", Port: 9090, TargetPort: k8sapi.IntOrString("9090")})
+				s.Spec.Ports = append(s.Spec.Ports, k8sapi.ServicePort{Name: "metrics", Port: 9090, TargetPort: k8sapi.FromInt(9090)})
 				c.services["default/web"] = s
 				return c
 			},

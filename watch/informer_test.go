@@ -214,6 +214,10 @@ func startInformer(t *testing.T, cfg Config[thing]) (*Informer[thing], context.C
 	t.Helper()
 	inf := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
+	// A test that fails halfway still stops the informer: inside a
+	// synctest bubble a goroutine left blocked would fail the whole test
+	// binary and hide the other tests' results.
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()
 	return inf, cancel, done

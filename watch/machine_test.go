@@ -325,6 +325,22 @@ func TestStep(t *testing.T) {
 			wantRV: "10",
 		},
 		{
+			// Only the bookmark annotated as the end ends the initial
+			// events: ending at an earlier one would replace the cache
+			// with part of the list, and delete the rest.
+			name:      "streaming list ignores bookmarks before its end bookmark",
+			streaming: true,
+			steps: []stepCase{
+				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				opened(0),
+				event(0, k8sapi.Added, obj("a", "3"), ""),
+				event(0, k8sapi.Bookmark, bookmark("5", false), ""),
+				event(0, k8sapi.Added, obj("b", "4"), ""),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]; synced"),
+			},
+			wantRV: "9",
+		},
+		{
 			name:      "streaming list relists by streaming after a 410",
 			streaming: true,
 			steps: []stepCase{

@@ -165,10 +165,27 @@ func TestClone(t *testing.T) {
 	if Clone[k8sapi.Deployment](nil) != nil {
 		t.Error("Clone(nil) != nil")
 	}
-	svc := &k8sapi.Service{Spec: k8sapi.ServiceSpec{Ports: []k8sapi.ServicePort{{TargetPort: k8sapi.IntOrString(`8080`)}}}}
+	svc := &k8sapi.Service{Spec: k8sapi.ServiceSpec{Ports: []k8sapi.ServicePort{{TargetPort: k8sapi.FromInt(8080)}}}}
 	sc := Clone(svc)
-	sc.Spec.Ports[0].TargetPort[0] = '9'
-	if string(svc.Spec.Ports[0].TargetPort) != "8080" {
-		t.Error("RawMessage shared between clone and original")
+	sc.Spec.Ports[0].TargetPort = k8sapi.FromInt(9080)
+	if svc.Spec.Ports[0].TargetPort != k8sapi.FromInt(8080) {
+		t.Error("Ports shared between clone and original")
+	}
+}
+
+// An object without a resourceVersion (a server or proxy that drops it)
+// cannot be proven unchanged: a relist must hand the new copy on.
+func TestStoreReplaceEmptyResourceVersion(t *testing.T) {
+	s := newStore(thingMeta, nil)
+	a := obj("a", "")
+	s.replace([]*thing{a})
+	a2 := obj("a", "")
+	a2.Labels = map[string]string{"changed": "yes"}
+	changes := s.replace([]*thing{a2})
+	if len(changes) != 1 || changes[0].old != a || changes[0].new != a2 {
+		t.Fatalf("changes = %+v, want one update from the old copy to the new", changes)
+	}
+	if o, _ := s.Get("ns", "a"); o != a2 {
+		t.Error("the store kept the old copy of an object listed without a resourceVersion")
 	}
 }

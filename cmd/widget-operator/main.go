@@ -11,12 +11,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
+	"github.com/zerodep-k8s/widget-operator/internal/memlimit"
 	"github.com/zerodep-k8s/widget-operator/internal/operator"
-	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
+
+// Version is the operator's version, printed by -version and sent in the
+// User-Agent. The build sets it with -ldflags "-X main.Version=...".
+var Version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -33,7 +38,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if showVersion {
-		fmt.Fprintf(stdout, "widget-operator %s\n", k8sapi.Version)
+		fmt.Fprintf(stdout, "widget-operator %s\n", Version)
 		return 0
 	}
 
@@ -42,6 +47,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "widget-operator: %v\n", err)
 		return 2
 	}
+
+	setMemoryLimit(getenv, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -56,6 +63,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		os.Exit(1)
 	}()
 
+	opts.Version = Version
 	if err := operator.Run(ctx, opts.Options, logger); err != nil {
 		// One line, no stack trace.
 		fmt.Fprintf(stderr, "widget-operator: %v\n", oneLine(err))
@@ -83,7 +91,9 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context to use; empty means current-context")
 	fs.StringVar(&f.Namespace, "namespace", getenv("WATCH_NAMESPACE"), "namespace to watch; empty means all namespaces (default $WATCH_NAMESPACE)")
 	fs.IntVar(&f.Workers, "workers", 4, "number of concurrent reconciles")
-	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8443", "address of the /metrics endpoint; 0 turns it off")
+	metricsSecure := fs.Bool("metrics-secure", true, "serve /metrics over HTTPS, each scrape authenticated (TokenReview) and authorized (SubjectAccessReview); false serves plain HTTP to anyone")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint; empty means a self-signed certificate made at start")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 turns it off")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader with a Lease, so that only one replica reconciles")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; empty means the operator's own namespace")
@@ -103,6 +113,10 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 			fs.PrintDefaults()
 		}
 		return f, false, err
+	}
+	f.InsecureMetrics = !*metricsSecure
+	if f.InsecureMetrics && f.MetricsCertDir != "" {
+		return f, false, errors.New("--metrics-cert-dir needs --metrics-secure")
 	}
 	if fs.NArg() > 0 {
 		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -129,6 +143,20 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, o)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+// setMemoryLimit sets the runtime's soft memory limit to 90% of the
+// container's, unless GOMEMLIMIT is set.
+func setMemoryLimit(getenv func(string) string, log *slog.Logger) {
+	limit, source, err := memlimit.Choose(getenv, os.DirFS("/"))
+	if err != nil {
+		log.Warn("memory limit left unset", "err", err)
+		return
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("memory limit set", "bytes", limit, "from", source)
+	}
 }
 
 func oneLine(err error) string {

@@ -21,6 +21,7 @@ func TestRunFlagErrorsAreOneLine(t *testing.T) {
 		{"stray argument", []string{"run"}, `unexpected argument "run"`},
 		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
 		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
+		{"cert dir without TLS", []string{"--metrics-secure=false", "--metrics-cert-dir", "/certs"}, "--metrics-cert-dir needs --metrics-secure"},
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestRunHelpAndVersion(t *testing.T) {
 	if code := run([]string{"-h"}, noEnv, &stdout, &stderr); code != 0 {
 		t.Fatalf("-h: exit %d", code)
 	}
-	for _, flag := range []string{"-kubeconfig", "-namespace", "-workers", "-metrics-bind-address", "-health-probe-bind-address",
+	for _, flag := range []string{"-kubeconfig", "-namespace", "-workers", "-metrics-bind-address", "-metrics-secure", "-metrics-cert-dir", "-health-probe-bind-address",
 		"-leader-elect", "-leader-election-namespace", "-leader-election-id", "-log-level", "-log-format", "-qps", "-burst", "-version"} {
 		if !strings.Contains(stdout.String(), flag) {
 			t.Errorf("help does not mention %s", flag)
@@ -73,5 +74,20 @@ func TestWatchNamespaceFromEnvironment(t *testing.T) {
 	f, _, err = parseFlags([]string{"--namespace", "team-b"}, func(string) string { return "team-a" }, &bytes.Buffer{})
 	if err != nil || f.Namespace != "team-b" {
 		t.Fatalf("flag over env: namespace = %q, err %v", f.Namespace, err)
+	}
+}
+
+func TestMetricsSecureByDefault(t *testing.T) {
+	f, _, err := parseFlags(nil, noEnv, &bytes.Buffer{})
+	if err != nil || f.InsecureMetrics || f.MetricsAddr != ":8443" || f.MetricsCertDir != "" {
+		t.Fatalf("defaults: insecure %v, address %q, cert dir %q, err %v", f.InsecureMetrics, f.MetricsAddr, f.MetricsCertDir, err)
+	}
+	f, _, err = parseFlags([]string{"--metrics-secure=false", "--metrics-bind-address", ":8080"}, noEnv, &bytes.Buffer{})
+	if err != nil || !f.InsecureMetrics || f.MetricsAddr != ":8080" {
+		t.Fatalf("--metrics-secure=false: insecure %v, address %q, err %v", f.InsecureMetrics, f.MetricsAddr, err)
+	}
+	f, _, err = parseFlags([]string{"--metrics-cert-dir", "/certs"}, noEnv, &bytes.Buffer{})
+	if err != nil || f.InsecureMetrics || f.MetricsCertDir != "/certs" {
+		t.Fatalf("--metrics-cert-dir: insecure %v, dir %q, err %v", f.InsecureMetrics, f.MetricsCertDir, err)
 	}
 }

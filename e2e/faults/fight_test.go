@@ -176,6 +176,8 @@ subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
 	harness.Kubectl(t, p, "apply", "-f", file)
 
 	lease := "faults-" + ns[len(ns)-6:]
+	harness.GrantLease(t, p, lease, harness.OperatorSA)
+	harness.GrantLease(t, p, lease, saB)
 	args := []string{"--namespace", ns, "--leader-elect", "--leader-election-id", lease}
 	began := time.Now()
 	a := startOp(t, p, args...)

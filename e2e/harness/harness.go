@@ -238,8 +238,8 @@ current-context: operator
 
 // StartOperator installs the manifests if needed and runs the operator
 // binary as its ServiceAccount, with args after the defaults (debug logs,
-// metrics and probes off); a later flag wins. It is stopped when the
-// package's tests end, or by the caller.
+// metrics and probes off, metrics over plain HTTP); a later flag wins. It
+// is stopped when the package's tests end, or by the caller.
 func (e *Env) StartOperator(t testing.TB, p *controlplane.Plane, args ...string) *Operator {
 	t.Helper()
 	e.Install(t, p)
@@ -258,8 +258,11 @@ func (e *Env) launch(t testing.TB, p *controlplane.Plane, namespace, name string
 		t.Fatal(err)
 	}
 	kc := WriteServiceAccountKubeconfig(t, p, dir, namespace, name)
+	// Metrics over plain HTTP when a test turns them on: most tests read
+	// them and are not about their security; those that are pass
+	// --metrics-secure=true (see ScrapeTLS).
 	base := []string{"--kubeconfig", kc, "--log-level", "debug",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--metrics-secure=false"}
 	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &SyncBuffer{}, done: make(chan struct{})}
 	o.Cmd.Stdout, o.Cmd.Stderr = o.log, o.log
 	o.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -427,8 +427,14 @@ func Metrics(addr string) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads a Prometheus text exposition into samples by their
+// full name with labels, as written.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

@@ -63,6 +63,8 @@ func TestLeaderElection(t *testing.T) {
 	const saB = "widget-operator-b"
 	env.BindLikeOperator(t, p, saB)
 	lease := "e2e-" + ns // a Lease of this test's own
+	harness.GrantLease(t, p, lease, harness.OperatorSA)
+	harness.GrantLease(t, p, lease, saB)
 	args := []string{"--namespace", ns, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
 		"--leader-election-id", lease}
 	start := func(name, sa string) *replica {
@@ -256,6 +258,8 @@ func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 	const saB = "widget-operator-renew"
 	env.BindLikeOperator(t, p, saB)
 	lease := "e2e-" + ns
+	harness.GrantLease(t, p, lease, harness.OperatorSA)
+	grantB := harness.GrantLease(t, p, lease, saB)
 	args := []string{"--namespace", ns, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
 		"--leader-election-id", lease}
 
@@ -280,7 +284,7 @@ func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 	waitReady(t, c, ns, "before", 1)
 
 	revoked := time.Now()
-	kubectl(t, p, "-n", harness.OperatorNamespace, "delete", "rolebinding", saB+"-leader-election")
+	kubectl(t, p, "-n", harness.OperatorNamespace, "delete", "rolebinding", saB+"-leader-election", grantB)
 	b.waitExit(t, 60*time.Second)
 	if code := b.o.ExitCode(); code == 0 {
 		t.Errorf("the leader that lost its lease exited 0; want a failure, so that it is restarted")

@@ -12,9 +12,10 @@ import (
 )
 
 // TestReadyzFollowsAPIServer stops the API server under a running
-// operator: /readyz turns 503 with a reason per watch while /healthz stays
-// 200, and both are 200 again once the API server is back. The outage is
-// logged once per watch, not once per retry. It uses a plane of its own
+// operator: /readyz turns 503 naming each failing watch, its reason
+// withheld (and logged), while /healthz stays 200, and both are 200 again
+// once the API server is back. The outage is logged once per watch, not
+// once per retry. It uses a plane of its own
 // (etcd and kube-apiserver only), since it stops the API server.
 func TestReadyzFollowsAPIServer(t *testing.T) {
 	p := controlplane.StartForTest(t, controlplane.Options{Bare: true})
@@ -29,11 +30,22 @@ func TestReadyzFollowsAPIServer(t *testing.T) {
 	p.StopAPIServer()
 	body := waitStatus(t, readyz, http.StatusServiceUnavailable, 60*time.Second)
 	t.Logf("/readyz 503 %s after the API server was stopped:\n%s", time.Since(outage).Round(time.Millisecond), body)
+	// One line per check, the failing ones with their reasons withheld,
+	// as the API server's own /readyz answers.
 	lines := strings.Split(strings.TrimSpace(body), "\n")
 	for _, l := range lines {
-		if !strings.HasPrefix(l, "watch widgets: ") && !strings.HasPrefix(l, "watch deployments: ") && !strings.HasPrefix(l, "watch services: ") {
-			t.Errorf("/readyz line %q names no watch", l)
+		name, ok := strings.CutPrefix(l, "[-]")
+		if ok {
+			name, ok = strings.CutSuffix(name, " failed: reason withheld")
+		} else if name, ok = strings.CutPrefix(l, "[+]"); ok {
+			name, ok = strings.CutSuffix(name, " ok")
 		}
+		if !ok && l != "readyz check failed" || ok && name != "watch widgets" && name != "watch deployments" && name != "watch services" {
+			t.Errorf("/readyz line %q is not a check of a watch", l)
+		}
+	}
+	if lines[len(lines)-1] != "readyz check failed" {
+		t.Errorf("/readyz does not end with %q", "readyz check failed")
 	}
 	if code, _, err := get(healthz); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz during the outage: %d %v", code, err)
@@ -44,8 +56,15 @@ func TestReadyzFollowsAPIServer(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return code == http.StatusServiceUnavailable && strings.Count(strings.TrimSpace(b), "\n") == 2, fmt.Sprintf("%d %q", code, b)
+		return code == http.StatusServiceUnavailable && strings.Count(b, "[-]watch ") == 3, fmt.Sprintf("%d %q", code, b)
 	})
+	// The reasons are in the log, not in the answer.
+	if n := countLogs(t, o, func(r logRecord) bool { return r.Msg == "readyz: checks failing" }); n == 0 {
+		t.Errorf("no \"readyz: checks failing\" line in the log")
+	}
+	if _, b, _ := get(readyz); strings.Contains(b, "connect") || strings.Contains(b, "failing for") {
+		t.Errorf("/readyz gives a reason away: %q", b)
+	}
 	// Keep the server down until every watch has retried a few times.
 	retries := func(inf string) int {
 		return countLogs(t, o, func(r logRecord) bool {

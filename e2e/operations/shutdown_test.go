@@ -210,11 +210,13 @@ func TestShutdownBound(t *testing.T) {
 		if code := o.ExitCode(); code != 0 {
 			t.Errorf("exit code %d, want 0", code)
 		}
+		// At --qps 1, the 8 Widgets' writes take over 20 s: reconciles
+		// are still in flight at the bound, and must be cut there.
+		if _, ok := firstLog(t, o, "shutting down: finishing reconciles in flight"); !ok {
+			t.Error(`no "shutting down" line`)
+		}
 		if _, ok := firstLog(t, o, "shutdown timeout passed with reconciles still in flight; cancelling them"); !ok {
-			if _, ok := firstLog(t, o, "shutting down: finishing reconciles in flight"); !ok {
-				t.Fatal(`no "shutting down" line`)
-			}
-			t.Log("the reconciles in flight finished within the bound")
+			t.Error("no reconcile was cut at the bound")
 		} else if took < bound {
 			t.Errorf("cancelled after %v, before the %v bound", took, bound)
 		}
@@ -225,8 +227,10 @@ func TestShutdownBound(t *testing.T) {
 		// reconciles in flight finish, so they get at most the renew
 		// deadline less a retry period (8s), however long the flag
 		// allows: then the lease is released, not left to expire.
+		lease := fmt.Sprintf("e2e-bound-%d", time.Now().UnixNano())
+		harness.GrantLease(t, p, lease, harness.OperatorSA)
 		o := start(t, 30*time.Second, "--leader-elect", "--leader-election-namespace", harness.OperatorNamespace,
-			"--leader-election-id", fmt.Sprintf("e2e-bound-%d", time.Now().UnixNano()))
+			"--leader-election-id", lease)
 		o.Signal(t, syscall.SIGTERM)
 		took := waitExit(t, o, 20*time.Second)
 		t.Logf("exited %d %v after SIGTERM", o.ExitCode(), took.Round(time.Millisecond))

@@ -76,7 +76,7 @@ func TestWidgetLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 || string(s.Spec.Ports[0].TargetPort) != `"http"` {
+		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort != k8sapi.FromString("http") {
 			t.Fatalf("service ports = %+v", s.Spec.Ports)
 		}
 		if s.ControllerOf() == nil || s.ControllerOf().UID != w.UID {

@@ -81,9 +81,11 @@ type rbacMeta struct {
 }
 
 type policyRule struct {
-	APIGroups []string `json:"apiGroups"`
-	Resources []string `json:"resources"`
-	Verbs     []string `json:"verbs"`
+	APIGroups       []string `json:"apiGroups,omitempty"`
+	Resources       []string `json:"resources,omitempty"`
+	ResourceNames   []string `json:"resourceNames,omitempty"`
+	NonResourceURLs []string `json:"nonResourceURLs,omitempty"`
+	Verbs           []string `json:"verbs"`
 }
 
 func (r policyRule) String() string {

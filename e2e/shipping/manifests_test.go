@@ -34,6 +34,14 @@ type operatorDeployment struct {
 				Containers []struct {
 					Image string   `json:"image"`
 					Args  []string `json:"args"`
+					Env   []struct {
+						Name      string `json:"name"`
+						ValueFrom struct {
+							ResourceFieldRef *struct {
+								Resource string `json:"resource"`
+							} `json:"resourceFieldRef"`
+						} `json:"valueFrom"`
+					} `json:"env"`
 					Ports []struct {
 						Name          string `json:"name"`
 						ContainerPort int32  `json:"containerPort"`
@@ -83,7 +91,11 @@ func TestKustomizeInstallsEverything(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/widget-operator",
 		"rolebinding.rbac.authorization.k8s.io/widget-operator-leader-election",
 		"clusterrolebinding.rbac.authorization.k8s.io/widget-operator",
+		"clusterrole.rbac.authorization.k8s.io/widget-operator-metrics-auth",
+		"clusterrolebinding.rbac.authorization.k8s.io/widget-operator-metrics-auth",
+		"clusterrole.rbac.authorization.k8s.io/widget-operator-metrics-reader",
 		"deployment.apps/widget-operator",
+		"networkpolicy.networking.k8s.io/widget-operator",
 	} {
 		if !strings.Contains(out, want+" ") {
 			t.Errorf("kubectl apply -k did not make %s", want)
@@ -125,14 +137,60 @@ func TestKustomizeInstallsEverything(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	check(ports["metrics"] == 8080 && ports["health"] == 8081, "ports metrics 8080 and health 8081")
+	check(ports["metrics"] == 8443 && ports["health"] == 8081, "ports metrics 8443 and health 8081")
 	args := strings.Join(c.Args, " ")
 	check(strings.Contains(args, "--leader-elect") && strings.Contains(args, "--health-probe-bind-address=:8081") &&
-		strings.Contains(args, "--metrics-bind-address=:8080"), "args with --leader-elect and the two endpoints")
+		strings.Contains(args, "--metrics-bind-address=:8443"), "args with --leader-elect and the two endpoints")
+	check(!strings.Contains(args, "--metrics-secure=false"), "secure metrics")
+	var memEnv bool
+	for _, e := range c.Env {
+		if rf := e.ValueFrom.ResourceFieldRef; e.Name == "CONTAINER_MEMORY_LIMIT" && rf != nil && rf.Resource == "limits.memory" {
+			memEnv = true
+		}
+	}
+	check(memEnv, "CONTAINER_MEMORY_LIMIT from the downward API's limits.memory")
 	for _, r := range []string{"cpu", "memory"} {
 		check(c.Resources.Requests[r] != "", "a "+r+" request")
 	}
 	check(c.Resources.Limits["memory"] != "", "a memory limit")
+
+	// The NetworkPolicy admits the health and metrics ports, and only
+	// them, to the operator's pods.
+	var np struct {
+		Spec struct {
+			PodSelector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"podSelector"`
+			PolicyTypes []string `json:"policyTypes"`
+			Ingress     []struct {
+				From  []json.RawMessage `json:"from"`
+				Ports []struct {
+					Port json.RawMessage `json:"port"`
+				} `json:"ports"`
+			} `json:"ingress"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(harness.Kubectl(t, p, "-n", harness.OperatorNamespace, "get", "networkpolicy/widget-operator", "-o", "json")), &np); err != nil {
+		t.Fatal(err)
+	}
+	var npPorts []string
+	for _, in := range np.Spec.Ingress {
+		for _, port := range in.Ports {
+			npPorts = append(npPorts, string(port.Port))
+		}
+	}
+	check(np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] == "widget-operator", "a NetworkPolicy selecting the operator's pods")
+	check(strings.Join(np.Spec.PolicyTypes, ",") == "Ingress", "a NetworkPolicy of type Ingress")
+	check(strings.Join(npPorts, ",") == "8081,8443", "a NetworkPolicy admitting ports 8081 and 8443 only")
+
+	// The leader-election Role names the default Lease.
+	for _, r := range loadRBAC(t, "leader_election.yaml")[0].Rules {
+		for _, v := range r.Verbs {
+			named := strings.Join(r.ResourceNames, ",") == "widget-operator.example.com"
+			check(v == "create" && len(r.ResourceNames) == 0 || v != "create" && named,
+				fmt.Sprintf("lease %s limited to widget-operator.example.com (create cannot be)", v))
+		}
+	}
 }
 
 // TestSchemaRejectsInvalidWidgets creates invalid Widgets as the admin:

@@ -92,7 +92,7 @@ func run() error {
 
 	fmt.Printf("starting %s\n", *operatorBin)
 	op := exec.Command(*operatorBin, "--kubeconfig", kubeconfig, "--log-format", "text",
-		"--metrics-bind-address", "127.0.0.1:8080", "--health-probe-bind-address", "127.0.0.1:8081")
+		"--metrics-bind-address", "127.0.0.1:8443", "--health-probe-bind-address", "127.0.0.1:8081")
 	op.Stdout, op.Stderr = os.Stdout, os.Stderr
 	if err := op.Start(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type Shared struct {
 // and etcd logs.
 func (s *Shared) Get(t testing.TB) *Plane {
 	t.Helper()
+	skipUnitOnly(t)
 	s.once.Do(func() {
 		s.plane, s.err = Start(context.Background(), s.Options)
 	})
@@ -48,6 +50,17 @@ func (s *Shared) Get(t testing.TB) *Plane {
 		}
 	})
 	return p
+}
+
+// UnitOnlyEnv names the environment variable that, set to 1, makes every
+// test that asks for a plane skip. The mutation run (make mutate) sets it,
+// to run the unit tests alone; make test never does.
+const UnitOnlyEnv = "WIDGET_UNIT_ONLY"
+
+func skipUnitOnly(t testing.TB) {
+	if os.Getenv(UnitOnlyEnv) == "1" {
+		t.Skip("controlplane: " + UnitOnlyEnv + "=1: unit tests only")
+	}
 }
 
 // Run runs the tests and stops the plane if one was started. It returns
@@ -71,6 +84,7 @@ func (s *Shared) Close() {
 // ends. The test fails at once when the plane cannot start.
 func StartForTest(t testing.TB, opts Options) *Plane {
 	t.Helper()
+	skipUnitOnly(t)
 	p, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

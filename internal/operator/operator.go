@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,13 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are listen addresses; "" or "0" turns the
 	// endpoint off.
 	MetricsAddr, ProbeAddr string
+	// InsecureMetrics serves /metrics over plain HTTP to anyone. False
+	// (the default) serves it over HTTPS, each scrape authenticated by a
+	// TokenReview and authorized by a SubjectAccessReview.
+	InsecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
+	// empty means a self-signed certificate made at start.
+	MetricsCertDir string
 	// LeaderElect, LeaderElectionNamespace and LeaderElectionID configure
 	// leader election with a Lease.
 	LeaderElect                               bool
@@ -55,6 +63,9 @@ type Options struct {
 	// the lease's renew deadline less its retry period (8s), so that the
 	// lease is released after them, not left to expire.
 	ShutdownTimeout time.Duration
+	// Version is the operator's version, logged at start and sent in the
+	// User-Agent "widget-operator/<Version>"; empty means "dev".
+	Version string
 }
 
 // Run runs the operator until ctx ends, then shuts down gracefully. It
@@ -73,6 +84,8 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	opts.Version = cmp.Or(opts.Version, "dev")
+	cfg.UserAgent = "widget-operator/" + opts.Version
 	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics()
 	cfg.WrapTransport = apiMetrics.RoundTripper
@@ -84,29 +97,25 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if opts.Namespace != "" {
 		scope = "namespace " + opts.Namespace
 	}
-	log.Info("starting widget-operator", "version", k8sapi.Version, "scope", scope,
+	log.Info("starting widget-operator", "version", opts.Version, "scope", scope,
 		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
 		"leaderElection", opts.LeaderElect)
 	if cfg.Insecure {
 		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
 	}
+	if m := cfg.WithheldAuth(); m != "" {
+		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
+	}
 
 	// Listen before anything else, so that a port in use is a start-up
 	// error, not a log line.
-	metricsLn, err := listen(opts.MetricsAddr, "metrics")
+	eps, err := openEndpoints(opts, cfg, log)
 	if err != nil {
-		return err
-	}
-	probeLn, err := listen(opts.ProbeAddr, "health probe")
-	if err != nil {
-		if metricsLn != nil {
-			metricsLn.Close()
-		}
 		return err
 	}
 
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 
@@ -118,17 +127,17 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	leaseCfg.QPS, leaseCfg.Burst = 0, 0
 	leaseClient, err := k8sapi.New(&leaseCfg)
 	if err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 
 	op, err := newOperator(client, leaseClient, opts, log, reg)
 	if err != nil {
-		closeAll(metricsLn, probeLn)
+		eps.close()
 		return err
 	}
 	reg.MustRegister(apiMetrics)
-	servers := op.serve(metricsLn, probeLn)
+	servers := op.serve(eps)
 	err = op.run(ctx)
 	shutdownServers(servers)
 	return err

@@ -2,15 +2,92 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// listen opens addr for an endpoint; "" and "0" mean the endpoint is off
-// and return a nil listener.
+// The limits of the metrics and probe servers. A client that holds a
+// connection without finishing its request, trickles a body, or idles
+// between requests is cut off; at most maxConns connections are open per
+// endpoint, and a connection beyond them is closed at once. Each open
+// connection costs about 10 KiB (20 KiB with TLS), so an endpoint can
+// hold at most a few MiB however many clients connect.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 30 * time.Second
+	maxHeaderBytes    = 16 << 10
+	maxConns          = 100
+)
+
+// endpoints are the operator's listeners: nil when an endpoint is off.
+type endpoints struct {
+	metrics, probe net.Listener
+	auth           *metricsauth.Filter // nil: /metrics over plain HTTP for anyone
+}
+
+// openEndpoints listens for the metrics and probe endpoints. With secure
+// metrics it loads or makes the serving certificate, and builds the
+// filter that reviews each scrape with a client of its own (cfg's, without
+// the rate limit, so that a scrape does not wait behind reconciles; the
+// filter bounds its requests).
+func openEndpoints(opts Options, cfg *k8sapi.Config, log *slog.Logger) (*endpoints, error) {
+	e := &endpoints{}
+	var err error
+	if e.metrics, err = listen(opts.MetricsAddr, "metrics"); err != nil {
+		return nil, err
+	}
+	if e.probe, err = listen(opts.ProbeAddr, "health probe"); err != nil {
+		e.close()
+		return nil, err
+	}
+	if e.metrics == nil || opts.InsecureMetrics {
+		return e, nil
+	}
+	host, _ := os.Hostname()
+	certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, host)
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("metrics endpoint: %w", err)
+	}
+	reviewCfg := *cfg
+	reviewCfg.QPS, reviewCfg.Burst = 0, 0
+	reviewer, err := k8sapi.New(&reviewCfg)
+	if err == nil {
+		e.auth, err = metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: log})
+	}
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.metrics = tls.NewListener(e.metrics, certs.TLSConfig())
+	return e, nil
+}
+
+func (e *endpoints) close() {
+	for _, ln := range []net.Listener{e.metrics, e.probe} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// listen opens addr for an endpoint, with at most maxConns connections
+// open at once; "" and "0" mean the endpoint is off and return a nil
+// listener.
 func listen(addr, what string) (net.Listener, error) {
 	if addr == "" || addr == "0" {
 		return nil, nil
@@ -19,26 +96,72 @@ func listen(addr, what string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s endpoint: %w", what, err)
 	}
-	return ln, nil
+	return &limitListener{Listener: ln, max: maxConns}, nil
 }
 
-func closeAll(lns ...net.Listener) {
-	for _, ln := range lns {
-		if ln != nil {
-			ln.Close()
+// limitListener closes each connection accepted while max are open, so
+// that a flood of connections costs a bounded amount of memory. It is
+// safe for concurrent use.
+type limitListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
 		}
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			c.Close()
+			continue
+		}
+		return &limitConn{Conn: c, l: l}, nil
+	}
+}
+
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}
+
+// newServer returns a server with the endpoints' limits, HTTP/1.1 only.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		Protocols:         &protocols,
+		// TLS handshake failures and the like, at debug level: anyone
+		// who can connect can cause them.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
 
 // serve starts the metrics and probe servers on the listeners that are not
 // nil. Each server answers its own paths and nothing else.
-func (op *operator) serve(metricsLn, probeLn net.Listener) []*http.Server {
+func (op *operator) serve(e *endpoints) []*http.Server {
 	var servers []*http.Server
 	start := func(ln net.Listener, h http.Handler) {
 		if ln == nil {
 			return
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		srv := newServer(h, op.log)
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
@@ -47,24 +170,26 @@ func (op *operator) serve(metricsLn, probeLn net.Listener) []*http.Server {
 		}()
 	}
 	mm := http.NewServeMux()
-	mm.Handle("GET /metrics", op.registry)
-	start(metricsLn, mm)
+	var metricsHandler http.Handler = op.registry
+	if e.auth != nil {
+		metricsHandler = e.auth.Wrap(metricsHandler)
+	}
+	mm.Handle("GET /metrics", metricsHandler)
+	start(e.metrics, mm)
 
 	pm := http.NewServeMux()
 	pm.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	var rl readyzLog
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if problems := op.notReady(time.Now()); len(problems) > 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, strings.Join(problems, "\n"))
-			return
-		}
-		fmt.Fprintln(w, "ok")
+		now := time.Now()
+		checks := op.readiness(now)
+		rl.note(op.log, checks, now)
+		writeReadyz(w, checks)
 	})
-	start(probeLn, pm)
+	start(e.probe, pm)
 	return servers
 }
 
@@ -82,22 +207,83 @@ type healthSource interface {
 	Healthy(now time.Time) error
 }
 
-// notReady lists one line per failing check: a watch that has not synced,
-// or one that is failing or has been silent past its deadline.
-func (op *operator) notReady(now time.Time) []string {
-	var problems []string
+// check is one readiness check's result: reason is "" when it passes.
+type check struct {
+	name, reason string
+}
+
+// readiness runs one check per watch: a watch fails while it has not
+// synced, or while it is failing or has been silent past its deadline.
+func (op *operator) readiness(now time.Time) []check {
+	var checks []check
 	for _, w := range []struct {
 		name string
 		src  healthSource
 	}{{"widgets", op.widgets}, {"deployments", op.deployments}, {"services", op.services}} {
-		switch {
-		case !w.src.HasSynced():
-			problems = append(problems, "watch "+w.name+": not synced")
-		default:
-			if err := w.src.Healthy(now); err != nil {
-				problems = append(problems, "watch "+w.name+": "+err.Error())
-			}
+		c := check{name: "watch " + w.name}
+		if !w.src.HasSynced() {
+			c.reason = "not synced"
+		} else if err := w.src.Healthy(now); err != nil {
+			c.reason = err.Error()
+		}
+		checks = append(checks, c)
+	}
+	return checks
+}
+
+// writeReadyz answers "ok" when every check passes; otherwise 503 and one
+// line per check, as the API server's health endpoints do, with the
+// reasons withheld: they can name the operator's identity and its
+// permissions, and anyone who can reach the port may ask. They go to the
+// log instead.
+func writeReadyz(w http.ResponseWriter, checks []check) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !slices.ContainsFunc(checks, func(c check) bool { return c.reason != "" }) {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	var b strings.Builder
+	for _, c := range checks {
+		if c.reason == "" {
+			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+		} else {
+			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.name)
 		}
 	}
-	return problems
+	b.WriteString("readyz check failed\n")
+	fmt.Fprint(w, b.String())
+}
+
+// readyzLog logs the reasons of failing readiness checks: when the set
+// of failing checks changes, and at most once a minute while it stays the
+// same, so that frequent probes do not flood the log. It is safe for
+// concurrent use.
+type readyzLog struct {
+	mu     sync.Mutex
+	failed string // the names of the failing checks last logged
+	at     time.Time
+}
+
+func (l *readyzLog) note(log *slog.Logger, checks []check, now time.Time) {
+	var names, reasons []string
+	for _, c := range checks {
+		if c.reason != "" {
+			names = append(names, c.name)
+			reasons = append(reasons, c.name+": "+c.reason)
+		}
+	}
+	failed := strings.Join(names, ", ")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if failed == l.failed && (failed == "" || now.Sub(l.at) < time.Minute) {
+		return
+	}
+	if failed == "" {
+		log.Info("readyz: every check passes again")
+	} else {
+		log.Info("readyz: checks failing", "failed", failed, "reasons", strings.Join(reasons, "; "))
+	}
+	l.failed, l.at = failed, now
 }

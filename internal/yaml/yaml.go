@@ -1,19 +1,25 @@
-// Package yaml parses the small subset of YAML that kubeconfig files use,
-// strictly.
+// Package yaml parses the subset of YAML that kubeconfig files use,
+// strictly, with the meaning of YAML 1.2's core schema.
 //
-// The subset is what kubectl and cloud command-line tools write: block maps
-// and block lists (list items may sit at the same indentation as their key),
-// single-line flow maps {} and lists [], plain, single-quoted and
-// double-quoted scalars, comments, and literal block scalars (| with the -
-// and + chomping indicators). A document may start with "---" and end with
-// "...".
+// The subset is what kubectl, client-go and cloud command-line tools write:
+// block maps and block lists (list items may sit at the same indentation as
+// their key); flow maps {} and lists [], on one line or several, which
+// covers JSON, pretty-printed or minified; plain scalars, single-quoted and
+// double-quoted scalars, on one line or several, with escapes and line
+// folding; literal (|) and folded (>) block scalars with any header
+// (chomping - or +, an indentation indicator 1-9, in either order);
+// comments. A document may start with "---" and end with "...".
 //
-// Everything else is an error that names the line: anchors, aliases, tags,
-// directives, several documents, folded block scalars (>), explicit
-// indentation indicators, complex keys, merge keys (<<), multi-line plain,
-// quoted or flow scalars, tabs used for indentation, duplicate map keys and
-// nesting deeper than [MaxDepth]. The parser never guesses: a document it accepts means what
-// a full YAML parser would read.
+// Everything else is an error that names the construct and the line:
+// anchors, aliases, tags, directives, several documents, complex keys,
+// merge keys (<<), keys over several lines, plain scalars over several lines
+// inside a flow collection, tabs used for indentation, duplicate map keys,
+// nesting deeper than [MaxDepth] and more than [MaxValues] entries and
+// items. The parser never guesses: a document it accepts means what a full
+// YAML 1.2 parser would read. Plain scalars keep their text; [Node.IsNull]
+// tells the core schema's nulls.
+//
+// Time and memory are linear in the size of the document.
 //
 // Errors never quote the document's text, which may hold secrets; they give
 // a line number and a description.
@@ -22,6 +28,7 @@
 package yaml
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,6 +37,11 @@ import (
 
 // MaxDepth is the deepest nesting of maps and lists Parse accepts.
 const MaxDepth = 64
+
+// MaxValues is the most map entries and list items a document may hold:
+// far more than any kubeconfig needs, and it bounds the memory of the
+// tree to some tens of megabytes whatever the shape of the text.
+const MaxValues = 1 << 18
 
 // Kind is the kind of a [Node].
 type Kind uint8
@@ -113,12 +125,16 @@ func (n *Node) Get(key string) *Node {
 type SyntaxError struct {
 	Line int    // 1-based
 	Msg  string // never includes the document's text
+
+	cause error // for errors.Is within the package
 }
 
 // Error returns "yaml: line N: message".
 func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
+
+func (e *SyntaxError) Unwrap() error { return e.cause }
 
 // Parse parses one document. An empty document (only blank lines and
 // comments) is a null scalar.
@@ -130,16 +146,24 @@ func Parse(data []byte) (*Node, error) {
 	return p.document()
 }
 
+// line is one line of the document.
 type line struct {
 	num    int    // 1-based
+	end    int    // offset in the source of the line's end: its '\n' or the end
 	indent int    // leading spaces
-	text   string // the line after its leading spaces
+	text   string // the line after its leading spaces; always a suffix of raw
 	raw    string // the whole line, without its line break
 }
 
+// parser reads the source one line at a time: it keeps no table of lines,
+// so memory stays proportional to the document, not to its line count.
 type parser struct {
-	lines []line
-	pos   int
+	values int // map entries and list items so far
+	src    string
+	off    int  // offset of the next line not yet consumed
+	num    int  // that line's number
+	cur    line // the line at off, when have is set
+	have   bool
 }
 
 func errorf(line int, format string, args ...any) error {
@@ -147,34 +171,84 @@ func errorf(line int, format string, args ...any) error {
 }
 
 func newParser(data []byte) (*parser, error) {
-	s := string(data)
-	s = strings.TrimPrefix(s, "\uFEFF")
-	p := &parser{}
-	num := 0
-	for len(s) > 0 {
-		num++
-		var raw string
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			raw, s = s[:i], s[i+1:]
-		} else {
-			raw, s = s, ""
-		}
-		raw = strings.TrimSuffix(raw, "\r")
-		if !utf8.ValidString(raw) {
-			return nil, errorf(num, "invalid UTF-8")
-		}
-		for _, r := range raw {
-			if r == '\t' {
-				continue
-			}
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0 && r != 0x85) || r == '\uFEFF' {
-				return nil, errorf(num, "control character U+%04X", r)
-			}
-		}
-		t := strings.TrimLeft(raw, " ")
-		p.lines = append(p.lines, line{num: num, indent: len(raw) - len(t), text: t, raw: raw})
+	s := strings.TrimPrefix(string(data), "\uFEFF")
+	if strings.IndexByte(s, '\r') >= 0 {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
 	}
-	return p, nil
+	if err := checkChars(s); err != nil {
+		return nil, err
+	}
+	return &parser{src: s, num: 1}, nil
+}
+
+// checkChars rejects invalid UTF-8 and control characters other than tab
+// and line feed (a lone carriage return included).
+func checkChars(s string) error {
+	num := 1
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '\n':
+				num++
+			case c == '\t':
+			case c < 0x20 || c == 0x7f:
+				return errorf(num, "control character U+%04X", c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return errorf(num, "invalid UTF-8")
+		}
+		if (r >= 0x80 && r < 0xa0 && r != 0x85) || r == '\uFEFF' {
+			return errorf(num, "control character U+%04X", r)
+		}
+		i += size
+	}
+	return nil
+}
+
+// line returns the line at the parser's position, or nil at the end.
+func (p *parser) line() *line {
+	if p.have {
+		return &p.cur
+	}
+	if p.off >= len(p.src) {
+		return nil
+	}
+	end := len(p.src)
+	if i := strings.IndexByte(p.src[p.off:], '\n'); i >= 0 {
+		end = p.off + i
+	}
+	raw := p.src[p.off:end]
+	t := strings.TrimLeft(raw, " ")
+	p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
+	p.have = true
+	return &p.cur
+}
+
+// next consumes the current line.
+func (p *parser) next() {
+	if l := p.line(); l != nil {
+		p.off, p.num, p.have = l.end+1, l.num+1, false
+	}
+}
+
+// finish checks that only a comment follows offset e on its line, number
+// num, where a value of kind what ended, and moves to the next line.
+func (p *parser) finish(e, num int, what string) error {
+	end := len(p.src)
+	if i := strings.IndexByte(p.src[e:], '\n'); i >= 0 {
+		end = e + i
+	}
+	rest := p.src[e:end]
+	if !onlyComment(rest) || (rest != "" && rest[0] == '#') {
+		return errorf(num, "unexpected text after a %s", what)
+	}
+	p.off, p.num, p.have = end+1, num+1, false
+	return nil
 }
 
 // blank reports whether l holds only white space or a comment.
@@ -185,10 +259,17 @@ func blank(l *line) bool {
 
 // peek returns the next line that is not blank, or nil at the end.
 func (p *parser) peek() (*line, error) {
-	for p.pos < len(p.lines) {
-		l := &p.lines[p.pos]
+	for {
+		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
+			p.off++ // an empty line, the quick way
+			p.num++
+		}
+		l := p.line()
+		if l == nil {
+			return nil, nil
+		}
 		if blank(l) {
-			p.pos++
+			p.next()
 			continue
 		}
 		if l.text[0] == '\t' {
@@ -196,20 +277,17 @@ func (p *parser) peek() (*line, error) {
 		}
 		return l, nil
 	}
-	return nil, nil
 }
 
-func isDocMarker(l *line) bool {
-	if l.indent != 0 {
+// isMarker reports whether s, the start of a line, is a document marker.
+func isMarker(s string) bool {
+	if len(s) < 3 || (s[:3] != "---" && s[:3] != "...") {
 		return false
 	}
-	for _, m := range []string{"---", "..."} {
-		if l.text == m || strings.HasPrefix(l.text, m+" ") || strings.HasPrefix(l.text, m+"\t") {
-			return true
-		}
-	}
-	return false
+	return len(s) == 3 || s[3] == ' ' || s[3] == '\t' || s[3] == '\n'
 }
+
+func isDocMarker(l *line) bool { return l.indent == 0 && isMarker(l.text) }
 
 // onlyComment reports whether s is empty, white space or a comment.
 func onlyComment(s string) bool {
@@ -235,7 +313,7 @@ func (p *parser) document() (*Node, error) {
 		if !onlyComment(l.text[3:]) {
 			return nil, errorf(l.num, "content on the '---' line is not supported")
 		}
-		p.pos++
+		p.next()
 		if l, err = p.peek(); err != nil {
 			return nil, err
 		}
@@ -264,7 +342,7 @@ func (p *parser) document() (*Node, error) {
 	if !onlyComment(l.text[3:]) {
 		return nil, errorf(l.num, "content after '...'")
 	}
-	p.pos++
+	p.next()
 	if l, err = p.peek(); err != nil {
 		return nil, err
 	}
@@ -298,21 +376,21 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) (
 // block parses the node starting on the current line, at indentation
 // indent, inside a parent at indentation parent.
 func (p *parser) block(indent, parent, depth int) (*Node, error) {
-	l := &p.lines[p.pos]
+	l := *p.line()
 	if depth > MaxDepth {
 		return nil, errorf(l.num, "nesting deeper than %d levels", MaxDepth)
 	}
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
 	}
-	if _, _, ok, err := splitKey(l); err != nil {
+	if _, _, ok, err := splitKey(&l); err != nil {
 		return nil, err
 	} else if ok {
 		return p.mapping(indent, depth)
 	}
-	// A scalar or flow collection alone on its line.
-	p.pos++
-	n, err := p.inline(l.text, l.num, parent, depth)
+	// A scalar or flow collection that starts on its own line.
+	p.next()
+	n, err := p.inline(l.text, l.end-len(l.text), l.num, parent, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -321,13 +399,13 @@ func (p *parser) block(indent, parent, depth int) (*Node, error) {
 		return nil, err
 	}
 	if next != nil && next.indent >= indent && !isDocMarker(next) {
-		return nil, errorf(next.num, "unexpected content after a value (multi-line plain scalars are not supported)")
+		return nil, errorf(next.num, "unexpected content after a %s value", n.Kind)
 	}
 	return n, nil
 }
 
 func (p *parser) mapping(indent, depth int) (*Node, error) {
-	m := &Node{Kind: Map, Line: p.lines[p.pos].num}
+	m := &Node{Kind: Map, Line: p.line().num}
 	seen := make(map[string]int)
 	for {
 		l, err := p.peek()
@@ -354,22 +432,27 @@ func (p *parser) mapping(indent, depth int) (*Node, error) {
 			return nil, errorf(l.num, "duplicate map key (first at line %d)", first)
 		}
 		seen[key] = l.num
-		p.pos++
+		kl := *l
+		p.next()
 		var v *Node
 		if onlyComment(rest) {
-			v, err = p.indented(indent, true, depth+1, l.num)
+			v, err = p.indented(indent, true, depth+1, kl.num)
 		} else {
-			v, err = p.inline(strings.TrimLeft(rest, " \t"), l.num, indent, depth+1)
+			t := strings.TrimLeft(rest, " \t")
+			v, err = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
 		}
 		if err != nil {
 			return nil, err
 		}
-		m.Entries = append(m.Entries, Entry{Key: key, Line: l.num, Value: v})
+		if err := count(&p.values, kl.num); err != nil {
+			return nil, err
+		}
+		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
 	}
 }
 
 func (p *parser) list(indent, depth int) (*Node, error) {
-	s := &Node{Kind: List, Line: p.lines[p.pos].num}
+	s := &Node{Kind: List, Line: p.line().num}
 	for {
 		l, err := p.peek()
 		if err != nil {
@@ -393,8 +476,9 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 		item := strings.TrimLeft(rest, " \t")
 		var v *Node
 		if onlyComment(item) {
-			p.pos++
-			v, err = p.indented(indent, false, depth+1, l.num)
+			num := l.num
+			p.next()
+			v, err = p.indented(indent, false, depth+1, num)
 		} else {
 			if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') {
 				return nil, errorf(l.num, "tab character used for indentation")
@@ -402,11 +486,14 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 			// Read the item as if it were a line of its own, indented to
 			// where its text starts, so "- key: v" opens a map whose
 			// further keys line up with "key".
-			col := indent + 1 + len(rest) - len(item)
-			p.lines[p.pos] = line{num: l.num, indent: col, text: item, raw: l.raw}
-			v, err = p.block(col, indent, depth+1)
+			l.indent = indent + 1 + len(rest) - len(item)
+			l.text = item
+			v, err = p.block(l.indent, indent, depth+1)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := count(&p.values, v.Line); err != nil {
 			return nil, err
 		}
 		s.Items = append(s.Items, v)
@@ -414,13 +501,17 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 }
 
 // splitKey reports whether l is a "key: value" line and splits it. rest is
-// what follows the colon.
+// what follows the colon. A key is on one line: a quoted scalar that goes
+// on to the next line is not a key.
 func splitKey(l *line) (key, rest string, ok bool, err error) {
 	t := l.text
 	switch t[0] {
 	case '"', '\'':
-		v, n, err := quoted(t, 0, l.num)
+		v, n, _, err := quoted(t, 0, l.num, 0)
 		if err != nil {
+			if errors.Is(err, errUnterminated) {
+				return "", "", false, nil
+			}
 			return "", "", false, err
 		}
 		after := strings.TrimLeft(t[n:], " \t")
@@ -432,7 +523,7 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
 			return "", "", false, errorf(l.num, "complex keys ('?') are not supported")
 		}
-	case '[', '{', '&', '*', '!', '|', '>', '%', '@', '`', '#':
+	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false, nil
 	}
 	for i := 0; i < len(t); i++ {
@@ -458,34 +549,31 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 }
 
 // inline parses a value that starts on its line: t is the text from the
-// value's first character. The line itself is already consumed; a literal
-// block reads the lines after it, which must be indented more than parent.
-func (p *parser) inline(t string, num, parent, depth int) (*Node, error) {
+// value's first character, at offset at in the source. The line itself is
+// already consumed. Whatever continues the value on later lines (a block
+// scalar's content, a flow collection or quoted scalar that is not closed
+// yet, a plain scalar's continuation lines) must be indented more than
+// parent.
+func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
 	if depth > MaxDepth {
 		return nil, errorf(num, "nesting deeper than %d levels", MaxDepth)
 	}
 	switch t[0] {
-	case '|':
-		return p.literal(t, num, parent)
+	case '|', '>':
+		return p.blockScalar(t, num, parent)
 	case '[', '{':
-		f := flow{s: t, line: num}
+		f := flow{s: p.src, i: at, line: num, start: num, minIndent: parent + 1, values: &p.values}
 		n, err := f.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		if !onlyComment(t[f.i:]) || (f.i < len(t) && t[f.i] == '#') {
-			return nil, errorf(num, "unexpected text after a flow collection")
-		}
-		return n, nil
+		return n, p.finish(f.i, f.line, "flow collection")
 	case '"', '\'':
-		v, n, err := quoted(t, 0, num)
+		v, end, endLine, err := quoted(p.src, at, num, parent+1)
 		if err != nil {
 			return nil, err
 		}
-		if !onlyComment(t[n:]) || (n < len(t) && t[n] == '#') {
-			return nil, errorf(num, "unexpected text after a quoted scalar")
-		}
-		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, nil
+		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, p.finish(end, endLine, "quoted scalar")
 	}
 	if err := indicator(t, num); err != nil {
 		return nil, err
@@ -493,18 +581,76 @@ func (p *parser) inline(t string, num, parent, depth int) (*Node, error) {
 	if isSeqItem(t) {
 		return nil, errorf(num, "a list item cannot start here")
 	}
-	v := t
+	v, comment := plainLine(t)
+	if err := plainColon(v, num); err != nil {
+		return nil, err
+	}
+	if !comment {
+		var err error
+		if v, err = p.plainMore(v, parent); err != nil {
+			return nil, err
+		}
+	}
+	return &Node{Kind: Scalar, Line: num, Value: v}, nil
+}
+
+// plainLine returns the part of a plain scalar's line before a comment,
+// without trailing white space, and whether a comment followed.
+func plainLine(t string) (string, bool) {
 	for i := 1; i < len(t); i++ {
 		if t[i] == '#' && (t[i-1] == ' ' || t[i-1] == '\t') {
-			v = t[:i]
+			return strings.TrimRight(t[:i], " \t"), true
+		}
+	}
+	return strings.TrimRight(t, " \t"), false
+}
+
+func plainColon(v string, num int) error {
+	if strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":") {
+		return errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
+	}
+	return nil
+}
+
+// plainMore reads the continuation lines of a plain scalar whose first
+// line is v: the lines after it indented more than parent, up to a comment.
+// A line break between two lines folds to a space; n empty lines between
+// them give n line feeds.
+func (p *parser) plainMore(v string, parent int) (string, error) {
+	var b text
+	empty := 0
+	for l := p.line(); l != nil; l = p.line() {
+		t := strings.TrimLeft(l.text, " \t")
+		if t == "" {
+			empty++
+			p.next()
+			continue
+		}
+		if l.indent <= parent || isDocMarker(l) || t[0] == '#' {
+			break
+		}
+		c, comment := plainLine(t)
+		if strings.Contains(c, ": ") || strings.Contains(c, ":\t") || strings.HasSuffix(c, ":") {
+			return "", errorf(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
+		}
+		if b.Len() == 0 {
+			b.put(v)
+		}
+		if empty == 0 {
+			b.repeat(' ', 1)
+		}
+		b.repeat('\n', empty)
+		empty = 0
+		b.put(c)
+		p.next()
+		if comment {
 			break
 		}
 	}
-	v = strings.TrimRight(v, " \t")
-	if strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":") {
-		return nil, errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
+	if b.Len() == 0 {
+		return v, nil
 	}
-	return &Node{Kind: Scalar, Line: num, Value: v}, nil
+	return b.String(), nil
 }
 
 // indicator rejects a value starting with an indicator the subset leaves out.
@@ -516,14 +662,14 @@ func indicator(t string, num int) error {
 		return errorf(num, "aliases are not supported")
 	case '!':
 		return errorf(num, "tags are not supported")
-	case '>':
-		return errorf(num, "folded block scalars ('>') are not supported; use '|'")
-	case '|':
-		return errorf(num, "a literal block cannot start here")
+	case '|', '>':
+		return errorf(num, "a block scalar cannot start here")
 	case '%', '@', '`':
 		return errorf(num, "reserved indicator %q cannot start a plain scalar", t[0])
 	case ',', ']', '}':
 		return errorf(num, "unexpected %q", t[0])
+	case '#':
+		return errorf(num, "expected a value, found a comment")
 	case '?':
 		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
 			return errorf(num, "complex keys ('?') are not supported")
@@ -536,137 +682,286 @@ func indicator(t string, num int) error {
 	return nil
 }
 
-// literal parses a literal block scalar whose header is t.
-func (p *parser) literal(t string, num, parent int) (*Node, error) {
-	chomp := byte(0)
+// blockScalar parses a literal (|) or folded (>) block scalar whose header
+// is t, on line num, inside a parent at indentation parent.
+func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
+	folded := t[0] == '>'
+	chomp, explicit := byte(0), 0
 	h := t[1:]
-	if len(h) > 0 && (h[0] == '-' || h[0] == '+') {
-		chomp, h = h[0], h[1:]
-	}
-	if len(h) > 0 && h[0] >= '0' && h[0] <= '9' {
-		return nil, errorf(num, "explicit indentation indicators on literal blocks are not supported")
-	}
-	if len(h) > 0 && h[0] != ' ' && h[0] != '\t' || !onlyComment(h) {
-		return nil, errorf(num, "invalid literal block header")
-	}
-	// The block's indentation is that of its first non-empty line.
-	indent := -1
-	for i := p.pos; i < len(p.lines); i++ {
-		l := &p.lines[i]
-		if strings.Trim(l.raw, " ") != "" {
-			indent = l.indent
-			break
+	for range 2 {
+		switch {
+		case h == "":
+		case (h[0] == '-' || h[0] == '+') && chomp == 0:
+			chomp, h = h[0], h[1:]
+		case h[0] >= '1' && h[0] <= '9' && explicit == 0:
+			explicit, h = int(h[0]-'0'), h[1:]
+		case h[0] == '0':
+			return nil, errorf(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
-	var content []string
-	if indent > parent && indent > 0 {
-		for i := p.pos; i < len(p.lines) && p.lines[i].indent != indent; i++ {
-			if len(p.lines[i].raw) > indent {
-				return nil, errorf(p.lines[i].num, "a leading empty line of a literal block is indented more than its first line")
+	if h != "" && h[0] != ' ' && h[0] != '\t' || !onlyComment(h) {
+		return nil, errorf(num, "invalid block scalar header")
+	}
+	// The content's indentation: given by the header, relative to the
+	// parent, or else that of the first line that is not empty.
+	indent := explicit + max(parent, 0)
+	if explicit == 0 {
+		indent = -1
+		longest := 0 // the longest leading empty line
+		for off, n := p.off, p.num; off < len(p.src); n++ {
+			end := len(p.src)
+			if i := strings.IndexByte(p.src[off:], '\n'); i >= 0 {
+				end = off + i
 			}
-		}
-		for p.pos < len(p.lines) {
-			l := &p.lines[p.pos]
-			if strings.Trim(l.raw, " ") == "" {
-				if len(l.raw) > indent {
-					content = append(content, l.raw[indent:])
-				} else {
-					content = append(content, "")
+			raw := p.src[off:end]
+			if strings.Trim(raw, " ") != "" {
+				indent = len(raw) - len(strings.TrimLeft(raw, " "))
+				if longest > indent && indent > parent {
+					return nil, errorf(n-1, "a leading empty line of a block scalar is indented more than its first line")
 				}
-				p.pos++
-				continue
-			}
-			if l.indent < indent {
 				break
 			}
-			content = append(content, l.raw[indent:])
-			p.pos++
+			longest = max(longest, len(raw))
+			off = end + 1
+		}
+		if indent <= parent || indent == 0 {
+			indent = -1 // no content: the scalar is empty
 		}
 	}
-	last := len(content) - 1
-	for last >= 0 && content[last] == "" {
-		last--
+	var b text
+	empty := 0
+	started, prevMore := false, false
+	broken := false // the last content line ends with a line break
+	for l := p.line(); l != nil; l = p.line() {
+		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
+			// An empty line; only one that ends in a line break counts.
+			if l.end < len(p.src) {
+				empty++
+			}
+			p.next()
+			continue
+		}
+		if indent < 0 {
+			break
+		}
+		if l.indent < indent {
+			break
+		}
+		c := l.raw[indent:]
+		more := c == "" || c[0] == ' ' || c[0] == '\t'
+		switch {
+		case !started:
+			b.repeat('\n', empty)
+		case !folded || more || prevMore:
+			b.repeat('\n', empty+1)
+		case empty == 0:
+			b.repeat(' ', 1)
+		default:
+			b.repeat('\n', empty)
+		}
+		b.put(c)
+		started, prevMore, empty = true, more, 0
+		broken = l.end < len(p.src)
+		p.next()
 	}
-	trailing := len(content) - 1 - last
-	var b strings.Builder
-	for i := 0; i <= last; i++ {
-		if i > 0 {
-			b.WriteByte('\n')
+	switch {
+	case chomp == '-':
+	case chomp == '+':
+		if broken {
+			b.repeat('\n', 1)
 		}
-		b.WriteString(content[i])
-	}
-	switch chomp {
-	case 0:
-		if last >= 0 {
-			b.WriteByte('\n')
-		}
-	case '+':
-		if last >= 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(strings.Repeat("\n", trailing))
+		b.repeat('\n', empty)
+	case broken:
+		b.repeat('\n', 1)
 	}
 	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}, nil
 }
 
-// quoted parses the single- or double-quoted scalar at s[i:] and returns its
-// value and the index after the closing quote.
-func quoted(s string, i, num int) (string, int, error) {
+// text builds a scalar's value. It doubles its buffer as it grows, so
+// that building a value allocates at most about twice its size.
+type text struct{ strings.Builder }
+
+func (b *text) put(s string) {
+	if b.Cap()-b.Len() < len(s) {
+		b.Grow(len(s)) // to twice the capacity, and s
+	}
+	b.WriteString(s)
+}
+
+func (b *text) repeat(c byte, n int) {
+	if b.Cap()-b.Len() < n {
+		b.Grow(n)
+	}
+	for ; n > 0; n-- {
+		b.WriteByte(c)
+	}
+}
+
+// errUnterminated is the cause of the error for a quoted scalar that the
+// text ends in.
+var errUnterminated = errors.New("unterminated")
+
+// quoted parses the single- or double-quoted scalar at s[i:], which starts
+// on line num. It may go on over several lines, each indented at least
+// minIndent: a line break folds to a space, n empty lines give n line
+// feeds, and white space around a line break is dropped. It returns the
+// value, the offset after the closing quote and that offset's line.
+func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 	q := s[i]
-	var b strings.Builder
-	for j := i + 1; j < len(s); {
-		c := s[j]
-		if q == '\'' {
-			if c == '\'' {
-				if j+1 < len(s) && s[j+1] == '\'' {
-					b.WriteByte('\'')
-					j += 2
-					continue
-				}
-				return b.String(), j + 1, nil
-			}
-			b.WriteByte(c)
-			j++
-			continue
+	var b text
+	ws := -1 // where white space not written yet starts: dropped at a line break
+	flush := func(j int) {
+		if ws >= 0 {
+			b.put(s[ws:j])
+			ws = -1
 		}
-		switch c {
-		case '"':
-			return b.String(), j + 1, nil
-		case '\\':
-			n, err := escape(&b, s[j+1:], num)
+	}
+	for j, n := i+1, num; j < len(s); {
+		switch c := s[j]; {
+		case c == '\'' && q == '\'':
+			flush(j)
+			if j+1 < len(s) && s[j+1] == '\'' {
+				b.put("'")
+				j += 2
+				continue
+			}
+			return b.String(), j + 1, n, nil
+		case c == '"' && q == '"':
+			flush(j)
+			return b.String(), j + 1, n, nil
+		case c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n':
+			// An escaped line break: the lines join with nothing between.
+			flush(j)
+			empty, next, nn, err := foldBreak(s, j+2, n+1, num, q, minIndent)
 			if err != nil {
-				return "", 0, err
+				return "", 0, 0, err
 			}
-			j += 1 + n
-		default:
-			b.WriteByte(c)
+			b.repeat('\n', empty)
+			j, n = next, nn
+		case c == '\\' && q == '"':
+			flush(j)
+			if j+1 == len(s) {
+				return "", 0, 0, unterminated(num, q)
+			}
+			k, err := escape(&b, s[j+1:], n)
+			if err != nil {
+				return "", 0, 0, err
+			}
+			j += 1 + k
+		case c == '\n':
+			ws = -1
+			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
+			if err != nil {
+				return "", 0, 0, err
+			}
+			if empty == 0 {
+				b.repeat(' ', 1)
+			}
+			b.repeat('\n', empty)
+			j, n = next, nn
+		case c == ' ' || c == '\t':
+			if ws < 0 {
+				ws = j
+			}
 			j++
+		default:
+			flush(j)
+			k := j + 1
+			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
+				k++
+			}
+			b.put(s[j:k])
+			j = k
 		}
 	}
+	return "", 0, 0, unterminated(num, q)
+}
+
+func unterminated(num int, q byte) error {
+	kind := "double"
 	if q == '\'' {
-		return "", 0, errorf(num, "unterminated single-quoted scalar (multi-line quoted scalars are not supported)")
+		kind = "single"
 	}
-	return "", 0, errorf(num, "unterminated double-quoted scalar (multi-line quoted scalars are not supported)")
+	return &SyntaxError{Line: num, Msg: "unterminated " + kind + "-quoted scalar", cause: errUnterminated}
+}
+
+// foldBreak skips the empty lines that start at s[j:], line n, inside a
+// quoted scalar that started on line start, and the indentation of the
+// next line. It returns the number of empty lines and where the content
+// goes on.
+func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, line int, err error) {
+	for {
+		k := j
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		spaces := k - j
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			k++
+		}
+		switch {
+		case k == len(s):
+			return 0, 0, 0, unterminated(start, q)
+		case s[k] == '\n':
+			empty++
+			j, n = k+1, n+1
+			continue
+		case spaces == 0 && isMarker(s[j:]):
+			return 0, 0, 0, errorf(n, "a document marker inside a quoted scalar")
+		case spaces < minIndent:
+			return 0, 0, 0, errorf(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
+		}
+		return empty, k, n, nil
+	}
 }
 
 // escape decodes the escape sequence at the start of s (after the
-// backslash) and returns its length.
-func escape(b *strings.Builder, s string, num int) (int, error) {
-	if s == "" {
-		return 0, errorf(num, "unterminated double-quoted scalar (multi-line quoted scalars are not supported)")
+// backslash), appends it to b and returns its length.
+func escape(b *text, s string, num int) (int, error) {
+	var r string
+	switch s[0] {
+	case '0':
+		r = "\x00"
+	case 'a':
+		r = "\a"
+	case 'b':
+		r = "\b"
+	case 't', '\t':
+		r = "\t"
+	case 'n':
+		r = "\n"
+	case 'v':
+		r = "\v"
+	case 'f':
+		r = "\f"
+	case 'r':
+		r = "\r"
+	case 'e':
+		r = "\x1b"
+	case ' ', '"', '/', '\\':
+		r = s[:1]
+	case 'N':
+		r = "\u0085"
+	case '_':
+		r = "\u00a0"
+	case 'L':
+		r = "\u2028"
+	case 'P':
+		r = "\u2029"
 	}
-	simple := map[byte]string{
-		'0': "\x00", 'a': "\a", 'b': "\b", 't': "\t", '\t': "\t", 'n': "\n",
-		'v': "\v", 'f': "\f", 'r': "\r", 'e': "\x1b", ' ': " ", '"': "\"",
-		'/': "/", '\\': "\\", 'N': "\u0085", '_': "\u00a0", 'L': "\u2028",
-		'P': "\u2029",
-	}
-	if r, ok := simple[s[0]]; ok {
-		b.WriteString(r)
+	if r != "" {
+		b.put(r)
 		return 1, nil
 	}
-	digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[s[0]]
-	if digits == 0 {
+	var digits int
+	switch s[0] {
+	case 'x':
+		digits = 2
+	case 'u':
+		digits = 4
+	case 'U':
+		digits = 8
+	default:
 		return 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
 	}
 	if len(s) < 1+digits {
@@ -676,29 +971,66 @@ func escape(b *strings.Builder, s string, num int) (int, error) {
 	if err != nil || !utf8.ValidRune(rune(v)) {
 		return 0, errorf(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
-	b.WriteRune(rune(v))
+	b.put(string(rune(v)))
 	return 1 + digits, nil
 }
 
-// flow parses a flow collection that must end on its line.
-type flow struct {
-	s    string
-	i    int
-	line int
-}
-
-func (f *flow) space() {
-	for f.i < len(f.s) && (f.s[f.i] == ' ' || f.s[f.i] == '\t') {
-		f.i++
+// count counts one more map entry or list item, on line num.
+func count(values *int, num int) error {
+	if *values++; *values > MaxValues {
+		return errorf(num, "more than %d map entries and list items in the document", MaxValues)
 	}
+	return nil
 }
 
-// more reports whether the collection goes on; a comment or the end of the
-// line before its closing bracket is an error.
+// flow parses a flow collection, which may span lines: JSON is one.
+type flow struct {
+	values    *int // the parser's count of entries and items
+	s         string
+	i         int
+	line      int // the line of s[i]
+	start     int // the line the outermost collection starts on
+	minIndent int // the least indentation of the lines after the first
+}
+
+// space skips white space, line breaks and comments. Each line it enters
+// must be indented at least minIndent and must not be a document marker.
+func (f *flow) space() error {
+	for f.i < len(f.s) {
+		switch c := f.s[f.i]; {
+		case c == ' ' || c == '\t':
+			f.i++
+		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.s[f.i-1]) >= 0):
+			for f.i < len(f.s) && f.s[f.i] != '\n' {
+				f.i++
+			}
+		case c == '\n':
+			f.i++
+			f.line++
+			rest := f.s[f.i:]
+			spaces := len(rest) - len(strings.TrimLeft(rest, " "))
+			t := strings.TrimLeft(rest, " \t")
+			if isMarker(rest) {
+				return errorf(f.line, "a document marker inside a flow collection")
+			}
+			if spaces < f.minIndent && t != "" && t[0] != '\n' && t[0] != '#' {
+				return errorf(f.line, "a line of a flow collection is indented too little (it must be indented more than its key)")
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// more skips space and reports an error when the text ends before the
+// collection does.
 func (f *flow) more() error {
-	f.space()
-	if f.i == len(f.s) || f.s[f.i] == '#' {
-		return errorf(f.line, "flow collection not closed on its line (multi-line flow collections are not supported)")
+	if err := f.space(); err != nil {
+		return err
+	}
+	if f.i == len(f.s) {
+		return errorf(f.start, "flow collection not closed before the end of the document")
 	}
 	return nil
 }
@@ -716,16 +1048,17 @@ func (f *flow) value(depth int) (*Node, error) {
 	case '{':
 		return f.mapping(depth)
 	case '"', '\'':
-		v, n, err := quoted(f.s, f.i, f.line)
+		v, n, line, err := quoted(f.s, f.i, f.line, f.minIndent)
 		if err != nil {
 			return nil, err
 		}
-		f.i = n
-		return &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}, nil
+		node := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
+		f.i, f.line = n, line
+		return node, nil
 	case ',', ']', '}', '#':
 		return nil, errorf(f.line, "expected a value in a flow collection")
-	case '|':
-		return nil, errorf(f.line, "literal blocks cannot appear in a flow collection")
+	case '|', '>':
+		return nil, errorf(f.line, "block scalars cannot appear in a flow collection")
 	}
 	if err := indicator(f.s[f.i:], f.line); err != nil {
 		return nil, err
@@ -736,10 +1069,10 @@ func (f *flow) value(depth int) (*Node, error) {
 	start := f.i
 	for f.i < len(f.s) {
 		c := f.s[f.i]
-		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' {
+		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\n' {
 			break
 		}
-		if c == ':' && (f.i+1 == len(f.s) || strings.IndexByte(" \t,[]{}", f.s[f.i+1]) >= 0) {
+		if c == ':' && (f.i+1 == len(f.s) || strings.IndexByte(" \t\n,[]{}", f.s[f.i+1]) >= 0) {
 			break
 		}
 		if c == '#' && (f.s[f.i-1] == ' ' || f.s[f.i-1] == '\t') {
@@ -747,8 +1080,16 @@ func (f *flow) value(depth int) (*Node, error) {
 		}
 		f.i++
 	}
-	v := strings.TrimRight(f.s[start:f.i], " \t")
-	return &Node{Kind: Scalar, Line: f.line, Value: v}, nil
+	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.s[start:f.i], " \t")}
+	if f.i < len(f.s) && (f.s[f.i] == '\n' || f.s[f.i] == '#') {
+		// The scalar ends with its line only if a flow indicator comes
+		// next.
+		g := *f
+		if err := g.space(); err == nil && g.i < len(g.s) && strings.IndexByte(",]}:", g.s[g.i]) < 0 {
+			return nil, errorf(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
+		}
+	}
+	return n, nil
 }
 
 func (f *flow) list(depth int) (*Node, error) {
@@ -764,6 +1105,9 @@ func (f *flow) list(depth int) (*Node, error) {
 		}
 		v, err := f.value(depth + 1)
 		if err != nil {
+			return nil, err
+		}
+		if err := count(f.values, v.Line); err != nil {
 			return nil, err
 		}
 		n.Items = append(n.Items, v)
@@ -784,6 +1128,7 @@ func (f *flow) list(depth int) (*Node, error) {
 
 func (f *flow) mapping(depth int) (*Node, error) {
 	n := &Node{Kind: Map, Line: f.line}
+	seen := make(map[string]struct{})
 	f.i++ // {
 	for {
 		if err := f.more(); err != nil {
@@ -793,38 +1138,45 @@ func (f *flow) mapping(depth int) (*Node, error) {
 			f.i++
 			return n, nil
 		}
+		keyLine := f.line
 		k, err := f.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
 		if k.Kind != Scalar {
-			return nil, errorf(f.line, "map keys must be scalars")
+			return nil, errorf(keyLine, "map keys must be scalars")
+		}
+		if f.line != keyLine {
+			return nil, errorf(keyLine, "a map key must be on one line")
 		}
 		if !k.Quoted && k.Value == "<<" {
-			return nil, errorf(f.line, "merge keys ('<<') are not supported")
+			return nil, errorf(keyLine, "merge keys ('<<') are not supported")
 		}
-		if err := f.more(); err != nil {
-			return nil, err
+		// The ':' is on the key's line.
+		for f.i < len(f.s) && (f.s[f.i] == ' ' || f.s[f.i] == '\t') {
+			f.i++
 		}
-		if f.s[f.i] != ':' {
-			return nil, errorf(f.line, "expected ':' after a key in a flow map")
+		if f.i == len(f.s) || f.s[f.i] != ':' {
+			return nil, errorf(keyLine, "expected ':' after a key in a flow map")
 		}
 		f.i++
-		for _, e := range n.Entries {
-			if e.Key == k.Value {
-				return nil, errorf(f.line, "duplicate map key")
-			}
+		if _, dup := seen[k.Value]; dup {
+			return nil, errorf(keyLine, "duplicate map key")
 		}
+		seen[k.Value] = struct{}{}
 		if err := f.more(); err != nil {
 			return nil, err
 		}
-		v := null(f.line)
+		v := null(keyLine)
 		if c := f.s[f.i]; c != ',' && c != '}' {
 			if v, err = f.value(depth + 1); err != nil {
 				return nil, err
 			}
 		}
-		n.Entries = append(n.Entries, Entry{Key: k.Value, Line: f.line, Value: v})
+		if err := count(f.values, keyLine); err != nil {
+			return nil, err
+		}
+		n.Entries = append(n.Entries, Entry{Key: k.Value, Line: keyLine, Value: v})
 		if err := f.more(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,149 @@
+// Package memlimit chooses the Go runtime's soft memory limit from the
+// container's memory limit, so that the garbage collector works harder
+// before the kernel's OOM killer steps in.
+package memlimit
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Fraction is the share of the container's limit given to the Go
+// runtime; the rest is headroom for memory the runtime does not count
+// (thread stacks, the binary's own pages) and for its lag.
+const Fraction = 0.9
+
+// EnvLimit names the variable that, when set, holds the container's memory
+// limit in bytes (from the downward API's resourceFieldRef limits.memory).
+const EnvLimit = "CONTAINER_MEMORY_LIMIT"
+
+// noLimit is the least value cgroup v1 writes for "no limit" (the largest
+// int64 rounded down to a page); anything this large is no limit.
+const noLimit = 1 << 62
+
+// Choose returns the soft memory limit to set and where the container's
+// limit came from. It returns 0 and no error when the limit should be left
+// alone: GOMEMLIMIT is set (the runtime has read it), or no container
+// limit is found. The limit comes from EnvLimit if set, else from the
+// cgroup (v2 memory.max, else v1 memory.limit_in_bytes) of the process,
+// read from root (the root file system, such as os.DirFS("/")).
+func Choose(getenv func(string) string, root fs.FS) (int64, string, error) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, "", nil
+	}
+	if v := getenv(EnvLimit); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			return 0, "", fmt.Errorf("memlimit: %s=%q: want a positive number of bytes", EnvLimit, v)
+		}
+		return share(n), EnvLimit, nil
+	}
+	n, file, err := Cgroup(root)
+	if err != nil || n == 0 {
+		return 0, "", err
+	}
+	return share(n), file, nil
+}
+
+func share(n int64) int64 {
+	return int64(math.Floor(float64(n) * Fraction))
+}
+
+// Cgroup returns the memory limit of the process's cgroup and the file it
+// was read from, or 0 when there is none or cgroups are not mounted. The
+// cgroup's folder is looked for under its path in /proc/self/cgroup, and
+// then at the mount's root, where a container sees its own cgroup.
+func Cgroup(root fs.FS) (int64, string, error) {
+	v2, v1, err := cgroupPaths(root)
+	if err != nil {
+		return 0, "", err
+	}
+	for _, c := range []struct{ dir, file string }{
+		{path.Join("sys/fs/cgroup", v2), "memory.max"},
+		{"sys/fs/cgroup", "memory.max"},
+		{path.Join("sys/fs/cgroup/memory", v1), "memory.limit_in_bytes"},
+		{"sys/fs/cgroup/memory", "memory.limit_in_bytes"},
+	} {
+		name := path.Join(c.dir, c.file)
+		b, err := fs.ReadFile(root, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("memlimit: %w", err)
+		}
+		n, err := parseLimit(string(b))
+		if err != nil {
+			return 0, "", fmt.Errorf("memlimit: /%s: %w", name, err)
+		}
+		return n, "/" + name, nil
+	}
+	return 0, "", nil
+}
+
+// parseLimit reads a memory.max or memory.limit_in_bytes value: "max" or
+// a huge number means no limit (0).
+func parseLimit(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a limit: %q", s)
+	}
+	if n >= noLimit {
+		return 0, nil
+	}
+	return int64(n), nil
+}
+
+// cgroupPaths reads /proc/self/cgroup: the v2 path (line "0::PATH") and
+// the v1 memory controller's path ("N:...memory...:PATH"). A missing file
+// is no paths.
+func cgroupPaths(root fs.FS) (v2, v1 string, err error) {
+	f, err := root.Open("proc/self/cgroup")
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("memlimit: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		id, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		controllers, p, ok := strings.Cut(rest, ":")
+		if !ok || !strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+			continue
+		}
+		switch {
+		case id == "0" && controllers == "":
+			v2 = p
+		case v1 == "" && containsField(controllers, "memory"):
+			v1 = p
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", "", fmt.Errorf("memlimit: /proc/self/cgroup: %w", err)
+	}
+	return v2, v1, nil
+}
+
+func containsField(list, want string) bool {
+	for f := range strings.SplitSeq(list, ",") {
+		if f == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package metricsauth
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// maxPEMSize bounds the certificate and key files read.
+const maxPEMSize = 1 << 20
+
+// recheck is how often the files of a certificate folder are looked at
+// for a new certificate.
+const recheck = time.Minute
+
+// Certificates holds an endpoint's serving certificate: tls.crt and tls.key
+// from a folder (as a kubernetes.io/tls Secret mounts them), read again
+// when they change, or a self-signed one made at start. It is safe for
+// concurrent use.
+type Certificates struct {
+	dir string // "" for a self-signed certificate
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	mtime   time.Time // the later of the two files' modification times
+	checked time.Time
+}
+
+// NewCertificates loads tls.crt and tls.key from dir, or, when dir is
+// empty, makes a self-signed ECDSA P-256 certificate valid for a year for
+// hosts (DNS names or IP addresses), localhost and the loopback addresses.
+func NewCertificates(dir string, hosts ...string) (*Certificates, error) {
+	c := &Certificates{dir: dir}
+	if dir == "" {
+		cert, err := selfSigned(hosts, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		c.cert = cert
+		return c, nil
+	}
+	cert, mtime, err := loadPair(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.cert, c.mtime, c.checked = cert, mtime, time.Now()
+	return c, nil
+}
+
+// TLSConfig returns a server configuration that serves the certificate,
+// TLS 1.2 or later, HTTP/1.1 only.
+func (c *Certificates) TLSConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: c.get,
+	}
+}
+
+// get returns the certificate, first reading the folder again if it is
+// due and the files changed. A pair that fails to load leaves the current
+// certificate in place.
+func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == "" || time.Since(c.checked) < recheck {
+		return c.cert, nil
+	}
+	c.checked = time.Now()
+	if mtime, err := modTime(c.dir); err == nil && !mtime.Equal(c.mtime) {
+		if cert, mtime, err := loadPair(c.dir); err == nil {
+			c.cert, c.mtime = cert, mtime
+		}
+	}
+	return c.cert, nil
+}
+
+func modTime(dir string) (time.Time, error) {
+	var latest time.Time
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return time.Time{}, err
+		}
+		if fi.ModTime().After(latest) {
+			latest = fi.ModTime()
+		}
+	}
+	return latest, nil
+}
+
+func loadPair(dir string) (*tls.Certificate, time.Time, error) {
+	mtime, err := modTime(dir)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("metricsauth: certificate: %w", err)
+	}
+	crt, err := readFile(filepath.Join(dir, "tls.crt"))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	key, err := readFile(filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	cert, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("metricsauth: certificate in %s: %w", dir, err)
+	}
+	return &cert, mtime, nil
+}
+
+// readFile reads at most maxPEMSize bytes; a larger file is an error.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+	}
+	if len(b) > maxPEMSize {
+		return nil, fmt.Errorf("metricsauth: certificate: %s is larger than %d bytes", path, maxPEMSize)
+	}
+	return b, nil
+}
+
+func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "widget-operator metrics"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

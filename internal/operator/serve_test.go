@@ -1,0 +1,282 @@
+package operator
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// pipeListener is a fake listener whose connections are in-memory pipes,
+// so that the server's deadlines run on synctest's clock.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// dial returns the client end of a new connection.
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// startTestServer serves h with the endpoints' limits on a pipeListener.
+func startTestServer(t *testing.T, h http.Handler) *pipeListener {
+	ln := newPipeListener()
+	srv := newServer(h, slog.New(slog.DiscardHandler))
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		// On the bubble's clock: lets a connection that is closing
+		// finish its lingering close (net/http waits 500ms).
+		time.Sleep(time.Second)
+	})
+	return ln
+}
+
+// closedAfter reads from c until the server closes it and returns how
+// long that took.
+func closedAfter(c net.Conn) time.Duration {
+	start := time.Now()
+	io.Copy(io.Discard, c)
+	return time.Since(start)
+}
+
+func okHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+}
+
+func TestServerClosesSilentConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := startTestServer(t, okHandler())
+		c := ln.dial()
+		defer c.Close()
+		if took := closedAfter(c); took != readHeaderTimeout {
+			t.Errorf("a connection that sends nothing was closed after %v, want %v", took, readHeaderTimeout)
+		}
+	})
+}
+
+func TestServerClosesIdleKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := startTestServer(t, okHandler())
+		c := ln.dial()
+		defer c.Close()
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: op\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		start := time.Now()
+		io.Copy(io.Discard, br)
+		if took := time.Since(start); took != idleTimeout {
+			t.Errorf("an idle keep-alive connection was closed after %v, want %v", took, idleTimeout)
+		}
+	})
+}
+
+func TestServerClosesTrickledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A handler that reads the body, as the worst case; the
+		// endpoints' own handlers do not read one.
+		ln := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+		}))
+		c := ln.dial()
+		defer c.Close()
+		start := time.Now()
+		closed := make(chan time.Duration)
+		go func() { closed <- closedAfter(c) }()
+		io.WriteString(c, "POST /metrics HTTP/1.1\r\nHost: op\r\nContent-Length: 1000000\r\n\r\n")
+		// One byte a second until the server stops reading.
+		for {
+			if _, err := c.Write([]byte{'x'}); err != nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		took := <-closed
+		if took > readTimeout+time.Second {
+			t.Errorf("a trickled body kept the connection for %v, want at most %v", took, readTimeout)
+		}
+		t.Logf("trickled body cut off after %v", time.Since(start))
+	})
+}
+
+func TestServerLimitsHeaderSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := startTestServer(t, okHandler())
+		c := ln.dial()
+		defer c.Close()
+		go io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: op\r\nX-Big: "+strings.Repeat("a", 64<<10)+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("64 KiB of headers: %d, want 431", resp.StatusCode)
+		}
+	})
+}
+
+func TestLimitListenerClosesConnectionsBeyondMax(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &limitListener{Listener: inner, max: 2}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var clients []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	first, second := <-accepted, <-accepted
+	defer second.Close()
+	// The third is closed by the listener: its client reads EOF.
+	clients[2].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := clients[2].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("third connection: read %d, %v; want EOF", n, err)
+	}
+	if got := ln.open.Load(); got != 2 {
+		t.Fatalf("%d open, want 2", got)
+	}
+	// Closing one (twice: a second Close must not free another slot)
+	// makes room for one more.
+	first.Close()
+	first.Close()
+	if got := ln.open.Load(); got != 1 {
+		t.Fatalf("%d open after a close, want 1", got)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case a := <-accepted:
+		a.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no room after a connection closed")
+	}
+}
+
+func TestReadyzWithholdsReasons(t *testing.T) {
+	secret := `watch: failing for 3s: services is forbidden: User "system:serviceaccount:widget-system:widget-operator" cannot list`
+	rec := httptest.NewRecorder()
+	writeReadyz(rec, []check{{name: "watch widgets"}, {name: "watch deployments", reason: "not synced"}, {name: "watch services", reason: secret}})
+	want := "[+]watch widgets ok\n[-]watch deployments failed: reason withheld\n[-]watch services failed: reason withheld\nreadyz check failed\n"
+	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != want {
+		t.Errorf("readyz = %d %q, want 503 %q", rec.Code, rec.Body.String(), want)
+	}
+	rec = httptest.NewRecorder()
+	writeReadyz(rec, []check{{name: "watch widgets"}, {name: "watch services"}})
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok\n" {
+		t.Errorf("readyz = %d %q, want 200 ok", rec.Code, rec.Body.String())
+	}
+}
+
+func TestReadyzLogsReasonsOnChange(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var l readyzLog
+	now := time.Unix(1000, 0)
+	ok := []check{{name: "watch widgets"}}
+	failing := []check{{name: "watch widgets", reason: "watch: failing for 1s: forbidden"}}
+	l.note(log, ok, now)
+	if buf.Len() != 0 {
+		t.Fatalf("logged while ready: %s", buf.String())
+	}
+	l.note(log, failing, now)
+	l.note(log, failing, now.Add(10*time.Second)) // same checks: not again
+	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), "forbidden") {
+		t.Fatalf("want one line with the reason, got:\n%s", buf.String())
+	}
+	l.note(log, failing, now.Add(61*time.Second)) // a minute on: again
+	l.note(log, ok, now.Add(62*time.Second))
+	if n := strings.Count(buf.String(), "\n"); n != 3 || !strings.Contains(buf.String(), "every check passes") {
+		t.Fatalf("want a reminder and a recovery line, got:\n%s", buf.String())
+	}
+}
+
+func TestOpenEndpoints(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	cfg := &k8sapi.Config{Host: "https://apiserver.test"}
+	// A certificate folder without a certificate is a start-up error,
+	// and leaves no port open.
+	opts := Options{MetricsAddr: "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", MetricsCertDir: t.TempDir()}
+	if e, err := openEndpoints(opts, cfg, log); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
+		t.Fatalf("missing certificate: %v, %v", e, err)
+	}
+	// Secure by default: TLS and a review filter.
+	opts.MetricsCertDir = ""
+	e, err := openEndpoints(opts, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	if e.auth == nil {
+		t.Error("secure metrics without a filter")
+	}
+	if _, ok := e.probe.(*limitListener); !ok {
+		t.Errorf("probe listener %T, want a limitListener", e.probe)
+	}
+	insecure, err := openEndpoints(Options{MetricsAddr: "127.0.0.1:0", InsecureMetrics: true}, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insecure.close()
+	if _, ok := insecure.metrics.(*limitListener); !ok || insecure.auth != nil || insecure.probe != nil {
+		t.Errorf("insecure metrics: listener %T, filter %v, probe %v", insecure.metrics, insecure.auth, insecure.probe)
+	}
+}

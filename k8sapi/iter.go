@@ -1,0 +1,83 @@
+package k8sapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+)
+
+// All returns an iterator over every object in namespace (empty: all
+// namespaces), reading one page of opts.Limit objects (zero means 500)
+// at a time, as the loop asks for more. Each object is yielded with a nil
+// error; a failure ends the loop with one (nil, err) pair, such as the
+// server's 410 when a continue token expired (see [IsGone]). The objects
+// point into the current page and may be kept.
+func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*T, error] {
+	if opts.Limit <= 0 {
+		opts.Limit = 500
+	}
+	return func(yield func(*T, error) bool) {
+		for {
+			page, err := t.List(ctx, namespace, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for i := range page.Items {
+				if !yield(&page.Items[i], nil) {
+					return
+				}
+			}
+			next := page.Metadata.Continue
+			if next == "" {
+				return
+			}
+			if next == opts.Continue {
+				op := operation{verb: "list", resource: t.Resource.Resource, namespace: namespace}
+				yield(nil, op.decodeError(errors.New("server returned the same continue token twice")))
+				return
+			}
+			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
+		}
+	}
+}
+
+// Events opens a watch, as [Typed.Watch] does, and returns an iterator over
+// its events; the watch is closed when the loop ends. See [Watcher.Events]
+// for how the iteration ends. A failure to open the watch is one
+// (zero event, err) pair.
+func (t Typed[T]) Events(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[WatchEvent[T], error] {
+	return func(yield func(WatchEvent[T], error) bool) {
+		w, err := t.Watch(ctx, namespace, opts)
+		if err != nil {
+			yield(WatchEvent[T]{}, err)
+			return
+		}
+		defer w.Close()
+		for ev, err := range w.Events() {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// Events returns an iterator over the watcher's events, as [Watcher.Next]
+// returns them. The loop ends without an error when the server ends the
+// stream cleanly (for example after opts.TimeoutSeconds), and with one
+// (zero event, err) pair for any other error, such as a 410 Gone (see
+// [IsGone]). Breaking out of the loop does not close the watcher.
+func (w *Watcher[T]) Events() iter.Seq2[WatchEvent[T], error] {
+	return func(yield func(WatchEvent[T], error) bool) {
+		for {
+			ev, err := w.Next()
+			if err == io.EOF {
+				return
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package k8sapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+)
+
+// keepRaw records, in an object that embeds ObjectMeta, the whole JSON it
+// was decoded from, so that a later Update keeps the fields its struct
+// does not name. Only the answers of Get and Update are kept: not list
+// items or watch events, so that caches hold no second copy, nor the
+// answers of the writes a controller makes most (Create, Patch, Apply).
+func keepRaw(out any, body []byte) {
+	if o, ok := out.(Object); ok {
+		o.GetObjectMeta().raw = body
+	}
+}
+
+// updateBody returns what Update sends for obj. A json.RawMessage is sent
+// as it is. Any other T may name only some of the object's fields: its
+// changes since it was read are applied to the whole object it was read
+// from (kept by keepRaw) or, if there is none, to the object as the server
+// has it now, read first. Fields T does not name are so never lost.
+func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name string, obj *T) ([]byte, error) {
+	now, err := json.Marshal(obj)
+	if err != nil {
+		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
+	}
+	if _, whole := any(obj).(*json.RawMessage); whole {
+		return now, nil
+	}
+	var base []byte
+	if o, ok := any(obj).(Object); ok {
+		base = o.GetObjectMeta().raw
+	}
+	if base == nil {
+		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, namespace, name, GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		base = *cur
+	}
+	// was is what T made of base: the caller's changes are from it to now.
+	seen := new(T)
+	if err := json.Unmarshal(base, seen); err != nil {
+		return nil, op.decodeError(fmt.Errorf("object as read: %w", err))
+	}
+	was, err := json.Marshal(seen)
+	if err != nil {
+		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
+	}
+	if bytes.Equal(was, now) {
+		return base, nil
+	}
+	out, err := mergeJSON(base, was, now)
+	if err != nil {
+		return nil, op.decodeError(fmt.Errorf("object as read: %w", err))
+	}
+	return out, nil
+}
+
+// mergeJSON applies the change from was to now to base, three JSON
+// documents, and returns the result. The values are decoded generically
+// (numbers kept as written) because the merge works on any object.
+func mergeJSON(base, was, now []byte) ([]byte, error) {
+	docs := [][]byte{base, was, now}
+	vals := make([]any, len(docs))
+	for i, d := range docs {
+		dec := json.NewDecoder(bytes.NewReader(d))
+		dec.UseNumber()
+		if err := dec.Decode(&vals[i]); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(merge3(vals[0], vals[1], vals[2]))
+}
+
+// merge3 returns base changed as now differs from was, where was and now
+// hold only the fields a struct names and base the whole value:
+//
+//   - a value equal in was and now is base's, whole;
+//   - in objects, each key of now is merged into base's value of it (a key
+//     was lacks too, with nothing to compare), and a key of was that now
+//     lacks is deleted; keys of base alone stay;
+//   - in arrays, each element of now is merged into its partner in base
+//     (see partners); an element without one is taken as it is;
+//   - anything else is now's.
+func merge3(base, was, now any) any {
+	if reflect.DeepEqual(was, now) {
+		return base
+	}
+	switch n := now.(type) {
+	case map[string]any:
+		b, ok := base.(map[string]any)
+		if !ok {
+			return now
+		}
+		w, _ := was.(map[string]any)
+		out := maps.Clone(b)
+		for k, nv := range n {
+			if bv, ok := b[k]; ok {
+				out[k] = merge3(bv, w[k], nv)
+			} else {
+				out[k] = nv
+			}
+		}
+		for k := range w {
+			if _, ok := n[k]; !ok {
+				delete(out, k)
+			}
+		}
+		return out
+	case []any:
+		b, ok := base.([]any)
+		w, _ := was.([]any)
+		if !ok || len(b) != len(w) {
+			return now
+		}
+		out := make([]any, len(n))
+		for j, i := range partners(n, w) {
+			if i < 0 {
+				out[j] = n[j]
+			} else {
+				out[j] = merge3(b[i], w[i], n[j])
+			}
+		}
+		return out
+	}
+	return now
+}
+
+// partners returns, for each element of now, the index of the element of
+// was it continues, or -1 for a new one. An element with a "name" pairs
+// with the one of that name; one without, with an equal one, or else, if
+// the array kept its length, with the one at its position. Each element
+// of was pairs at most once.
+func partners(now, was []any) []int {
+	out := make([]int, len(now))
+	used := make([]bool, len(was))
+	pair := func(j int, match func(i int) bool) {
+		for i := range was {
+			if !used[i] && match(i) {
+				out[j], used[i] = i, true
+				return
+			}
+		}
+	}
+	for j, nv := range now {
+		out[j] = -1
+		if name, ok := nameOf(nv); ok {
+			pair(j, func(i int) bool { wn, ok := nameOf(was[i]); return ok && wn == name })
+		} else {
+			pair(j, func(i int) bool { return reflect.DeepEqual(was[i], nv) })
+		}
+	}
+	if len(now) != len(was) {
+		return out
+	}
+	for j, nv := range now {
+		if _, named := nameOf(nv); !named && out[j] < 0 && !used[j] {
+			if _, named := nameOf(was[j]); !named {
+				out[j], used[j] = j, true
+			}
+		}
+	}
+	return out
+}
+
+// nameOf returns the "name" of an array element that is an object with one.
+func nameOf(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	s, ok := m["name"].(string)
+	return s, ok
+}
