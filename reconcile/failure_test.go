@@ -275,6 +275,11 @@ func TestReconcileWaitingDefaultBackoff(t *testing.T) {
 	if !slices.Equal(waits, want) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
+	// Retry starts the ramp over: what changed may reach admission late.
+	r.Retry("default/web")
+	if res, _ := r.Reconcile(context.Background(), "default/web"); res.RequeueAfter != FirstWait {
+		t.Fatalf("wait after Retry %v, want %v", res.RequeueAfter, FirstWait)
+	}
 }
 
 // Transient failures are retried with the caller's backoff and show on the

@@ -289,13 +289,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 
 // Retry ends the wait of the Widget named by key if it is Waiting (or
 // the standing of a Permanent refusal): its next reconcile sends its
-// writes again. A controller calls it when what the Widget waits on may
-// have changed, such as a ResourceQuota of its namespace, then queues the
-// key.
+// writes again, and, if it is refused again, waits FirstWait (the
+// WaitBackoff starts over), since what changed may take a moment to reach
+// the server's admission. A controller calls it when what the Widget
+// waits on may have changed, such as a ResourceQuota of its namespace,
+// then queues the key.
 func (r *Reconciler) Retry(key string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	delete(r.refused, key)
+	r.mu.Unlock()
+	r.waitBackoff().Forget(key)
 }
 
 // standing returns the refusal of key if it still stands: the Widget and
