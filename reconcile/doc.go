@@ -8,7 +8,10 @@
 // Deployment. [Reconciler] puts them together over a small [API] interface
 // (cached reads, apply and status-patch writes), and makes no write at all
 // when the world already matches, which is what keeps a controller out of
-// hot loops.
+// hot loops. [Classify] sorts failures by what it takes to get past them
+// (Transient, Waiting, Permanent, Moot); a refusal the server keeps up is
+// reported on the Widget's status and not asked again until something
+// changes, and a [TerminalError] tells the controller not to retry.
 //
 // The package also offers helpers for any operator: conditions
 // ([SetCondition], [FindCondition], [RemoveCondition], [IsConditionTrue]),

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
 )
 
 // API is what the Reconciler reads and writes. The reads should be served
@@ -55,11 +57,16 @@ type Result struct {
 // Reconciler makes the world match one Widget at a time. Reconcile is safe
 // to call from several goroutines at once for different keys, as long as
 // Client and Recorder are; the caller (a work queue) must not run the same
-// key twice at once.
+// key twice at once. A Reconciler must not be copied after first use.
 //
 // A Reconciler makes no write call when the world already matches: it
 // compares the observed Deployment and Service with the desired ones and
-// the computed status with the stored one before writing anything.
+// the computed status with the stored one before writing anything. Nor
+// does it ask again for a write the API server refused while nothing has
+// changed: it remembers, per Widget, the last refusal and the state of the
+// Widget and its children it was given for (see Reconcile). That memory
+// is the only state it keeps; it is dropped when the Widget succeeds or
+// goes away.
 type Reconciler struct {
 	// Client reads and writes the objects. Required.
 	Client API
@@ -67,9 +74,30 @@ type Reconciler struct {
 	// Updated when a child is applied, Warning when the Widget fails or a
 	// write fails (ReasonReconcileError). Nil records nothing.
 	Recorder EventRecorder
-	// Now returns the current time, for conditions' lastTransitionTime.
-	// Nil means time.Now.
+	// Now returns the current time, for conditions' lastTransitionTime
+	// and the failure timings. Nil means time.Now.
 	Now func() time.Time
+	// WaitBackoff says how long a Widget whose write was refused as
+	// Waiting waits before the next attempt. Nil means FirstWait,
+	// doubling up to MaxWait.
+	WaitBackoff queue.RateLimiter
+
+	mu       sync.Mutex
+	waits    queue.RateLimiter    // WaitBackoff, or the default
+	refused  map[string]refusal   // by key: the refusal being waited out
+	failing  map[string]time.Time // by key: when the current run of Transient failures began
+	initOnce sync.Once
+}
+
+// refusal is a write the server refused, and the state it was refused in:
+// the Widget's UID and generation and the children's resourceVersions
+// ("" for none). While the state is the same, the refusal stands.
+type refusal struct {
+	uid                 string
+	generation          int64
+	deploymentRV, svcRV string
+	problem             Problem
+	retryAt             time.Time // zero: only a change ends it (Permanent)
 }
 
 // Reconcile brings the Widget named by key ("namespace/name") and its
@@ -77,7 +105,7 @@ type Reconciler struct {
 //
 //  1. A Widget that does not exist, or is being deleted, is done: garbage
 //     collection removes its children.
-//  2. A spec that fails Validate gives phase Failed with reason
+//  2. A Widget that fails ValidateWidget gives phase Failed with reason
 //     InvalidSpec and nothing is applied.
 //  3. A Deployment or Service of the Widget's name that is not controlled
 //     by this Widget (by UID) gives phase Failed with reason
@@ -91,11 +119,28 @@ type Reconciler struct {
 // Each child applied is recorded as a Normal Event, Created when it was
 // missing and Updated when it differed.
 //
-// A failed read or write returns an *Error, so that the caller retries
-// with back-off; a failed write is also recorded as a Warning Event with
-// reason ReconcileError, unless ctx ended. Invalid specs and conflicts
-// return no error: retrying cannot fix them, a change to the Widget or its
-// children will.
+// A write of a child that fails is sorted by Classify:
+//
+//   - Permanent (the server refused the child as invalid): phase Failed
+//     with reason ChildRejected and the server's message; Reconcile
+//     returns a *TerminalError. The write is not sent again until the
+//     Widget's generation or one of its children changes.
+//   - Waiting (a quota exceeded, a 403): phase Failed with reason
+//     QuotaExceeded or Forbidden; Reconcile returns the *Error and a
+//     Result.RequeueAfter, the time to the next attempt (WaitBackoff). A
+//     reconcile before then, with nothing changed, sends nothing; Retry
+//     ends the wait early.
+//   - Moot (the namespace is terminating, the object is gone): nothing
+//     to do; Reconcile returns nil.
+//   - Transient: Reconcile returns the *Error, for the caller to retry
+//     with backoff, and records a Warning Event with reason
+//     ReconcileError, unless ctx ended. Once the failures have lasted
+//     TransientGrace, the status says Failed with reason ReconcileError
+//     too.
+//
+// A failed read returns an *Error. Invalid specs and conflicts return no
+// error: retrying cannot fix them, a change to the Widget or its children
+// will.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) {
 	ns, name, err := SplitKey(key)
 	if err != nil {
@@ -119,6 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 		return res, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
+		r.forget(key)
 		return Result{}, nil
 	}
 	d, err := r.Client.GetDeployment(ctx, ns, name)
@@ -130,14 +176,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 		return fail("get service", err)
 	}
 
-	var problem *Problem
-	if msg := Validate(w.Spec); msg != "" {
+	now := r.now()
+	var (
+		problem *Problem
+		res     Result
+		retErr  error // a refused write, returned once the status says so
+	)
+	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
 	} else if msg := conflicts(w, d, svc); msg != "" {
 		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
+	} else if rf, ok := r.standing(key, w, d, svc, now); ok {
+		// Refused before, and nothing has changed since: report it
+		// again without asking again.
+		problem = &rf.problem
+		if !rf.retryAt.IsZero() {
+			res.RequeueAfter = rf.retryAt.Sub(now)
+		}
 	}
 	if problem == nil {
 		var created, updated []string
+		var werr error
+		var op, kind string
 		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
 			got, err := r.Client.ApplyDeployment(ctx, want)
 			var nc *NotControlledError
@@ -145,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 			case errors.As(err, &nc):
 				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
 			case err != nil:
-				return failWrite("apply deployment", err)
+				werr, op, kind = err, "apply deployment", "Deployment"
 			default:
 				created, updated = noteApplied(created, updated, "Deployment", d == nil)
 				if got != nil {
@@ -153,34 +213,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 				}
 			}
 		}
-		if want := DesiredService(w); problem == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
+		if want := DesiredService(w); problem == nil && werr == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
 			_, err := r.Client.ApplyService(ctx, want)
 			var nc *NotControlledError
 			switch {
 			case errors.As(err, &nc):
 				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
 			case err != nil:
-				r.applied(w, created, updated)
-				return failWrite("apply service", err)
+				werr, op, kind = err, "apply service", "Service"
 			default:
 				created, updated = noteApplied(created, updated, "Service", svc == nil)
 			}
 		}
 		r.applied(w, created, updated)
+		if werr != nil {
+			e := &Error{Op: op, Namespace: ns, Name: name, Err: werr}
+			switch class := Classify(werr); class {
+			case Moot:
+				r.forget(key)
+				return Result{}, nil
+			case Permanent, Waiting:
+				problem = refusalProblem(class, kind, key, werr)
+				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
+				retErr = &TerminalError{Err: e}
+				if class == Waiting {
+					wait := r.waitBackoff().When(key, now)
+					rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
+				}
+				r.remember(key, rf)
+			default:
+				if ctx.Err() != nil {
+					return Result{}, e
+				}
+				since := r.failingSince(key, now)
+				if now.Sub(since) < TransientGrace {
+					return failWrite(op, werr)
+				}
+				problem = &Problem{Reason: ReasonReconcileError, Message: trimMessage(fmt.Sprintf(
+					"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}
+				retErr = e
+			}
+		}
+	}
+	if problem == nil || problem.Reason == ReasonInvalidSpec || problem.Reason == ReasonOwnershipConflict {
+		r.forget(key)
 	}
 
 	if d != nil && !IsControlledBy(&d.ObjectMeta, w.UID) {
 		d = nil // not ours: its status says nothing about this Widget
 	}
-	st := StatusFor(w, d, problem, r.now())
+	st := StatusFor(w, d, problem, now)
 	if StatusEqual(st, w.Status) {
-		return Result{}, nil
+		return res, retErr
 	}
 	patch, err := StatusPatch(st)
 	if err != nil {
 		return fail("encode widget status", err)
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
+		if Classify(err) == Moot {
+			r.forget(key)
+			return Result{}, nil
+		}
 		return failWrite("patch widget status", err)
 	}
 	if st.Phase == PhaseFailed {
@@ -190,7 +284,92 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 			r.event(w, "Warning", newC.Reason, newC.Message)
 		}
 	}
-	return Result{}, nil
+	return res, retErr
+}
+
+// Retry ends the wait of the Widget named by key if it is Waiting (or
+// the standing of a Permanent refusal): its next reconcile sends its
+// writes again, and, if it is refused again, waits FirstWait (the
+// WaitBackoff starts over), since what changed may take a moment to reach
+// the server's admission. A controller calls it when what the Widget
+// waits on may have changed, such as a ResourceQuota of its namespace,
+// then queues the key.
+func (r *Reconciler) Retry(key string) {
+	r.mu.Lock()
+	delete(r.refused, key)
+	r.mu.Unlock()
+	r.waitBackoff().Forget(key)
+}
+
+// standing returns the refusal of key if it still stands: the Widget and
+// its children are as they were when it was made, and, for a Waiting
+// one, its retry time has not come.
+func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
+	r.mu.Lock()
+	rf, ok := r.refused[key]
+	r.mu.Unlock()
+	if !ok || rf.uid != w.UID || rf.generation != w.Generation || rf.deploymentRV != rvOf(d) || rf.svcRV != rvOf(svc) {
+		return refusal{}, false
+	}
+	return rf, rf.retryAt.IsZero() || now.Before(rf.retryAt)
+}
+
+// remember records the refusal of key; its Transient failures, if any,
+// are over.
+func (r *Reconciler) remember(key string, rf refusal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refused == nil {
+		r.refused = map[string]refusal{}
+	}
+	r.refused[key] = rf
+	delete(r.failing, key)
+}
+
+// failingSince records a Transient failure of key at now and returns when
+// the current run of them began.
+func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if since, ok := r.failing[key]; ok {
+		return since
+	}
+	if r.failing == nil {
+		r.failing = map[string]time.Time{}
+	}
+	r.failing[key] = now
+	delete(r.refused, key)
+	return now
+}
+
+// forget drops everything remembered of key: it succeeded, or is gone.
+func (r *Reconciler) forget(key string) {
+	r.mu.Lock()
+	delete(r.refused, key)
+	delete(r.failing, key)
+	r.mu.Unlock()
+	r.waitBackoff().Forget(key)
+}
+
+func (r *Reconciler) waitBackoff() queue.RateLimiter {
+	r.initOnce.Do(func() {
+		r.waits = r.WaitBackoff
+		if r.waits == nil {
+			r.waits = &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait}
+		}
+	})
+	return r.waits
+}
+
+// rvOf is the resourceVersion of a child, or "" for none.
+func rvOf[T any, P interface {
+	*T
+	k8sapi.Object
+}](obj P) string {
+	if obj == nil {
+		return ""
+	}
+	return obj.GetObjectMeta().ResourceVersion
 }
 
 // Reasons of the Events the Reconciler records besides those of the Ready

@@ -26,6 +26,10 @@ const (
 // namespaced.
 var Widgets = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
 
+// MaxNameLength is the longest name a Widget may have: its Service is
+// named after it, and a Service's name is a DNS-1035 label.
+const MaxNameLength = 63
+
 // Limits and defaults of a Widget's spec. The CRD in manifests/crd.yaml
 // states the same ones; the operator checks them again because the CRD in
 // a cluster may be older than the operator, or edited.
@@ -59,6 +63,19 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonInvalidSpec              = "InvalidSpec"
 	ReasonOwnershipConflict        = "OwnershipConflict"
+	// ReasonChildRejected: the API server refused a child as invalid or
+	// malformed (422, 400). Not retried until the Widget or a child
+	// changes.
+	ReasonChildRejected = "ChildRejected"
+	// ReasonQuotaExceeded: a ResourceQuota of the namespace refused a
+	// child. Retried at least once every MaxWait, and at once when a
+	// ResourceQuota of the namespace changes.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonForbidden: the operator may not write a child (403).
+	// Retried at least once every MaxWait.
+	ReasonForbidden = "Forbidden"
+	// ReasonReconcileError (also an Event reason): a write has failed
+	// for TransientGrace or longer, and is still retried with backoff.
 )
 
 // Widget is a widgets.example.com/v1 object.
@@ -271,6 +288,53 @@ func shorten(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n]) + "..."
+}
+
+// ValidateWidget checks what the operator needs of a Widget to make its
+// children: its name (ValidateName) and its spec (Validate). It returns ""
+// when both are valid, else their messages joined by "; ". The CRD in
+// manifests/crd.yaml refuses the same Widgets at creation.
+func ValidateWidget(w *Widget) string {
+	var problems []string
+	for _, p := range []string{ValidateName(w.Name), Validate(w.Spec)} {
+		if p != "" {
+			problems = append(problems, p)
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// ValidateName checks a Widget's name and returns "" when it can name the
+// Widget's Service: a DNS-1035 label, that is at most MaxNameLength
+// characters, lower-case letters, digits and '-', starting with a letter
+// and ending with a letter or a digit. (A Widget's name is also a
+// Deployment's name and a label value, which ask less.)
+func ValidateName(name string) string {
+	var problems []string
+	if len(name) > MaxNameLength {
+		problems = append(problems, fmt.Sprintf("metadata.name: %d characters is longer than %d, the longest name the Widget's Service can have",
+			len(name), MaxNameLength))
+	}
+	if !isDNS1035Label(name) {
+		problems = append(problems, "metadata.name: must start with a lower-case letter, hold only lower-case letters, digits and '-', "+
+			"and end with a letter or digit, so that the Widget's Service can have it (a DNS-1035 label)")
+	}
+	return strings.Join(problems, "; ")
+}
+
+// isDNS1035Label reports whether s matches [a-z]([-a-z0-9]*[a-z0-9])?,
+// whatever its length.
+func isDNS1035Label(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks a spec and returns "" when it is valid, or a message that

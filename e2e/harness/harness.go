@@ -305,6 +305,18 @@ func (e *Env) SharedOperator(t testing.TB, p *controlplane.Plane) *Operator {
 	return o
 }
 
+// StopShared stops the shared operator if one runs, for a test that needs
+// no other operator acting in all namespaces; the next SharedOperator
+// starts a new one.
+func (e *Env) StopShared() {
+	e.mu.Lock()
+	o := e.shared
+	e.mu.Unlock()
+	if o != nil {
+		o.Stop()
+	}
+}
+
 // FreeAddr returns a free loopback address, for an operator's endpoints.
 func FreeAddr(t testing.TB) string {
 	t.Helper()

@@ -77,30 +77,39 @@ func TestEvents(t *testing.T) {
 	})
 
 	t.Run("reconcile error, aggregated", func(t *testing.T) {
-		// A quota of no Deployments makes every apply of one fail, so
-		// the Widget's reconcile fails and is retried with backoff.
-		quota := json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"no-deployments"},"spec":{"hard":{"count/deployments.apps":"0"}}}`)
-		if _, err := k8sapi.For[json.RawMessage](c, k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}).
-			Create(ctx, ns, &quota, k8sapi.WriteOptions{}); err != nil {
+		// An admission webhook that cannot be reached makes every
+		// create of a Deployment fail with a 500, a transient failure,
+		// so the Widget's reconcile fails and is retried with backoff.
+		// (A quota is no longer that: it is waited out, with one Event.)
+		name := "unreachable-" + ns
+		hook := json.RawMessage(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration",
+"metadata":{"name":"` + name + `"},
+"webhooks":[{"name":"unreachable.widget.test","clientConfig":{"url":"https://127.0.0.1:1/validate"},
+ "rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["deployments"]}],
+ "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + ns + `"}},
+ "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":1}]}`)
+		hooks := k8sapi.For[json.RawMessage](c, k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"})
+		if _, err := hooks.Create(ctx, "", &hook, k8sapi.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// The quota admission sees a new quota after a moment: wait
-		// until a dry-run create of a Deployment is refused.
+		t.Cleanup(func() { hooks.Delete(ctxFor(t, 10*time.Second), "", name, k8sapi.DeleteOptions{}) })
+		// The webhook is called after a moment: wait until a dry-run
+		// create of a Deployment is refused.
 		eventually(t, 60*time.Second, func() (bool, string) {
 			out, err := harness.KubectlErr(p, "-n", ns, "create", "deployment", "probe", "--image", image, "--dry-run=server")
-			return err != nil && strings.Contains(out, "quota"), "a Deployment may still be created: " + out
+			return err != nil && strings.Contains(out, "webhook"), "a Deployment may still be created: " + out
 		})
-		if _, err := widgets(c).Create(ctx, ns, newWidget("quota", image, 1), k8sapi.WriteOptions{}); err != nil {
+		if _, err := widgets(c).Create(ctx, ns, newWidget("hooked", image, 1), k8sapi.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e := waitEvent(t, c, ns, "quota", 90*time.Second, func(e k8sapi.Event) bool {
+		e := waitEvent(t, c, ns, "hooked", 90*time.Second, func(e k8sapi.Event) bool {
 			return e.Type == "Warning" && e.Reason == reconcile.ReasonReconcileError && e.Series != nil && e.Series.Count >= 3
 		})
-		if !strings.Contains(e.Note, "apply deployment "+ns+"/quota") || !byOperator(e) {
+		if !strings.Contains(e.Note, "apply deployment "+ns+"/hooked") || !byOperator(e) {
 			t.Errorf("ReconcileError Event: %+v", e)
 		}
 		var same []string
-		for _, e := range eventsAbout(t, c, ns, "quota") {
+		for _, e := range eventsAbout(t, c, ns, "hooked") {
 			if e.Reason == reconcile.ReasonReconcileError {
 				same = append(same, e.Name)
 			}
@@ -108,7 +117,7 @@ func TestEvents(t *testing.T) {
 		if len(same) != 1 {
 			t.Errorf("the repeats of one error made %d Events, want 1 with a series: %v", len(same), same)
 		}
-		if n := countLogs(t, o, func(r logRecord) bool { return r.Msg == "reconcile failed" && r.Name == "quota" }); n < 3 {
+		if n := countLogs(t, o, func(r logRecord) bool { return r.Msg == "reconcile failed" && r.Name == "hooked" }); n < 3 {
 			t.Errorf("%d failed reconciles logged, want at least the 3 the series counts", n)
 		}
 	})

@@ -178,6 +178,7 @@ type operator struct {
 	widgets     *watch.Informer[reconcile.Widget]
 	deployments *watch.Informer[k8sapi.Deployment]
 	services    *watch.Informer[k8sapi.Service]
+	quotas      *watch.Informer[resourceQuota]
 	queue       *queue.Queue
 	reconciler  *reconcile.Reconciler
 	recorder    *events.Recorder
@@ -259,6 +260,19 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 			OnDelete: func(s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
 		},
 	})
+	// ResourceQuotas only wake the Widgets that wait on one: the cache
+	// holds their metadata, and no reconcile waits for it to sync.
+	op.quotas = watch.New[resourceQuota](watch.Config[resourceQuota]{
+		Source:    watch.ClientSource[resourceQuota](client, resourceQuotas),
+		Namespace: opts.Namespace,
+		Name:      "resourcequotas",
+		Logger:    log,
+		Handler: watch.Handler[resourceQuota]{
+			OnAdd:    func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
+			OnUpdate: func(_, q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
+			OnDelete: func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
+		},
+	})
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
 		return nil, err
@@ -310,7 +324,7 @@ func (op *operator) run(ctx context.Context) error {
 		op.log.Info("stopped")
 	}()
 	wg.Go(func() { op.recorder.Run(bgCtx) })
-	for _, run := range []func(context.Context) error{op.widgets.Run, op.deployments.Run, op.services.Run} {
+	for _, run := range []func(context.Context) error{op.widgets.Run, op.deployments.Run, op.services.Run, op.quotas.Run} {
 		wg.Go(func() {
 			if err := run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
 				op.log.Error("watch stopped", "err", err)
@@ -421,10 +435,14 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	}()
 	res, err := op.reconciler.Reconcile(ctx, key)
 	ns, name, _ := reconcile.SplitKey(key)
-	if err != nil && namespaceTerminating(err) {
+	class := reconcile.Transient
+	if err != nil {
+		class = reconcile.Classify(err)
+	}
+	if err != nil && class == reconcile.Moot {
 		// Nothing can be created in a namespace being deleted, and the
 		// Widget goes with it: retrying would only fail again.
-		op.log.Debug("namespace terminating; not retrying", "controller", ControllerName, "namespace", ns, "name", name)
+		op.log.Debug("nothing to do; not retrying", "controller", ControllerName, "namespace", ns, "name", name, "err", err)
 		return queue.Result{}, nil
 	}
 	rv := ""
@@ -441,25 +459,44 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	op.series.Reconciled(time.Since(start), result)
 	attrs := []any{"controller", ControllerName, "namespace", ns, "name", name, "resourceVersion", rv,
 		"result", result, "duration", time.Since(start)}
-	if err != nil {
-		op.log.Error("reconcile failed", append(attrs, "err", err)...)
-	} else {
+	switch {
+	case err == nil:
 		op.log.Debug("reconciled", attrs...)
+		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
+	case class == reconcile.Permanent:
+		// The Widget's status says why; a change to it or its children
+		// brings it back.
+		op.series.TerminalError()
+		op.log.Warn("reconcile failed; not retrying until the Widget or a child changes", append(attrs, "err", err)...)
+		return queue.Result{}, nil
+	case class == reconcile.Waiting && res.RequeueAfter > 0:
+		op.log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
+		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
 	}
-	return queue.Result{RequeueAfter: res.RequeueAfter}, err
+	op.log.Error("reconcile failed", append(attrs, "err", err)...)
+	return queue.Result{}, err
 }
 
-// namespaceTerminating reports whether err is the API server refusing to
-// create an object in a namespace that is being deleted.
-func namespaceTerminating(err error) bool {
-	var ae *k8sapi.APIError
-	if !errors.As(err, &ae) || ae.Status.Details == nil {
-		return false
-	}
-	for _, c := range ae.Status.Details.Causes {
-		if c.Type == "NamespaceTerminating" {
-			return true
+// retryQuotaWaiters retries at once the Widgets of namespace that wait
+// on a ResourceQuota: one of its ResourceQuotas changed.
+func (op *operator) retryQuotaWaiters(namespace string) {
+	for _, w := range op.widgets.Store().List() {
+		if w.Namespace != namespace {
+			continue
+		}
+		if c, ok := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady); ok && c.Reason == reconcile.ReasonQuotaExceeded {
+			key := reconcile.Key(w.Namespace, w.Name)
+			op.reconciler.Retry(key)
+			op.queue.Add(key)
 		}
 	}
-	return false
 }
+
+// resourceQuota is a ResourceQuota reduced to its metadata: the operator
+// only needs to know that one changed.
+type resourceQuota struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+}
+
+var resourceQuotas = k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}

@@ -1,0 +1,386 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+func apiErr(code int, reason, msg string, causes ...k8sapi.StatusCause) *k8sapi.APIError {
+	e := &k8sapi.APIError{Op: "create", Resource: "deployments", Namespace: "default", Name: "web", Code: code,
+		Status: k8sapi.Status{Status: "Failure", Reason: reason, Message: msg, Code: int32(code)}}
+	if len(causes) > 0 {
+		e.Status.Details = &k8sapi.StatusDetails{Causes: causes}
+	}
+	return e
+}
+
+var (
+	errRejected = apiErr(422, "Invalid", `Deployment.apps "web" is invalid: [...]`,
+		k8sapi.StatusCause{Type: "FieldValueInvalid", Field: "spec.template.spec.containers[0].image", Message: "Invalid value: \"bad\": not allowed here"})
+	errQuota = apiErr(403, "Forbidden", `deployments.apps "web" is forbidden: exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=0, limited: count/deployments.apps=0`)
+	errRBAC  = apiErr(403, "Forbidden", `services is forbidden: User "system:serviceaccount:widget-system:widget-operator" cannot create resource "services" in API group "" in the namespace "default"`)
+)
+
+func TestClassify(t *testing.T) {
+	terminating := apiErr(403, "Forbidden", "unable to create new content in namespace default because it is being terminated",
+		k8sapi.StatusCause{Type: "NamespaceTerminating", Field: "metadata.namespace"})
+	for _, tt := range []struct {
+		err  error
+		want Class
+	}{
+		{terminating, Moot},
+		{fmt.Errorf("reconcile: apply deployment: %w", terminating), Moot},
+		{apiErr(404, "NotFound", "namespaces \"gone\" not found"), Moot},
+		{errRejected, Permanent},
+		{&Error{Op: "apply deployment", Err: errRejected}, Permanent},
+		{apiErr(400, "BadRequest", "malformed"), Permanent},
+		{&TerminalError{Err: errTransient}, Permanent},
+		{&Error{Op: "split key", Err: ErrInvalidKey}, Permanent},
+		{errQuota, Waiting},
+		{errRBAC, Waiting},
+		{apiErr(409, "Conflict", "the object has been modified"), Transient},
+		{apiErr(429, "TooManyRequests", "slow down"), Transient},
+		{apiErr(500, "InternalError", "etcd"), Transient},
+		{apiErr(503, "ServiceUnavailable", ""), Transient},
+		{apiErr(504, "Timeout", ""), Transient},
+		{apiErr(401, "Unauthorized", ""), Transient},
+		{errTransient, Transient},
+		{context.DeadlineExceeded, Transient},
+		{errors.New("NamespaceTerminating"), Transient},
+	} {
+		if got := Classify(tt.err); got != tt.want {
+			t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestTrimMessage(t *testing.T) {
+	if s := trimMessage("short"); s != "short" {
+		t.Errorf("trimMessage(short) = %q", s)
+	}
+	long := strings.Repeat("é", 1000) // 2000 bytes
+	s := trimMessage(long)
+	if len(s) > MaxMessageBytes || !utf8.ValidString(s) || !strings.HasSuffix(s, "...") || len(s) < MaxMessageBytes-4 {
+		t.Errorf("trimMessage: %d bytes, valid %v, %q...", len(s), utf8.ValidString(s), s[len(s)-8:])
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want string // a part of the message; "" means valid
+	}{
+		{"web", ""},
+		{"a", ""},
+		{"a-1", ""},
+		{strings.Repeat("a", 63), ""},
+		{strings.Repeat("a", 64), "64 characters is longer than 63"},
+		{"1web", "must start with a lower-case letter"},
+		{"web-", "must start with a lower-case letter"},
+		{"web.shop", "DNS-1035"},
+		{"Web", "DNS-1035"},
+		{"", "DNS-1035"},
+	} {
+		got := ValidateName(tt.name)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("ValidateName(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	w := widget()
+	w.Name, w.Spec.Replicas = "9lives", ptr(int32(0))
+	if got := ValidateWidget(w); !strings.HasPrefix(got, "metadata.name: ") || !strings.HasSuffix(got, "; spec.replicas: 0 is out of range 1..10") {
+		t.Errorf("ValidateWidget = %q", got)
+	}
+}
+
+// fixedBackoff is a RateLimiter that always waits d and counts its calls.
+type fixedBackoff struct {
+	d       time.Duration
+	n       int
+	forgets int
+}
+
+func (b *fixedBackoff) When(string, time.Time) time.Duration { b.n++; return b.d }
+func (b *fixedBackoff) Forget(string)                        { b.forgets++ }
+func (b *fixedBackoff) NumRequeues(string) int               { return b.n }
+
+// A child the server refuses as invalid: Failed with ChildRejected and the
+// server's causes, one Warning Event, a terminal error; no second attempt
+// until the Widget's generation or a child changes.
+func TestReconcileChildRejected(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = errRejected
+	now := t0
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
+	res, err := r.Reconcile(context.Background(), "default/web")
+	if !IsTerminal(err) || Classify(err) != Permanent || !errors.Is(err, errRejected) || res != (Result{}) {
+		t.Fatalf("Reconcile = %+v, %v; want a terminal error", res, err)
+	}
+	const msg = `Deployment default/web refused by the API server (422 Invalid): spec.template.spec.containers[0].image: Invalid value: "bad": not allowed here`
+	want := calls("ApplyDeployment default/web", "PatchWidgetStatus default/web", "Event Warning ChildRejected default/web: "+msg)
+	if !slices.Equal(c.calls, want) {
+		t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
+	}
+	st := c.widgets["default/web"].Status
+	if cond, _ := FindCondition(st.Conditions, ConditionReady); st.Phase != PhaseFailed || cond.Reason != ReasonChildRejected || cond.Message != msg {
+		t.Fatalf("status %+v", st)
+	}
+
+	// Our own status write comes back, and an hour passes: nothing is
+	// sent again.
+	for _, step := range []time.Duration{0, time.Hour} {
+		now = now.Add(step)
+		c.calls = nil
+		if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+			t.Fatalf("later Reconcile = %+v, %v", res, err)
+		}
+		if !slices.Equal(c.calls, reads) {
+			t.Fatalf("later calls %q, want only reads", c.calls)
+		}
+	}
+
+	// A new generation is tried again; the server accepts it.
+	w := *c.widgets["default/web"]
+	w.Generation, w.Spec.Image = 2, "nginx:1.28"
+	c.widgets["default/web"] = &w
+	delete(c.fail, "ApplyDeployment")
+	c.calls = nil
+	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.widgets["default/web"].Status.Phase; got != PhasePending {
+		t.Fatalf("phase after the fix = %q", got)
+	}
+}
+
+// A refusal of the Service is tried again when the Deployment changes.
+func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyService"] = apiErr(422, "Invalid", "Service \"web\" is invalid: spec.ports[1].name: Duplicate value: \"http\"")
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	if _, err := r.Reconcile(context.Background(), "default/web"); !IsTerminal(err) {
+		t.Fatalf("err = %v, want terminal", err)
+	}
+	c.calls = nil
+	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil || !slices.Equal(c.calls, reads) {
+		t.Fatalf("unchanged: err %v, calls %q", err, c.calls)
+	}
+	d := *c.deployments["default/web"]
+	d.ResourceVersion = "999"
+	c.deployments["default/web"] = &d
+	c.calls = nil
+	if _, err := r.Reconcile(context.Background(), "default/web"); !IsTerminal(err) {
+		t.Fatalf("err = %v, want terminal", err)
+	}
+	if want := calls("ApplyService default/web"); !slices.Equal(c.calls, want) {
+		t.Fatalf("after the Deployment changed: calls %q, want %q (no second status write or Event)", c.calls, want)
+	}
+}
+
+// Waiting refusals: Failed with QuotaExceeded or Forbidden, a retry after
+// WaitBackoff's wait and not before, none of the Widget's status or Events
+// written again, and Retry to try at once.
+func TestReconcileWaiting(t *testing.T) {
+	for _, tt := range []struct {
+		name, method, kind, reason string
+		err                        error
+	}{
+		{"quota", "ApplyDeployment", "Deployment", ReasonQuotaExceeded, errQuota},
+		{"rbac", "ApplyService", "Service", ReasonForbidden, errRBAC},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRecordingClient()
+			c.widgets["default/web"] = widget()
+			c.fail[tt.method] = tt.err
+			now := t0
+			b := &fixedBackoff{d: MaxWait}
+			r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }, WaitBackoff: b}
+			res, err := r.Reconcile(context.Background(), "default/web")
+			if Classify(err) != Waiting || IsTerminal(err) || res.RequeueAfter != MaxWait {
+				t.Fatalf("Reconcile = %+v, %v; want Waiting and a retry in %v", res, err, MaxWait)
+			}
+			st := c.widgets["default/web"].Status
+			cond, _ := FindCondition(st.Conditions, ConditionReady)
+			wantMsg := tt.kind + " default/web refused by the API server (403 Forbidden): " + tt.err.(*k8sapi.APIError).Status.Message
+			if st.Phase != PhaseFailed || cond.Reason != tt.reason || cond.Message != wantMsg {
+				t.Fatalf("status %+v", st)
+			}
+			if n := countPrefix(c.calls, "Event Warning"); n != 1 {
+				t.Fatalf("%d Warning Events, want 1: %q", n, c.calls)
+			}
+
+			// Woken early with nothing changed: nothing sent, and the
+			// retry is still due at the same time.
+			now = now.Add(20 * time.Second)
+			c.calls = nil
+			res, err = r.Reconcile(context.Background(), "default/web")
+			if err != nil || res.RequeueAfter != MaxWait-20*time.Second || !slices.Equal(c.calls, reads) {
+				t.Fatalf("early: %+v, %v, calls %q", res, err, c.calls)
+			}
+
+			// Due: tried again, refused again, nothing else written.
+			now = now.Add(MaxWait)
+			c.calls = nil
+			res, err = r.Reconcile(context.Background(), "default/web")
+			if Classify(err) != Waiting || res.RequeueAfter != MaxWait || len(c.writes()) != 1 || !strings.HasPrefix(c.writes()[0], tt.method) {
+				t.Fatalf("due: %+v, %v, writes %q", res, err, c.writes())
+			}
+
+			// Retry: tried at once; allowed now, so it goes on and
+			// the backoff is forgotten.
+			r.Retry("default/web")
+			delete(c.fail, tt.method)
+			c.calls = nil
+			res, err = r.Reconcile(context.Background(), "default/web")
+			if err != nil || res != (Result{}) || c.widgets["default/web"].Status.Phase != PhasePending {
+				t.Fatalf("after Retry: %+v, %v, status %+v", res, err, c.widgets["default/web"].Status)
+			}
+			if b.forgets == 0 {
+				t.Error("the wait backoff was not forgotten after success")
+			}
+		})
+	}
+}
+
+// The default WaitBackoff starts at FirstWait and doubles up to MaxWait.
+func TestReconcileWaitingDefaultBackoff(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = errQuota
+	now := t0
+	r := &Reconciler{Client: c, Now: func() time.Time { return now }}
+	var waits []time.Duration
+	for range 6 {
+		res, _ := r.Reconcile(context.Background(), "default/web")
+		waits = append(waits, res.RequeueAfter)
+		now = now.Add(res.RequeueAfter)
+	}
+	var want []time.Duration
+	for i := range 6 {
+		want = append(want, min(FirstWait<<i, MaxWait))
+	}
+	if want[0] >= MaxWait || want[5] != MaxWait {
+		t.Fatalf("FirstWait %v and MaxWait %v make no ramp", FirstWait, MaxWait)
+	}
+	if !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	// Retry starts the ramp over: what changed may reach admission late.
+	r.Retry("default/web")
+	if res, _ := r.Reconcile(context.Background(), "default/web"); res.RequeueAfter != FirstWait {
+		t.Fatalf("wait after Retry %v, want %v", res.RequeueAfter, FirstWait)
+	}
+}
+
+// Transient failures are retried with the caller's backoff and show on the
+// status only once they have lasted TransientGrace; then once per message.
+func TestReconcileTransientGrace(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = apiErr(503, "ServiceUnavailable", "etcd leader changed")
+	now := t0
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
+	for _, after := range []time.Duration{0, 10 * time.Second, 59 * time.Second} {
+		now = t0.Add(after)
+		res, err := r.Reconcile(context.Background(), "default/web")
+		if Classify(err) != Transient || res != (Result{}) {
+			t.Fatalf("at %v: %+v, %v", after, res, err)
+		}
+		if n := countPrefix(c.calls, "PatchWidgetStatus"); n != 0 {
+			t.Fatalf("at %v: status written before the grace ran out", after)
+		}
+	}
+	now = t0.Add(TransientGrace)
+	c.calls = nil
+	if _, err := r.Reconcile(context.Background(), "default/web"); Classify(err) != Transient {
+		t.Fatalf("err = %v", err)
+	}
+	st := c.widgets["default/web"].Status
+	cond, _ := FindCondition(st.Conditions, ConditionReady)
+	if st.Phase != PhaseFailed || cond.Reason != ReasonReconcileError || !strings.Contains(cond.Message, "etcd leader changed") ||
+		!strings.Contains(cond.Message, "failing since 2025-03-01T10:00:00Z") {
+		t.Fatalf("status %+v", st)
+	}
+	if want := calls("ApplyDeployment default/web", "PatchWidgetStatus default/web", "Event Warning ReconcileError default/web: "+cond.Message); !slices.Equal(c.calls, want) {
+		t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
+	}
+	// The next failure with the same message writes nothing.
+	now = now.Add(time.Minute)
+	c.calls = nil
+	r.Reconcile(context.Background(), "default/web")
+	if w := c.writes(); len(w) != 1 {
+		t.Fatalf("writes %q, want the one apply", w)
+	}
+	// Recovered: the failure run is over, and a later blip starts a new
+	// grace.
+	delete(c.fail, "ApplyDeployment")
+	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.widgets["default/web"].Status.Phase; p != PhasePending {
+		t.Fatalf("phase after recovery %q", p)
+	}
+	r.mu.Lock()
+	n := len(r.failing) + len(r.refused)
+	r.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d keys still remembered after success", n)
+	}
+}
+
+// A namespace being deleted, or a Widget gone: nothing to do, no error.
+func TestReconcileMoot(t *testing.T) {
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = apiErr(403, "Forbidden", "namespace default is being terminated",
+		k8sapi.StatusCause{Type: "NamespaceTerminating"})
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+		t.Fatalf("terminating: %+v, %v", res, err)
+	}
+	if w := c.writes(); len(w) != 1 {
+		t.Fatalf("writes %q, want the refused apply only", w)
+	}
+	delete(c.fail, "ApplyDeployment")
+	c.fail["PatchWidgetStatus"] = apiErr(404, "NotFound", "widgets.example.com \"web\" not found")
+	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+		t.Fatalf("gone: %+v, %v", res, err)
+	}
+}
+
+// The server's message is trimmed to MaxMessageBytes in the condition.
+func TestReconcileRefusalMessageTrimmed(t *testing.T) {
+	var causes []k8sapi.StatusCause
+	for i := range 100 {
+		causes = append(causes, k8sapi.StatusCause{Field: fmt.Sprintf("spec.f%d", i), Message: "Invalid value: something long enough to add up"})
+	}
+	c := newRecordingClient()
+	c.widgets["default/web"] = widget()
+	c.fail["ApplyDeployment"] = apiErr(422, "Invalid", "", causes...)
+	r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
+	r.Reconcile(context.Background(), "default/web")
+	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	if len(cond.Message) > MaxMessageBytes || !strings.Contains(cond.Message, "spec.f0: Invalid value") || !strings.HasSuffix(cond.Message, "...") {
+		t.Fatalf("message of %d bytes: %q", len(cond.Message), cond.Message)
+	}
+}
+
+func countPrefix(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
