@@ -24,6 +24,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,16 +162,16 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	r := &Recorder{
 		events:     k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
-		controller: cmpOr(cfg.Controller, DefaultController),
+		controller: cmp.Or(cfg.Controller, DefaultController),
 		instance:   cfg.Instance,
-		action:     cmpOr(cfg.Action, DefaultAction),
-		window:     cmpOr(cfg.Window, DefaultWindow),
+		action:     cmp.Or(cfg.Action, DefaultAction),
+		window:     cmp.Or(cfg.Window, DefaultWindow),
 		now:        cfg.Now,
 		log:        cfg.Logger,
-		queue:      make(chan item, cmpOr(cfg.QueueSize, DefaultQueueSize)),
+		queue:      make(chan item, cmp.Or(cfg.QueueSize, DefaultQueueSize)),
 		limits:     make(map[string]*bucket),
-		burst:      float64(cmpOr(cfg.Burst, DefaultBurst)),
-		refill:     cmpOr(cfg.Refill, DefaultRefill),
+		burst:      float64(cmp.Or(cfg.Burst, DefaultBurst)),
+		refill:     cmp.Or(cfg.Refill, DefaultRefill),
 		series:     make(map[seriesKey]*seriesState),
 	}
 	if r.instance == "" {
@@ -187,14 +188,6 @@ func New(cfg Config) (*Recorder, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	return r, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Event queues an Event about regarding. eventType must be "Normal" or
