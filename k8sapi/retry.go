@@ -32,10 +32,10 @@ func backoff(attempt int, jitter float64) time.Duration {
 }
 
 // retryWait returns how long to wait before retrying after e: the server's
-// Retry-After (capped at a minute), or the backoff.
+// Retry-After (which statusError caps at a minute), or the backoff.
 func retryWait(e *APIError, attempt int, jitter float64) time.Duration {
 	if e != nil && e.RetryAfter > 0 {
-		return min(e.RetryAfter, maxRetryAfter)
+		return e.RetryAfter
 	}
 	return backoff(attempt, jitter)
 }

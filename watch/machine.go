@@ -20,7 +20,6 @@ const (
 	backoffInitial = 800 * time.Millisecond
 	backoffMax     = 30 * time.Second
 	backoffReset   = 2 * time.Minute // healthy this long: backoff starts over
-	retryAfterMax  = 5 * time.Minute // cap on a server's Retry-After
 	minWatchLife   = time.Second     // a watch that ends sooner is a failure
 
 	defaultWatchTimeout = 5 * time.Minute  // each watch asks for 1 to 2 times this
@@ -427,7 +426,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 		s.failures = 0
 	}
 	s.healthySince = time.Time{}
-	delay := max(backoff(s.failures, in.rand), min(retryAfter(cause), retryAfterMax))
+	delay := max(backoff(s.failures, in.rand), retryAfter(cause))
 	s.failures++
 
 	// Log each episode once: its start at warning level, a relist at info
@@ -562,17 +561,12 @@ func refused(err error) bool {
 	return ae.Code == 400 || ae.Code == 422
 }
 
-// retryAfter returns how long the server asked the client to wait, or 0.
+// retryAfter returns how long the server asked the client to wait, as
+// k8sapi read and capped it ([k8sapi.APIError.RetryAfter]), or 0.
 func retryAfter(err error) time.Duration {
 	var ae *k8sapi.APIError
-	if err == nil || !errors.As(err, &ae) {
-		return 0
-	}
-	if ae.RetryAfter > 0 {
+	if errors.As(err, &ae) {
 		return ae.RetryAfter
-	}
-	if ae.Status.Details != nil && ae.Status.Details.RetryAfterSeconds > 0 {
-		return time.Duration(ae.Status.Details.RetryAfterSeconds) * time.Second
 	}
 	return 0
 }
