@@ -47,13 +47,6 @@ type EventRecorder interface {
 	Event(regarding k8sapi.ObjectReference, eventType, reason, note string)
 }
 
-// Result says when to reconcile a key again when there was no error.
-type Result struct {
-	// RequeueAfter, when positive, asks for another reconcile after that
-	// long. Zero means done: wait for the next change.
-	RequeueAfter time.Duration
-}
-
 // Reconciler makes the world match one Widget at a time. Reconcile is safe
 // to call from several goroutines at once for different keys, as long as
 // Client and Recorder are; the caller (a work queue) must not run the same
@@ -127,9 +120,9 @@ type refusal struct {
 //     Widget's generation or one of its children changes.
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
 //     QuotaExceeded or Forbidden; Reconcile returns the *Error and a
-//     Result.RequeueAfter, the time to the next attempt (WaitBackoff). A
-//     reconcile before then, with nothing changed, sends nothing; Retry
-//     ends the wait early.
+//     [queue.Result].RequeueAfter, the time to the next attempt
+//     (WaitBackoff). A reconcile before then, with nothing changed,
+//     sends nothing; Retry ends the wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
 //   - Transient: Reconcile returns the *Error, for the caller to retry
@@ -141,13 +134,13 @@ type refusal struct {
 // A failed read returns an *Error. Invalid specs and conflicts return no
 // error: retrying cannot fix them, a change to the Widget or its children
 // will.
-func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := SplitKey(key)
 	if err != nil {
-		return Result{}, err
+		return queue.Result{}, err
 	}
-	fail := func(op string, err error) (Result, error) {
-		return Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
+	fail := func(op string, err error) (queue.Result, error) {
+		return queue.Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
 	}
 	w, err := r.Client.GetWidget(ctx, ns, name)
 	if err != nil {
@@ -156,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	// failWrite is fail for a write, which is also worth an Event on the
 	// Widget; a failed cache read is not, nor a write cut short because
 	// the caller is stopping.
-	failWrite := func(op string, err error) (Result, error) {
+	failWrite := func(op string, err error) (queue.Result, error) {
 		res, e := fail(op, err)
 		if ctx.Err() == nil {
 			r.event(w, "Warning", ReasonReconcileError, e.Error())
@@ -165,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	}
 	if w == nil || w.DeletionTimestamp != nil {
 		r.forget(key)
-		return Result{}, nil
+		return queue.Result{}, nil
 	}
 	d, err := r.Client.GetDeployment(ctx, ns, name)
 	if err != nil {
@@ -179,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	now := r.now()
 	var (
 		problem *Problem
-		res     Result
+		res     queue.Result
 		retErr  error // a refused write, returned once the status says so
 	)
 	if msg := ValidateWidget(w); msg != "" {
@@ -231,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 			switch class := Classify(werr); class {
 			case Moot:
 				r.forget(key)
-				return Result{}, nil
+				return queue.Result{}, nil
 			case Permanent, Waiting:
 				problem = refusalProblem(class, kind, key, werr)
 				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
@@ -243,7 +236,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 				r.remember(key, rf)
 			default:
 				if ctx.Err() != nil {
-					return Result{}, e
+					return queue.Result{}, e
 				}
 				since := r.failingSince(key, now)
 				if now.Sub(since) < TransientGrace {
@@ -273,7 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if Classify(err) == Moot {
 			r.forget(key)
-			return Result{}, nil
+			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
 )
 
 var (
@@ -312,7 +313,7 @@ func TestReconcile(t *testing.T) {
 			if !slices.Equal(c.calls, tt.wantCalls) {
 				t.Errorf("calls:\n got %q\nwant %q", c.calls, tt.wantCalls)
 			}
-			if res != (Result{}) {
+			if res != (queue.Result{}) {
 				t.Errorf("result = %+v, want done", res)
 			}
 			if tt.wantErr != nil {

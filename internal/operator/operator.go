@@ -462,7 +462,7 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	switch {
 	case err == nil:
 		op.log.Debug("reconciled", attrs...)
-		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
+		return res, nil
 	case class == reconcile.Permanent:
 		// The Widget's status says why; a change to it or its children
 		// brings it back.
@@ -471,7 +471,7 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 		return queue.Result{}, nil
 	case class == reconcile.Waiting && res.RequeueAfter > 0:
 		op.log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
-		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
+		return res, nil
 	}
 	op.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
