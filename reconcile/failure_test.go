@@ -44,7 +44,7 @@ func TestClassify(t *testing.T) {
 		{&Error{Op: "apply deployment", Err: errRejected}, Permanent},
 		{apiErr(400, "BadRequest", "malformed"), Permanent},
 		{&TerminalError{Err: errTransient}, Permanent},
-		{&Error{Op: "split key", Err: ErrInvalidKey}, Permanent},
+		{&Error{Op: "split key", Err: k8sapi.ErrInvalidKey}, Permanent},
 		{errQuota, Waiting},
 		{errRBAC, Waiting},
 		{apiErr(409, "Conflict", "the object has been modified"), Transient},

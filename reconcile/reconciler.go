@@ -135,9 +135,9 @@ type refusal struct {
 // error: retrying cannot fix them, a change to the Widget or its children
 // will.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
-	ns, name, err := SplitKey(key)
+	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
-		return queue.Result{}, err
+		return queue.Result{}, &Error{Op: "split key", Name: key, Err: err}
 	}
 	fail := func(op string, err error) (queue.Result, error) {
 		return queue.Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
@@ -385,7 +385,7 @@ func noteApplied(created, updated []string, kind string, isNew bool) ([]string, 
 // applied records one Normal Event for the children one reconcile created
 // or brought in line, such as "Created Deployment and Service ns/name".
 func (r *Reconciler) applied(w *Widget, created, updated []string) {
-	key := joinKey(w.Namespace, w.Name)
+	key := k8sapi.Key(w.Namespace, w.Name)
 	if len(created) > 0 {
 		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
 	}
@@ -409,7 +409,7 @@ func (r *Reconciler) now() time.Time {
 
 // conflictMessage says why the existing child m is not the Widget's.
 func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
-	msg := fmt.Sprintf("%s %s exists and ", kind, joinKey(m.Namespace, m.Name))
+	msg := fmt.Sprintf("%s %s exists and ", kind, k8sapi.Key(m.Namespace, m.Name))
 	if c := m.ControllerOf(); c != nil {
 		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
 	}

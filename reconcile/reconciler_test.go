@@ -296,7 +296,7 @@ func TestReconcile(t *testing.T) {
 			name:    "bad key",
 			world:   func(t *testing.T) *recordingClient { return newRecordingClient() },
 			key:     "a/b/c",
-			wantErr: ErrInvalidKey,
+			wantErr: k8sapi.ErrInvalidKey,
 		},
 	}
 	for _, tt := range tests {
@@ -428,7 +428,7 @@ func TestReconcileMalformedWidget(t *testing.T) {
 	}
 	c := newRecordingClient()
 	for i := range l.Items {
-		c.widgets[Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
+		c.widgets[k8sapi.Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
 	}
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	for _, key := range []string{"default/bad", "default/good"} {
