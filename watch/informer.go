@@ -203,7 +203,7 @@ type runner[T any] struct {
 
 // streamItem is one result of Stream.Next.
 type streamItem[T any] struct {
-	ev  Event[T]
+	ev  k8sapi.WatchEvent[*T]
 	err error
 }
 
