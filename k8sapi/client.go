@@ -60,7 +60,7 @@ type Client struct {
 	userAgent  string
 	creds      credentials
 	transport  http.RoundTripper
-	limiter    *tokenBucket // nil: no limit
+	limiter    *TokenBucket // nil: no limit
 	maxRetries int
 
 	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
@@ -115,13 +115,15 @@ func New(cfg *Config) (*Client, error) {
 		userAgent:   cfg.UserAgent,
 		creds:       creds,
 		transport:   rt,
-		limiter:     newTokenBucket(cfg.QPS, cfg.Burst),
 		maxRetries:  cfg.MaxRetries,
 		objectLimit: objectLimit,
 		listLimit:   listLimit,
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
+	}
+	if cfg.QPS > 0 {
+		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
 	}
 	if cfg.ObjectLimit > 0 {
 		c.objectLimit = cfg.ObjectLimit
@@ -232,7 +234,7 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			if ctx.Err() != nil || attempt >= c.maxRetries || !retryableError(op.method, err) {
 				return nil, op.requestError(err)
 			}
-			if c.sleep(ctx, backoff(attempt, c.jitter())) != nil {
+			if c.sleep(ctx, retryBackoff.Jittered(attempt, c.jitter())) != nil {
 				return nil, op.requestError(err)
 			}
 			attempt++
@@ -289,16 +291,16 @@ func (c *Client) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	now := c.now()
-	d := c.limiter.reserve(now)
+	d := c.limiter.Reserve(now)
 	if d <= 0 {
 		return ctx.Err()
 	}
 	if dl, ok := ctx.Deadline(); ok && d > time.Until(dl) {
-		c.limiter.cancel(now)
+		c.limiter.Cancel(now)
 		return fmt.Errorf("rate limit wait of %v would outlast the context: %w", d, context.DeadlineExceeded)
 	}
 	if err := c.sleep(ctx, d); err != nil {
-		c.limiter.cancel(c.now())
+		c.limiter.Cancel(c.now())
 		return err
 	}
 	return nil

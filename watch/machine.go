@@ -31,6 +31,11 @@ const (
 	InitialEventsEndAnnotation = "k8s.io/initial-events-end"
 )
 
+// retryBackoff is the delay before retry number n (0-based): 800ms
+// doubling to at most 30s, jittered so that clients that failed together
+// retry apart.
+var retryBackoff = k8sapi.Backoff{Base: backoffInitial, Max: backoffMax}
+
 // phase is what the machine is waiting for.
 type phase uint8
 
@@ -426,7 +431,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 		s.failures = 0
 	}
 	s.healthySince = time.Time{}
-	delay := max(backoff(s.failures, in.rand), retryAfter(cause))
+	delay := max(retryBackoff.Jittered(s.failures, in.rand), retryAfter(cause))
 	s.failures++
 
 	// Log each episode once: its start at warning level, a relist at info
@@ -569,21 +574,6 @@ func retryAfter(err error) time.Duration {
 		return ae.RetryAfter
 	}
 	return 0
-}
-
-// backoff returns the delay before retry number n (0-based): 800ms doubling
-// to at most 30s, then spread over the upper half of that by r in [0, 1),
-// so clients that failed together retry apart.
-func backoff(n int, r float64) time.Duration {
-	d := backoffInitial
-	for range n {
-		d *= 2
-		if d >= backoffMax {
-			d = backoffMax
-			break
-		}
-	}
-	return d/2 + time.Duration(r*float64(d/2))
 }
 
 // timeout returns the timeout of the next watch: by default between 5 and
