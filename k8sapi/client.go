@@ -81,7 +81,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	base, err := parseHost(cfg.Host)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("k8sapi: config: Host %w", err)
 	}
 	creds, err := newCredentials(cfg)
 	if err != nil {
@@ -146,28 +146,29 @@ func New(cfg *Config) (*Client, error) {
 	return c, nil
 }
 
-// parseHost checks Config.Host and returns it as the base of every request
-// URL. A missing scheme means https.
+// parseHost checks a server URL, Config.Host or a kubeconfig cluster's
+// server alike, and returns it as the base of every request URL. A missing
+// scheme means https. Its errors, to follow "Host" or "server", never
+// repeat the URL, which may hold a password.
 func parseHost(host string) (string, error) {
 	if host == "" {
-		return "", errors.New("k8sapi: config: Host is empty")
+		return "", errors.New("is empty")
 	}
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
 	u, err := url.Parse(host)
-	// The Host may hold a user and password: never repeat it in the error.
 	switch {
 	case err != nil:
-		return "", errors.New("k8sapi: config: Host is not a valid URL")
+		return "", errors.New("is not a valid URL")
 	case u.Scheme != "https" && u.Scheme != "http":
-		return "", errors.New("k8sapi: config: Host scheme must be https or http")
+		return "", errors.New("scheme must be https or http")
 	case u.Host == "":
-		return "", errors.New("k8sapi: config: Host has no host name")
+		return "", errors.New("has no host name")
 	case u.User != nil:
-		return "", errors.New("k8sapi: config: Host must not hold credentials")
+		return "", errors.New("must not hold credentials")
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", errors.New("k8sapi: config: Host must not have a query or fragment")
+		return "", errors.New("must not have a query or fragment")
 	}
 	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
