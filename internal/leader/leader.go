@@ -30,6 +30,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -123,9 +124,9 @@ func New(cfg Config) (*Elector, error) {
 		namespace:     cfg.Namespace,
 		name:          cfg.Name,
 		identity:      cfg.Identity,
-		leaseDuration: or(cfg.LeaseDuration, DefaultLeaseDuration),
-		renewDeadline: or(cfg.RenewDeadline, DefaultRenewDeadline),
-		retryPeriod:   or(cfg.RetryPeriod, DefaultRetryPeriod),
+		leaseDuration: cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		renewDeadline: cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline),
+		retryPeriod:   cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod),
 		clock:         cfg.Clock,
 		log:           cfg.Logger,
 	}
@@ -191,13 +192,6 @@ func isDNSSubdomain(s string) bool {
 		}
 	}
 	return true
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // DefaultIdentity returns the host name (in a pod, the pod's name), an
