@@ -133,7 +133,8 @@ type refusal struct {
 //
 // A failed read returns an *Error. Invalid specs and conflicts return no
 // error: retrying cannot fix them, a change to the Widget or its children
-// will.
+// will. A key that is not "namespace/name" returns an *Error wrapping
+// [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
