@@ -60,7 +60,7 @@ type Client struct {
 	userAgent  string
 	creds      credentials
 	transport  http.RoundTripper
-	limiter    *tokenBucket // nil: no limit
+	limiter    *TokenBucket // nil: no limit
 	maxRetries int
 
 	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
@@ -81,7 +81,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	base, err := parseHost(cfg.Host)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("k8sapi: config: Host %w", err)
 	}
 	creds, err := newCredentials(cfg)
 	if err != nil {
@@ -115,13 +115,15 @@ func New(cfg *Config) (*Client, error) {
 		userAgent:   cfg.UserAgent,
 		creds:       creds,
 		transport:   rt,
-		limiter:     newTokenBucket(cfg.QPS, cfg.Burst),
 		maxRetries:  cfg.MaxRetries,
 		objectLimit: objectLimit,
 		listLimit:   listLimit,
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
+	}
+	if cfg.QPS > 0 {
+		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
 	}
 	if cfg.ObjectLimit > 0 {
 		c.objectLimit = cfg.ObjectLimit
@@ -144,28 +146,29 @@ func New(cfg *Config) (*Client, error) {
 	return c, nil
 }
 
-// parseHost checks Config.Host and returns it as the base of every request
-// URL. A missing scheme means https.
+// parseHost checks a server URL, Config.Host or a kubeconfig cluster's
+// server alike, and returns it as the base of every request URL. A missing
+// scheme means https. Its errors, to follow "Host" or "server", never
+// repeat the URL, which may hold a password.
 func parseHost(host string) (string, error) {
 	if host == "" {
-		return "", errors.New("k8sapi: config: Host is empty")
+		return "", errors.New("is empty")
 	}
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
 	u, err := url.Parse(host)
-	// The Host may hold a user and password: never repeat it in the error.
 	switch {
 	case err != nil:
-		return "", errors.New("k8sapi: config: Host is not a valid URL")
+		return "", errors.New("is not a valid URL")
 	case u.Scheme != "https" && u.Scheme != "http":
-		return "", errors.New("k8sapi: config: Host scheme must be https or http")
+		return "", errors.New("scheme must be https or http")
 	case u.Host == "":
-		return "", errors.New("k8sapi: config: Host has no host name")
+		return "", errors.New("has no host name")
 	case u.User != nil:
-		return "", errors.New("k8sapi: config: Host must not hold credentials")
+		return "", errors.New("must not hold credentials")
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", errors.New("k8sapi: config: Host must not have a query or fragment")
+		return "", errors.New("must not have a query or fragment")
 	}
 	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
@@ -232,7 +235,7 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			if ctx.Err() != nil || attempt >= c.maxRetries || !retryableError(op.method, err) {
 				return nil, op.requestError(err)
 			}
-			if c.sleep(ctx, backoff(attempt, c.jitter())) != nil {
+			if c.sleep(ctx, retryBackoff.Jittered(attempt, c.jitter())) != nil {
 				return nil, op.requestError(err)
 			}
 			attempt++
@@ -289,16 +292,16 @@ func (c *Client) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	now := c.now()
-	d := c.limiter.reserve(now)
+	d := c.limiter.Reserve(now)
 	if d <= 0 {
 		return ctx.Err()
 	}
 	if dl, ok := ctx.Deadline(); ok && d > time.Until(dl) {
-		c.limiter.cancel(now)
+		c.limiter.Cancel(now)
 		return fmt.Errorf("rate limit wait of %v would outlast the context: %w", d, context.DeadlineExceeded)
 	}
 	if err := c.sleep(ctx, d); err != nil {
-		c.limiter.cancel(c.now())
+		c.limiter.Cancel(c.now())
 		return err
 	}
 	return nil

@@ -18,4 +18,8 @@
 // server answered; test it with [IsNotFound], [IsConflict], [IsGone] and the
 // other helpers. Tokens, keys and Authorization headers never appear in an
 // error string.
+//
+// The package also holds the small primitives the packages above it share,
+// so that each is written once: the object key ([Key], [SplitKey]), the
+// exponential [Backoff], the [TokenBucket] and the [Clock] seam.
 package k8sapi

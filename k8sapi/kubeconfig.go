@@ -642,12 +642,11 @@ func (c *kcCluster) apply(cfg *Config, name string) error {
 	if c.server == "" {
 		return fail("server is missing")
 	}
-	u, err := url.Parse(c.server)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if !strings.Contains(c.server, "://") {
 		return fail("server is not an https:// or http:// URL")
 	}
-	if u.User != nil {
-		return fail("server URL must not hold user information")
+	if _, err := parseHost(c.server); err != nil {
+		return fail("server %v", err)
 	}
 	cfg.Host = c.server
 	cfg.ServerName = c.serverName

@@ -280,6 +280,8 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"unknown user", head + ctx, "", 6, `user "u" not found`},
 		{"no server", "clusters:\n- name: c\n  cluster: {}\n" + ctx, "", 2, "server is missing"},
 		{"bad server", "clusters:\n- name: c\n  cluster: {server: 'h:6443'}\n" + ctx, "", 2, "not an https:// or http:// URL"},
+		{"server with query", "clusters:\n- name: c\n  cluster: {server: 'https://h/?a=b'}\n" + ctx, "", 2, "server must not have a query"},
+		{"server with credentials", "clusters:\n- name: c\n  cluster: {server: 'https://u:pw@h'}\n" + ctx, "", 2, "server must not hold credentials"},
 		{"insecure with CA", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    certificate-authority-data: Q0E=\n" + ctx, "", 2, "cannot both be set"},
 		{"ftp proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: ftp://p:21\n" + ctx, "", 2, "proxy-url scheme must be http, https, socks5 or socks5h"},
 		{"CA file too large", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /dev/zero}\n" + ctx, "", 2, "certificate-authority: larger than 1 MiB"},

@@ -5,31 +5,31 @@ import (
 	"time"
 )
 
-// tokenBucket is the client-side rate limiter: qps tokens a second, at most
-// burst saved up. It is told the time, so it is pure logic; the client does
-// the waiting. Safe for concurrent use.
-type tokenBucket struct {
+// TokenBucket is a token bucket told the time: it holds up to burst
+// tokens, refilled at qps tokens a second, and starts full at the first
+// time it is told. It is pure logic; the caller does any waiting. A clock
+// going backwards refills nothing. The client limits its requests with
+// one (Config.QPS and Burst); other packages use it for theirs. Safe for
+// concurrent use.
+type TokenBucket struct {
 	mu     sync.Mutex
 	qps    float64
 	burst  float64
 	tokens float64   // may go negative: tokens promised to waiters
-	last   time.Time // when tokens was last brought up to date
+	last   time.Time // when tokens was last brought up to date; zero: not yet
 }
 
-// newTokenBucket returns a full bucket, or nil (no limit) when qps <= 0.
-func newTokenBucket(qps float64, burst int) *tokenBucket {
-	if qps <= 0 {
-		return nil
-	}
-	if burst <= 0 {
-		burst = 1
-	}
-	return &tokenBucket{qps: qps, burst: float64(burst), tokens: float64(burst)}
+// NewTokenBucket returns a full bucket of burst tokens (at least 1),
+// refilled at qps tokens a second. qps must be positive.
+func NewTokenBucket(qps float64, burst int) *TokenBucket {
+	burst = max(burst, 1)
+	return &TokenBucket{qps: qps, burst: float64(burst), tokens: float64(burst)}
 }
 
-// reserve takes a token at now and returns how long the caller must wait
-// before using it. A caller that then gives up calls cancel.
-func (b *tokenBucket) reserve(now time.Time) time.Duration {
+// Reserve takes a token at now, even one not refilled yet, and returns
+// how long the caller must wait before using it: zero when one was left.
+// A caller that then gives up calls Cancel.
+func (b *TokenBucket) Reserve(now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advance(now)
@@ -40,15 +40,36 @@ func (b *tokenBucket) reserve(now time.Time) time.Duration {
 	return time.Duration(-b.tokens / b.qps * float64(time.Second))
 }
 
-// cancel gives back a token reserve handed out but that was not used.
-func (b *tokenBucket) cancel(now time.Time) {
+// Cancel gives back a token Reserve handed out but that was not used.
+func (b *TokenBucket) Cancel(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advance(now)
 	b.tokens = min(b.tokens+1, b.burst)
 }
 
-func (b *tokenBucket) advance(now time.Time) {
+// Allow takes a token at now if one is left, and reports whether it did.
+func (b *TokenBucket) Allow(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(now)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// Full reports whether the bucket holds all its tokens at now, as a new
+// one does.
+func (b *TokenBucket) Full(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(now)
+	return b.tokens >= b.burst
+}
+
+func (b *TokenBucket) advance(now time.Time) {
 	if b.last.IsZero() {
 		b.last = now
 		return
@@ -57,4 +78,28 @@ func (b *tokenBucket) advance(now time.Time) {
 		b.tokens = min(b.tokens+d.Seconds()*b.qps, b.burst)
 		b.last = now
 	}
+}
+
+// Backoff is an exponential backoff: the wait before retry n (0 for the
+// first) is Base·2^n, capped at Max. Base and Max must be positive. It
+// holds no state; the caller counts its retries.
+type Backoff struct {
+	Base, Max time.Duration
+}
+
+// Delay returns Base·2^n capped at Max.
+func (b Backoff) Delay(n int) time.Duration {
+	// Base<<n > Max exactly when Base > Max>>n; checking it this way
+	// cannot overflow.
+	if n < 0 || n >= 63 || b.Base > b.Max>>uint(n) {
+		return b.Max
+	}
+	return b.Base << uint(n)
+}
+
+// Jittered returns Delay(n) spread over its upper half by r in [0, 1), so
+// that clients that failed together retry apart.
+func (b Backoff) Jittered(n int, r float64) time.Duration {
+	d := b.Delay(n)
+	return d/2 + time.Duration(r*float64(d/2))
 }

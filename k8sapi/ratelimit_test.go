@@ -27,25 +27,82 @@ func TestTokenBucket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newTokenBucket(tt.qps, tt.burst)
+			b := NewTokenBucket(tt.qps, tt.burst)
 			for i, s := range tt.steps {
-				if got := b.reserve(t0.Add(s.at)); got != s.want {
+				if got := b.Reserve(t0.Add(s.at)); got != s.want {
 					t.Errorf("step %d: wait %v, want %v", i, got, s.want)
 				}
 			}
 		})
 	}
-	if newTokenBucket(0, 10) != nil || newTokenBucket(-1, 10) != nil {
+	if c, err := New(&Config{Host: "https://127.0.0.1:1", QPS: -1}); err != nil || c.limiter != nil {
 		t.Error("QPS <= 0 should mean no limiter")
 	}
-	b := newTokenBucket(1, 1)
-	b.reserve(t0)
-	if d := b.reserve(t0); d != time.Second {
+	b := NewTokenBucket(1, 1)
+	b.Reserve(t0)
+	if d := b.Reserve(t0); d != time.Second {
 		t.Fatalf("wait %v", d)
 	}
-	b.cancel(t0)
-	if d := b.reserve(t0); d != time.Second {
+	b.Cancel(t0)
+	if d := b.Reserve(t0); d != time.Second {
 		t.Errorf("after cancel: wait %v, want the token back", d)
+	}
+}
+
+func TestTokenBucketAllow(t *testing.T) {
+	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	b := NewTokenBucket(1.0/60, 2) // one token a minute
+	tests := []struct {
+		at    time.Duration // since t0
+		full  bool          // Full, before Allow
+		allow bool
+	}{
+		{0, true, true},
+		{0, false, true},
+		{0, false, false}, // empty: refused, and nothing owed
+		{30 * time.Second, false, false},
+		{time.Minute, false, true},
+		{time.Hour, true, true}, // refilled to the burst, no more
+		{time.Hour, false, true},
+		{time.Hour, false, false},
+		{time.Hour - time.Minute, false, false}, // time going back refills nothing
+		{time.Hour + time.Minute, false, true},
+		{3 * time.Hour, true, true},
+	}
+	for i, tt := range tests {
+		now := t0.Add(tt.at)
+		if got := b.Full(now); got != tt.full {
+			t.Errorf("step %d (%v): Full = %v, want %v", i, tt.at, got, tt.full)
+		}
+		if got := b.Allow(now); got != tt.allow {
+			t.Errorf("step %d (%v): Allow = %v, want %v", i, tt.at, got, tt.allow)
+		}
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		b    Backoff
+		n    int
+		want time.Duration
+	}{
+		{Backoff{5 * ms, 1000 * time.Second}, 0, 5 * ms},
+		{Backoff{5 * ms, 1000 * time.Second}, 3, 40 * ms},
+		{Backoff{5 * ms, 1000 * time.Second}, 18, 1000 * time.Second}, // 1310.72s capped
+		{Backoff{time.Second, 4 * time.Second}, 2, 4 * time.Second},
+		{Backoff{time.Second, 500 * ms}, 0, 500 * ms},
+		{Backoff{800 * ms, 30 * time.Second}, 5, 25600 * ms},
+		{Backoff{800 * ms, 30 * time.Second}, 6, 30 * time.Second},
+		{Backoff{1, 1<<63 - 1}, 62, 1 << 62},
+		{Backoff{1, 1<<63 - 1}, 63, 1<<63 - 1},
+		{Backoff{ms, time.Second}, 1 << 30, time.Second},
+		{Backoff{ms, time.Second}, -1, time.Second},
+	}
+	for _, tt := range tests {
+		if got := tt.b.Delay(tt.n); got != tt.want {
+			t.Errorf("%+v.Delay(%d) = %v, want %v", tt.b, tt.n, got, tt.want)
+		}
 	}
 }
 

@@ -14,30 +14,19 @@ const (
 	defaultMaxRetries = 5
 	// maxRetryAfter caps the wait a server may ask for with Retry-After.
 	maxRetryAfter = 60 * time.Second
-	// backoffBase and backoffMax bound the exponential backoff used when
-	// the server gave no Retry-After.
-	backoffBase = 200 * time.Millisecond
-	backoffMax  = 30 * time.Second
 )
 
-// backoff returns the wait before retry number attempt (0 for the first
-// retry): base doubled per attempt, capped, and jittered into its upper
-// half; jitter is in [0, 1).
-func backoff(attempt int, jitter float64) time.Duration {
-	d := backoffMax
-	if attempt < 16 {
-		d = min(backoffBase<<attempt, backoffMax)
-	}
-	return d/2 + time.Duration(jitter*float64(d/2))
-}
+// retryBackoff is the backoff before a retry when the server gave no
+// Retry-After, jittered.
+var retryBackoff = Backoff{Base: 200 * time.Millisecond, Max: 30 * time.Second}
 
 // retryWait returns how long to wait before retrying after e: the server's
-// Retry-After (capped at a minute), or the backoff.
+// Retry-After (which statusError caps at a minute), or the backoff.
 func retryWait(e *APIError, attempt int, jitter float64) time.Duration {
 	if e != nil && e.RetryAfter > 0 {
-		return min(e.RetryAfter, maxRetryAfter)
+		return e.RetryAfter
 	}
-	return backoff(attempt, jitter)
+	return retryBackoff.Jittered(attempt, jitter)
 }
 
 // idempotent reports whether a request with this method may be sent again

@@ -148,7 +148,7 @@ func TestBackoff(t *testing.T) {
 		{100, 1, 30 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := backoff(tt.attempt, tt.jitter); got != tt.want {
+		if got := retryBackoff.Jittered(tt.attempt, tt.jitter); got != tt.want {
 			t.Errorf("backoff(%d, %v) = %v, want %v", tt.attempt, tt.jitter, got, tt.want)
 		}
 	}

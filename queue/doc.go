@@ -41,6 +41,6 @@
 // (depth, adds, retries, queue and work duration, unfinished work and the
 // longest running processor) without depending on any metrics library.
 //
-// Time comes from a [Clock]; nil means the real clock. Tests use
+// Time comes from a [k8sapi.Clock]; nil means the real clock. Tests use
 // testing/synctest or a fake Clock.
 package queue

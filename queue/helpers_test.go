@@ -5,9 +5,11 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// fakeClock is a Clock whose time moves only when Advance is called.
+// fakeClock is a k8sapi.Clock whose time moves only when Advance is called.
 // Advance runs the due timer functions synchronously, in deadline order, in
 // the caller's goroutine, so it must not be called with the queue's lock
 // held.
@@ -34,7 +36,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) k8sapi.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, when: c.now.Add(d), f: f, active: true}

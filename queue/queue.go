@@ -3,6 +3,8 @@ package queue
 import (
 	"sync"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // Config configures a Queue. The zero value is a useful configuration.
@@ -12,7 +14,7 @@ type Config struct {
 	Name string
 	// Clock supplies the time and the timer for delayed adds. Nil means
 	// the real clock.
-	Clock Clock
+	Clock k8sapi.Clock
 	// RateLimiter decides the waits of AddRateLimited. Nil means
 	// DefaultRateLimiter().
 	RateLimiter RateLimiter
@@ -26,7 +28,7 @@ type Config struct {
 // down it stays shut down.
 type Queue struct {
 	name    string
-	clock   Clock
+	clock   k8sapi.Clock
 	limiter RateLimiter
 	metrics Metrics // nil means none
 
@@ -53,7 +55,7 @@ type Queue struct {
 	// non-empty and the queue is not shut down, the timer is armed for
 	// timerAt, which is not after waiting[0].due. timerAt is zero when the
 	// timer is not armed.
-	timer   Timer
+	timer   k8sapi.Timer
 	timerAt time.Time
 	// nprocessing counts the entries with processing set.
 	nprocessing int
@@ -97,7 +99,7 @@ func New(cfg Config) *Queue {
 		entries: make(map[string]*entry),
 	}
 	if q.clock == nil {
-		q.clock = realClock{}
+		q.clock = k8sapi.RealClock{}
 	}
 	if q.limiter == nil {
 		q.limiter = DefaultRateLimiter()

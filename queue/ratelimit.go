@@ -3,6 +3,8 @@ package queue
 import (
 	"sync"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // A RateLimiter decides how long a key waits before it is retried.
@@ -72,12 +74,7 @@ func backoff(base, max time.Duration, n int) time.Duration {
 	if max <= 0 {
 		max = DefaultBackoffMax
 	}
-	// base<<n > max exactly when base > max>>n; checking it this way
-	// cannot overflow.
-	if n >= 63 || base > max>>uint(n) {
-		return max
-	}
-	return base << uint(n)
+	return k8sapi.Backoff{Base: base, Max: max}.Delay(n)
 }
 
 // Forget implements RateLimiter.
@@ -111,38 +108,23 @@ type TokenBucket struct {
 	// Zero or negative means DefaultBurst (100).
 	Burst int
 
-	mu      sync.Mutex
-	started bool      // tokens and last are valid
-	tokens  float64   // tokens left at last; negative when retries are reserved ahead
-	last    time.Time // time of the latest refill
+	once   sync.Once
+	bucket *k8sapi.TokenBucket
 }
 
 // When implements RateLimiter.
 func (t *TokenBucket) When(_ string, now time.Time) time.Duration {
-	qps, burst := t.QPS, float64(t.Burst)
-	if qps <= 0 {
-		qps = DefaultQPS
-	}
-	if burst <= 0 {
-		burst = DefaultBurst
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.started {
-		t.started, t.tokens, t.last = true, burst, now
-	}
-	if now.After(t.last) { // a clock going backwards refills nothing
-		t.tokens += now.Sub(t.last).Seconds() * qps
-		if t.tokens > burst {
-			t.tokens = burst
+	t.once.Do(func() {
+		qps, burst := t.QPS, t.Burst
+		if qps <= 0 {
+			qps = DefaultQPS
 		}
-		t.last = now
-	}
-	t.tokens--
-	if t.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(-t.tokens / qps * float64(time.Second))
+		if burst <= 0 {
+			burst = DefaultBurst
+		}
+		t.bucket = k8sapi.NewTokenBucket(qps, burst)
+	})
+	return t.bucket.Reserve(now)
 }
 
 // Forget implements RateLimiter; it does nothing.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // Result is what a Runner's function asks for after processing a key
@@ -25,7 +27,9 @@ type Func func(ctx context.Context, key string) (Result, error)
 // A Runner runs workers that take keys from a Queue and process them with
 // Func, acting on the outcome:
 //
-//   - error: AddRateLimited (the key is retried with backoff);
+//   - an error wrapping [k8sapi.ErrInvalidKey]: Forget, and a warning
+//     is logged (no retry can fix the key, so it is dropped);
+//   - any other error: AddRateLimited (the key is retried with backoff);
 //   - Result.RequeueAfter > 0: Forget, then AddAfter(RequeueAfter);
 //   - otherwise: Forget.
 //
@@ -43,7 +47,8 @@ type Runner struct {
 	// Workers is the number of keys processed at once. Zero or negative
 	// means 1.
 	Workers int
-	// Logger receives recovered panics (at error level) and failed keys
+	// Logger receives recovered panics (at error level), dropped keys
+	// (at warning level) and failed keys
 	// with their retry count (at debug level: Func is expected to log its
 	// own failures with their context). Nil means nothing is logged.
 	Logger *slog.Logger
@@ -112,6 +117,9 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 		log.Error("queue: recovered panic", "queue", q.name, "key", key,
 			"panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
 		q.AddRateLimited(key)
+	case errors.Is(err, k8sapi.ErrInvalidKey):
+		q.Forget(key)
+		log.Warn("queue: dropping a key that can never be processed", "queue", q.name, "key", key, "err", err)
 	case err != nil:
 		q.AddRateLimited(key)
 		log.Debug("queue: processing failed", "queue", q.name, "key", key,

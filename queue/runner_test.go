@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // callLog records the calls of a Runner's function.
@@ -80,6 +82,39 @@ func TestRunnerActsOnResult(t *testing.T) {
 		if !q.ShuttingDown() {
 			t.Fatal("Run left the queue running")
 		}
+	})
+}
+
+// TestRunnerDropsInvalidKey checks that a key the function finds
+// invalid is dropped with a warning, not retried.
+func TestRunnerDropsInvalidKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := New(Config{})
+		calls := &callLog{start: time.Now()}
+		var logs bytes.Buffer
+		r := &Runner{Queue: q, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Func: func(_ context.Context, key string) (Result, error) {
+				calls.record(key)
+				_, _, err := k8sapi.SplitKey(key)
+				return Result{}, err
+			}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		q.Add("a/b/c")
+		time.Sleep(time.Hour) // fake time: a retry would have come by now
+		synctest.Wait()
+		if got, want := calls.get(), []string{"a/b/c@0s"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q (no retry)", got, want)
+		}
+		if n := q.NumRequeues("a/b/c"); n != 0 || q.Len() != 0 {
+			t.Errorf("NumRequeues = %d, Len = %d, want 0, 0", n, q.Len())
+		}
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "a/b/c") {
+			t.Errorf("no warning naming the key:\n%s", logs.String())
+		}
+		cancel()
+		<-done
 	})
 }
 

@@ -1,15 +1,8 @@
 package reconcile
 
 import (
-	"errors"
-	"strings"
-
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
-
-// ErrInvalidKey is wrapped by the error Reconcile returns for a key that is
-// not "namespace/name". Retrying such a key cannot help: drop it.
-var ErrInvalidKey = errors.New("invalid key")
 
 // NotControlledError is returned by API.ApplyDeployment and
 // API.ApplyService when an object of the child's name exists that the
@@ -38,33 +31,8 @@ type Error struct {
 
 // Error reads "reconcile: <op> <namespace>/<name>: <cause>".
 func (e *Error) Error() string {
-	return "reconcile: " + e.Op + " " + joinKey(e.Namespace, e.Name) + ": " + e.Err.Error()
+	return "reconcile: " + e.Op + " " + k8sapi.Key(e.Namespace, e.Name) + ": " + e.Err.Error()
 }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
-
-// SplitKey splits a work queue key "namespace/name" (or "name" for a
-// cluster-scoped object). It fails, wrapping ErrInvalidKey, for an empty
-// name or more than one "/".
-func SplitKey(key string) (namespace, name string, err error) {
-	namespace, name, found := strings.Cut(key, "/")
-	if !found {
-		namespace, name = "", key
-	}
-	if name == "" || strings.Contains(name, "/") || (found && namespace == "") {
-		return "", "", &Error{Op: "split key", Name: key, Err: ErrInvalidKey}
-	}
-	return namespace, name, nil
-}
-
-// Key returns the work queue key of an object: "namespace/name", or "name"
-// when namespace is empty.
-func Key(namespace, name string) string { return joinKey(namespace, name) }
-
-func joinKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}

@@ -69,7 +69,7 @@ const (
 // of its requests:
 //
 //   - a [*TerminalError], or a key that is not "namespace/name"
-//     ([ErrInvalidKey]): Permanent;
+//     ([k8sapi.ErrInvalidKey]): Permanent;
 //   - an [*k8sapi.APIError]: NamespaceTerminating (a cause of a 403) and
 //     404 are Moot; 400 and 422 are Permanent; any other 403 (a quota
 //     exceeded, a missing permission) is Waiting; everything else (409,
@@ -77,7 +77,7 @@ const (
 //   - anything else (no answer, a cancelled request): Transient.
 func Classify(err error) Class {
 	var te *TerminalError
-	if errors.As(err, &te) || errors.Is(err, ErrInvalidKey) {
+	if errors.As(err, &te) || errors.Is(err, k8sapi.ErrInvalidKey) {
 		return Permanent
 	}
 	var ae *k8sapi.APIError

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
 )
 
 func apiErr(code int, reason, msg string, causes ...k8sapi.StatusCause) *k8sapi.APIError {
@@ -43,7 +44,7 @@ func TestClassify(t *testing.T) {
 		{&Error{Op: "apply deployment", Err: errRejected}, Permanent},
 		{apiErr(400, "BadRequest", "malformed"), Permanent},
 		{&TerminalError{Err: errTransient}, Permanent},
-		{&Error{Op: "split key", Err: ErrInvalidKey}, Permanent},
+		{&Error{Op: "split key", Err: k8sapi.ErrInvalidKey}, Permanent},
 		{errQuota, Waiting},
 		{errRBAC, Waiting},
 		{apiErr(409, "Conflict", "the object has been modified"), Transient},
@@ -122,7 +123,7 @@ func TestReconcileChildRejected(t *testing.T) {
 	now := t0
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
 	res, err := r.Reconcile(context.Background(), "default/web")
-	if !IsTerminal(err) || Classify(err) != Permanent || !errors.Is(err, errRejected) || res != (Result{}) {
+	if !IsTerminal(err) || Classify(err) != Permanent || !errors.Is(err, errRejected) || res != (queue.Result{}) {
 		t.Fatalf("Reconcile = %+v, %v; want a terminal error", res, err)
 	}
 	const msg = `Deployment default/web refused by the API server (422 Invalid): spec.template.spec.containers[0].image: Invalid value: "bad": not allowed here`
@@ -140,7 +141,7 @@ func TestReconcileChildRejected(t *testing.T) {
 	for _, step := range []time.Duration{0, time.Hour} {
 		now = now.Add(step)
 		c.calls = nil
-		if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+		if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (queue.Result{}) {
 			t.Fatalf("later Reconcile = %+v, %v", res, err)
 		}
 		if !slices.Equal(c.calls, reads) {
@@ -242,7 +243,7 @@ func TestReconcileWaiting(t *testing.T) {
 			delete(c.fail, tt.method)
 			c.calls = nil
 			res, err = r.Reconcile(context.Background(), "default/web")
-			if err != nil || res != (Result{}) || c.widgets["default/web"].Status.Phase != PhasePending {
+			if err != nil || res != (queue.Result{}) || c.widgets["default/web"].Status.Phase != PhasePending {
 				t.Fatalf("after Retry: %+v, %v, status %+v", res, err, c.widgets["default/web"].Status)
 			}
 			if b.forgets == 0 {
@@ -293,7 +294,7 @@ func TestReconcileTransientGrace(t *testing.T) {
 	for _, after := range []time.Duration{0, 10 * time.Second, 59 * time.Second} {
 		now = t0.Add(after)
 		res, err := r.Reconcile(context.Background(), "default/web")
-		if Classify(err) != Transient || res != (Result{}) {
+		if Classify(err) != Transient || res != (queue.Result{}) {
 			t.Fatalf("at %v: %+v, %v", after, res, err)
 		}
 		if n := countPrefix(c.calls, "PatchWidgetStatus"); n != 0 {
@@ -345,7 +346,7 @@ func TestReconcileMoot(t *testing.T) {
 	c.fail["ApplyDeployment"] = apiErr(403, "Forbidden", "namespace default is being terminated",
 		k8sapi.StatusCause{Type: "NamespaceTerminating"})
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
-	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (queue.Result{}) {
 		t.Fatalf("terminating: %+v, %v", res, err)
 	}
 	if w := c.writes(); len(w) != 1 {
@@ -353,7 +354,7 @@ func TestReconcileMoot(t *testing.T) {
 	}
 	delete(c.fail, "ApplyDeployment")
 	c.fail["PatchWidgetStatus"] = apiErr(404, "NotFound", "widgets.example.com \"web\" not found")
-	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (Result{}) {
+	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (queue.Result{}) {
 		t.Fatalf("gone: %+v, %v", res, err)
 	}
 }

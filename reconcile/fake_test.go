@@ -62,28 +62,28 @@ func (c *recordingClient) writes() []string {
 }
 
 func (c *recordingClient) GetWidget(_ context.Context, ns, name string) (*Widget, error) {
-	if err := c.record("GetWidget", Key(ns, name)); err != nil {
+	if err := c.record("GetWidget", k8sapi.Key(ns, name)); err != nil {
 		return nil, err
 	}
-	return c.widgets[Key(ns, name)], nil
+	return c.widgets[k8sapi.Key(ns, name)], nil
 }
 
 func (c *recordingClient) GetDeployment(_ context.Context, ns, name string) (*k8sapi.Deployment, error) {
-	if err := c.record("GetDeployment", Key(ns, name)); err != nil {
+	if err := c.record("GetDeployment", k8sapi.Key(ns, name)); err != nil {
 		return nil, err
 	}
-	return c.deployments[Key(ns, name)], nil
+	return c.deployments[k8sapi.Key(ns, name)], nil
 }
 
 func (c *recordingClient) GetService(_ context.Context, ns, name string) (*k8sapi.Service, error) {
-	if err := c.record("GetService", Key(ns, name)); err != nil {
+	if err := c.record("GetService", k8sapi.Key(ns, name)); err != nil {
 		return nil, err
 	}
-	return c.services[Key(ns, name)], nil
+	return c.services[k8sapi.Key(ns, name)], nil
 }
 
 func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply) (*k8sapi.Deployment, error) {
-	key := Key(d.Namespace, d.Name)
+	key := k8sapi.Key(d.Namespace, d.Name)
 	if err := c.record("ApplyDeployment", key); err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply)
 }
 
 func (c *recordingClient) ApplyService(_ context.Context, s *ServiceApply) (*k8sapi.Service, error) {
-	key := Key(s.Namespace, s.Name)
+	key := k8sapi.Key(s.Namespace, s.Name)
 	if err := c.record("ApplyService", key); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (c *recordingClient) ApplyService(_ context.Context, s *ServiceApply) (*k8s
 }
 
 func (c *recordingClient) PatchWidgetStatus(_ context.Context, ns, name string, patch []byte) error {
-	key := Key(ns, name)
+	key := k8sapi.Key(ns, name)
 	if err := c.record("PatchWidgetStatus", key); err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (c *recordingClient) PatchWidgetStatus(_ context.Context, ns, name string, 
 }
 
 func (c *recordingClient) Event(ref k8sapi.ObjectReference, eventType, reason, note string) {
-	c.calls = append(c.calls, fmt.Sprintf("Event %s %s %s: %s", eventType, reason, Key(ref.Namespace, ref.Name), note))
+	c.calls = append(c.calls, fmt.Sprintf("Event %s %s %s: %s", eventType, reason, k8sapi.Key(ref.Namespace, ref.Name), note))
 }
 
 // roundTrip encodes in and decodes the result into out, recording the body.

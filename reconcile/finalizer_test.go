@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // recordingPatcher records each JSON patch as "ns/name <body>".
@@ -14,7 +16,7 @@ type recordingPatcher struct {
 }
 
 func (p *recordingPatcher) JSONPatch(_ context.Context, ns, name string, patch []byte) error {
-	p.calls = append(p.calls, Key(ns, name)+" "+string(patch))
+	p.calls = append(p.calls, k8sapi.Key(ns, name)+" "+string(patch))
 	return p.err
 }
 
@@ -90,7 +92,7 @@ func TestFinalizerRun(t *testing.T) {
 func TestJSONPatcherFunc(t *testing.T) {
 	var got string
 	var p JSONPatcher = JSONPatcherFunc(func(_ context.Context, ns, name string, patch []byte) error {
-		got = Key(ns, name) + " " + string(patch)
+		got = k8sapi.Key(ns, name) + " " + string(patch)
 		return nil
 	})
 	if err := p.JSONPatch(context.Background(), "a", "b", []byte("[]")); err != nil || got != "a/b []" {

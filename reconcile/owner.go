@@ -62,5 +62,5 @@ type AlreadyOwnedError struct {
 // Error says which object and which controller.
 func (e *AlreadyOwnedError) Error() string {
 	return fmt.Sprintf("reconcile: %s is already controlled by %s %s (uid %s)",
-		joinKey(e.Namespace, e.Name), e.Owner.Kind, e.Owner.Name, e.Owner.UID)
+		k8sapi.Key(e.Namespace, e.Name), e.Owner.Kind, e.Owner.Name, e.Owner.UID)
 }

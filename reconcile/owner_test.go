@@ -61,26 +61,3 @@ func TestSetControllerReference(t *testing.T) {
 		t.Error(`IsControlledBy(no refs, "") = true`)
 	}
 }
-
-func TestSplitKey(t *testing.T) {
-	tests := []struct{ key, ns, name string }{
-		{"default/web", "default", "web"},
-		{"node-1", "", "node-1"},
-		{"", "", ""},
-		{"/web", "", ""},
-		{"ns/", "", ""},
-		{"a/b/c", "", ""},
-	}
-	for _, tt := range tests {
-		ns, name, err := SplitKey(tt.key)
-		if ns != tt.ns || name != tt.name || (err != nil) != (tt.name == "") {
-			t.Errorf("SplitKey(%q) = %q, %q, %v", tt.key, ns, name, err)
-		}
-		if err != nil && !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("SplitKey(%q) error %v does not wrap ErrInvalidKey", tt.key, err)
-		}
-		if err == nil && Key(ns, name) != tt.key {
-			t.Errorf("Key(%q, %q) = %q", ns, name, Key(ns, name))
-		}
-	}
-}

@@ -47,13 +47,6 @@ type EventRecorder interface {
 	Event(regarding k8sapi.ObjectReference, eventType, reason, note string)
 }
 
-// Result says when to reconcile a key again when there was no error.
-type Result struct {
-	// RequeueAfter, when positive, asks for another reconcile after that
-	// long. Zero means done: wait for the next change.
-	RequeueAfter time.Duration
-}
-
 // Reconciler makes the world match one Widget at a time. Reconcile is safe
 // to call from several goroutines at once for different keys, as long as
 // Client and Recorder are; the caller (a work queue) must not run the same
@@ -127,9 +120,9 @@ type refusal struct {
 //     Widget's generation or one of its children changes.
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
 //     QuotaExceeded or Forbidden; Reconcile returns the *Error and a
-//     Result.RequeueAfter, the time to the next attempt (WaitBackoff). A
-//     reconcile before then, with nothing changed, sends nothing; Retry
-//     ends the wait early.
+//     [queue.Result].RequeueAfter, the time to the next attempt
+//     (WaitBackoff). A reconcile before then, with nothing changed,
+//     sends nothing; Retry ends the wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
 //   - Transient: Reconcile returns the *Error, for the caller to retry
@@ -140,14 +133,15 @@ type refusal struct {
 //
 // A failed read returns an *Error. Invalid specs and conflicts return no
 // error: retrying cannot fix them, a change to the Widget or its children
-// will.
-func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) {
-	ns, name, err := SplitKey(key)
+// will. A key that is not "namespace/name" returns an *Error wrapping
+// [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
+	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
-		return Result{}, err
+		return queue.Result{}, &Error{Op: "split key", Name: key, Err: err}
 	}
-	fail := func(op string, err error) (Result, error) {
-		return Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
+	fail := func(op string, err error) (queue.Result, error) {
+		return queue.Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
 	}
 	w, err := r.Client.GetWidget(ctx, ns, name)
 	if err != nil {
@@ -156,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	// failWrite is fail for a write, which is also worth an Event on the
 	// Widget; a failed cache read is not, nor a write cut short because
 	// the caller is stopping.
-	failWrite := func(op string, err error) (Result, error) {
+	failWrite := func(op string, err error) (queue.Result, error) {
 		res, e := fail(op, err)
 		if ctx.Err() == nil {
 			r.event(w, "Warning", ReasonReconcileError, e.Error())
@@ -165,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	}
 	if w == nil || w.DeletionTimestamp != nil {
 		r.forget(key)
-		return Result{}, nil
+		return queue.Result{}, nil
 	}
 	d, err := r.Client.GetDeployment(ctx, ns, name)
 	if err != nil {
@@ -179,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	now := r.now()
 	var (
 		problem *Problem
-		res     Result
+		res     queue.Result
 		retErr  error // a refused write, returned once the status says so
 	)
 	if msg := ValidateWidget(w); msg != "" {
@@ -231,7 +225,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 			switch class := Classify(werr); class {
 			case Moot:
 				r.forget(key)
-				return Result{}, nil
+				return queue.Result{}, nil
 			case Permanent, Waiting:
 				problem = refusalProblem(class, kind, key, werr)
 				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
@@ -243,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 				r.remember(key, rf)
 			default:
 				if ctx.Err() != nil {
-					return Result{}, e
+					return queue.Result{}, e
 				}
 				since := r.failingSince(key, now)
 				if now.Sub(since) < TransientGrace {
@@ -273,7 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (Result, error) 
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if Classify(err) == Moot {
 			r.forget(key)
-			return Result{}, nil
+			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
 	}
@@ -392,7 +386,7 @@ func noteApplied(created, updated []string, kind string, isNew bool) ([]string, 
 // applied records one Normal Event for the children one reconcile created
 // or brought in line, such as "Created Deployment and Service ns/name".
 func (r *Reconciler) applied(w *Widget, created, updated []string) {
-	key := joinKey(w.Namespace, w.Name)
+	key := k8sapi.Key(w.Namespace, w.Name)
 	if len(created) > 0 {
 		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
 	}
@@ -416,7 +410,7 @@ func (r *Reconciler) now() time.Time {
 
 // conflictMessage says why the existing child m is not the Widget's.
 func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
-	msg := fmt.Sprintf("%s %s exists and ", kind, joinKey(m.Namespace, m.Name))
+	msg := fmt.Sprintf("%s %s exists and ", kind, k8sapi.Key(m.Namespace, m.Name))
 	if c := m.ControllerOf(); c != nil {
 		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
 )
 
 var (
@@ -295,7 +296,7 @@ func TestReconcile(t *testing.T) {
 			name:    "bad key",
 			world:   func(t *testing.T) *recordingClient { return newRecordingClient() },
 			key:     "a/b/c",
-			wantErr: ErrInvalidKey,
+			wantErr: k8sapi.ErrInvalidKey,
 		},
 	}
 	for _, tt := range tests {
@@ -312,7 +313,7 @@ func TestReconcile(t *testing.T) {
 			if !slices.Equal(c.calls, tt.wantCalls) {
 				t.Errorf("calls:\n got %q\nwant %q", c.calls, tt.wantCalls)
 			}
-			if res != (Result{}) {
+			if res != (queue.Result{}) {
 				t.Errorf("result = %+v, want done", res)
 			}
 			if tt.wantErr != nil {
@@ -427,7 +428,7 @@ func TestReconcileMalformedWidget(t *testing.T) {
 	}
 	c := newRecordingClient()
 	for i := range l.Items {
-		c.widgets[Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
+		c.widgets[k8sapi.Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
 	}
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	for _, key := range []string{"default/bad", "default/good"} {

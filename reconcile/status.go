@@ -44,7 +44,7 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 	notReady := func(phase, reason, format string, args ...any) (string, k8sapi.Condition) {
 		return phase, k8sapi.Condition{Status: "False", Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
-	key := joinKey(w.Namespace, w.Name)
+	key := k8sapi.Key(w.Namespace, w.Name)
 	switch {
 	case problem != nil:
 		return notReady(PhaseFailed, problem.Reason, "%s", problem.Message)

@@ -175,11 +175,11 @@ func sameAsFreshList(t *testing.T, cms k8sapi.Typed[configMap], ns string, s *St
 	}
 	want := map[string]string{}
 	for _, cm := range list.Items {
-		want[Key(&cm.ObjectMeta)] = cm.ResourceVersion
+		want[k8sapi.Key(cm.Namespace, cm.Name)] = cm.ResourceVersion
 	}
 	got := map[string]string{}
 	for _, cm := range s.List() {
-		got[Key(&cm.ObjectMeta)] = cm.ResourceVersion
+		got[k8sapi.Key(cm.Namespace, cm.Name)] = cm.ResourceVersion
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		return false, fmt.Sprintf("store %v\nlist  %v", got, want)

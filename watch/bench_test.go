@@ -69,9 +69,9 @@ func (s *decodingSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptio
 // blockingStream is a Stream with no events that ends with its context.
 type blockingStream struct{ done <-chan struct{} }
 
-func (s *blockingStream) Next() (Event[k8sapi.Deployment], error) {
+func (s *blockingStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
 	<-s.done
-	return Event[k8sapi.Deployment]{}, context.Canceled
+	return k8sapi.WatchEvent[*k8sapi.Deployment]{}, context.Canceled
 }
 
 func (s *blockingStream) Close() error { return nil }
@@ -84,17 +84,17 @@ type batchStream struct {
 	done    <-chan struct{}
 }
 
-func (s *batchStream) Next() (Event[k8sapi.Deployment], error) {
+func (s *batchStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
 	for len(s.cur) == 0 {
 		select {
 		case s.cur = <-s.batches:
 		case <-s.done:
-			return Event[k8sapi.Deployment]{}, context.Canceled
+			return k8sapi.WatchEvent[*k8sapi.Deployment]{}, context.Canceled
 		}
 	}
 	obj := s.cur[0]
 	s.cur = s.cur[1:]
-	return Event[k8sapi.Deployment]{Type: k8sapi.Modified, Object: obj}, nil
+	return k8sapi.WatchEvent[*k8sapi.Deployment]{Type: k8sapi.Modified, Object: obj}, nil
 }
 
 func (s *batchStream) Close() error { return nil }

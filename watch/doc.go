@@ -39,9 +39,9 @@
 //     object is gone. A watch event over the limit leads to such a list
 //     rather than to the same event again.
 //   - Failures back off from 800ms to 30s with jitter, honouring a
-//     server's Retry-After; the backoff starts over after 2 minutes of
-//     health. A watch that ends at once with no events counts as a
-//     failure.
+//     server's Retry-After (at most a minute, as k8sapi caps it); the
+//     backoff starts over after 2 minutes of health. A watch that ends
+//     at once with no events counts as a failure.
 //   - A watch silent for longer than its timeout plus a margin is torn
 //     down and reopened.
 //

@@ -203,7 +203,7 @@ type runner[T any] struct {
 
 // streamItem is one result of Stream.Next.
 type streamItem[T any] struct {
-	ev  Event[T]
+	ev  k8sapi.WatchEvent[*T]
 	err error
 }
 
@@ -364,7 +364,8 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 
 // apply applies one watch event to the store and calls the handler.
 func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
-	key := Key(inf.m.meta(obj))
+	m := inf.m.meta(obj)
+	key := k8sapi.Key(m.Namespace, m.Name)
 	h := inf.cfg.Handler
 	if typ == k8sapi.Deleted {
 		old := inf.store.remove(key)

@@ -90,12 +90,12 @@ func newScriptedStream() *scriptedStream {
 	return &scriptedStream{events: make(chan streamItem[thing]), closed: make(chan struct{})}
 }
 
-func (s *scriptedStream) Next() (Event[thing], error) {
+func (s *scriptedStream) Next() (k8sapi.WatchEvent[*thing], error) {
 	select {
 	case it := <-s.events:
 		return it.ev, it.err
 	case <-s.closed:
-		return Event[thing]{}, errors.New("scripted stream closed")
+		return k8sapi.WatchEvent[*thing]{}, errors.New("scripted stream closed")
 	}
 }
 
@@ -107,7 +107,7 @@ func (s *scriptedStream) Close() error {
 func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
 	t.Helper()
 	select {
-	case s.events <- streamItem[thing]{ev: Event[thing]{Type: typ, Object: o}}:
+	case s.events <- streamItem[thing]{ev: k8sapi.WatchEvent[*thing]{Type: typ, Object: o}}:
 	case <-s.closed:
 		t.Fatalf("send %s %s: stream closed", typ, o.Name)
 	}

@@ -20,7 +20,6 @@ const (
 	backoffInitial = 800 * time.Millisecond
 	backoffMax     = 30 * time.Second
 	backoffReset   = 2 * time.Minute // healthy this long: backoff starts over
-	retryAfterMax  = 5 * time.Minute // cap on a server's Retry-After
 	minWatchLife   = time.Second     // a watch that ends sooner is a failure
 
 	defaultWatchTimeout = 5 * time.Minute  // each watch asks for 1 to 2 times this
@@ -31,6 +30,11 @@ const (
 	// events of a streaming list.
 	InitialEventsEndAnnotation = "k8s.io/initial-events-end"
 )
+
+// retryBackoff is the delay before retry number n (0-based): 800ms
+// doubling to at most 30s, jittered so that clients that failed together
+// retry apart.
+var retryBackoff = k8sapi.Backoff{Base: backoffInitial, Max: backoffMax}
 
 // phase is what the machine is waiting for.
 type phase uint8
@@ -427,7 +431,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 		s.failures = 0
 	}
 	s.healthySince = time.Time{}
-	delay := max(backoff(s.failures, in.rand), min(retryAfter(cause), retryAfterMax))
+	delay := max(retryBackoff.Jittered(s.failures, in.rand), retryAfter(cause))
 	s.failures++
 
 	// Log each episode once: its start at warning level, a relist at info
@@ -562,34 +566,14 @@ func refused(err error) bool {
 	return ae.Code == 400 || ae.Code == 422
 }
 
-// retryAfter returns how long the server asked the client to wait, or 0.
+// retryAfter returns how long the server asked the client to wait, as
+// k8sapi read and capped it ([k8sapi.APIError.RetryAfter]), or 0.
 func retryAfter(err error) time.Duration {
 	var ae *k8sapi.APIError
-	if err == nil || !errors.As(err, &ae) {
-		return 0
-	}
-	if ae.RetryAfter > 0 {
+	if errors.As(err, &ae) {
 		return ae.RetryAfter
 	}
-	if ae.Status.Details != nil && ae.Status.Details.RetryAfterSeconds > 0 {
-		return time.Duration(ae.Status.Details.RetryAfterSeconds) * time.Second
-	}
 	return 0
-}
-
-// backoff returns the delay before retry number n (0-based): 800ms doubling
-// to at most 30s, then spread over the upper half of that by r in [0, 1),
-// so clients that failed together retry apart.
-func backoff(n int, r float64) time.Duration {
-	d := backoffInitial
-	for range n {
-		d *= 2
-		if d >= backoffMax {
-			d = backoffMax
-			break
-		}
-	}
-	return d/2 + time.Duration(r*float64(d/2))
 }
 
 // timeout returns the timeout of the next watch: by default between 5 and

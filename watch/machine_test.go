@@ -492,7 +492,7 @@ func TestBackoff(t *testing.T) {
 		{1000, 0.5, 22500 * time.Millisecond, 22500 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		if got := backoff(tt.n, tt.r); got < tt.min || got > tt.max {
+		if got := retryBackoff.Jittered(tt.n, tt.r); got < tt.min || got > tt.max {
 			t.Errorf("backoff(%d, %v) = %v, want in [%v, %v]", tt.n, tt.r, got, tt.min, tt.max)
 		}
 	}

@@ -16,23 +16,15 @@ type Source[T any] interface {
 	Watch(ctx context.Context, namespace string, opts k8sapi.ListOptions) (Stream[T], error)
 }
 
-// Event is one event of a [Stream]: a [k8sapi.WatchEvent] with the object
-// behind a pointer. An ERROR event is not an Event: [Stream.Next] returns
-// it as an error.
-type Event[T any] struct {
-	Type k8sapi.EventType
-	// Object is the object after the change; for Deleted, its last
-	// state. It is never nil. The informer keeps it, so the stream must
-	// not reuse it.
-	Object *T
-}
-
 // Stream is an open watch.
 type Stream[T any] interface {
-	// Next blocks until the next event. It returns io.EOF when the server
-	// ended the watch cleanly, and an error wrapping an [*k8sapi.APIError]
-	// for an ERROR event. After an error the stream is done.
-	Next() (Event[T], error)
+	// Next blocks until the next event: a [k8sapi.WatchEvent] with the
+	// object behind a pointer, never nil (for Deleted, the object's last
+	// state). The informer keeps the object, so the stream must not reuse
+	// it. Next returns io.EOF when the server ended the watch cleanly, and
+	// an error wrapping an [*k8sapi.APIError] for an ERROR event, which is
+	// never an event. After an error the stream is done.
+	Next() (k8sapi.WatchEvent[*T], error)
 	// Close ends the stream; a blocked Next returns. It may be called
 	// from any goroutine, more than once.
 	Close() error
@@ -60,14 +52,14 @@ func (s clientSource[T]) Watch(ctx context.Context, namespace string, opts k8sap
 // clientStream adapts a [k8sapi.Watcher] to a Stream.
 type clientStream[T any] struct{ w *k8sapi.Watcher[T] }
 
-func (s clientStream[T]) Next() (Event[T], error) {
+func (s clientStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 	ev, err := s.w.Next()
 	if err != nil {
-		return Event[T]{}, err
+		return k8sapi.WatchEvent[*T]{}, err
 	}
 	obj := new(T)
 	*obj = ev.Object
-	return Event[T]{Type: ev.Type, Object: obj}, nil
+	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: obj}, nil
 }
 
 func (s clientStream[T]) Close() error { return s.w.Close() }

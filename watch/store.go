@@ -53,21 +53,7 @@ func ControllerUID[T any, P interface {
 	return []string{ref.UID}
 }
 
-// Key returns the store key of an object: "namespace/name", or "name" for
-// an object without a namespace.
-func Key(meta *k8sapi.ObjectMeta) string {
-	return KeyOf(meta.Namespace, meta.Name)
-}
-
-// KeyOf returns the store key for a namespace and a name.
-func KeyOf(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
-
-// Store is the local copy of a resource, keyed by [Key].
+// Store is the local copy of a resource, keyed by [k8sapi.Key].
 //
 // A Store is safe for concurrent use by any number of readers; only the
 // [Informer] that owns it writes to it. The objects it hands out are shared
@@ -117,7 +103,7 @@ func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]Index
 // Get returns the object with the given namespace and name. Do not mutate
 // it.
 func (s *Store[T]) Get(namespace, name string) (*T, bool) {
-	return s.GetKey(KeyOf(namespace, name))
+	return s.GetKey(k8sapi.Key(namespace, name))
 }
 
 // GetKey returns the object with the given key. Do not mutate it.
@@ -222,7 +208,7 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	s.mu.RUnlock()
 	for _, obj := range items {
 		m := s.meta(obj)
-		key := Key(m)
+		key := k8sapi.Key(m.Namespace, m.Name)
 		if old, ok := prev[key]; ok && s.meta(old).ResourceVersion == m.ResourceVersion && m.ResourceVersion != "" {
 			next[key] = old
 			continue
@@ -231,7 +217,8 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	}
 	// Changes are computed against next, so a key listed twice counts once.
 	for _, obj := range items {
-		key := Key(s.meta(obj))
+		m := s.meta(obj)
+		key := k8sapi.Key(m.Namespace, m.Name)
 		cur := next[key]
 		old, had := prev[key]
 		if had && cur == old {

@@ -134,15 +134,6 @@ func TestStoreIndexLargeFanIn(t *testing.T) {
 	}
 }
 
-func TestKey(t *testing.T) {
-	if got := KeyOf("ns", "a"); got != "ns/a" {
-		t.Errorf("KeyOf = %q", got)
-	}
-	if got := Key(&k8sapi.ObjectMeta{Name: "node1"}); got != "node1" {
-		t.Errorf("cluster-scoped Key = %q", got)
-	}
-}
-
 func TestClone(t *testing.T) {
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	replicas := int32(3)

@@ -24,6 +24,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,8 +122,8 @@ type Recorder struct {
 	queue      chan item
 
 	limitMu sync.Mutex
-	limits  map[string]*bucket
-	burst   float64
+	limits  map[string]*k8sapi.TokenBucket
+	burst   int
 	refill  time.Duration
 
 	created, patched, dropped, rateLimited, invalid, failed atomic.Int64
@@ -161,16 +162,16 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	r := &Recorder{
 		events:     k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
-		controller: cmpOr(cfg.Controller, DefaultController),
+		controller: cmp.Or(cfg.Controller, DefaultController),
 		instance:   cfg.Instance,
-		action:     cmpOr(cfg.Action, DefaultAction),
-		window:     cmpOr(cfg.Window, DefaultWindow),
+		action:     cmp.Or(cfg.Action, DefaultAction),
+		window:     cmp.Or(cfg.Window, DefaultWindow),
 		now:        cfg.Now,
 		log:        cfg.Logger,
-		queue:      make(chan item, cmpOr(cfg.QueueSize, DefaultQueueSize)),
-		limits:     make(map[string]*bucket),
-		burst:      float64(cmpOr(cfg.Burst, DefaultBurst)),
-		refill:     cmpOr(cfg.Refill, DefaultRefill),
+		queue:      make(chan item, cmp.Or(cfg.QueueSize, DefaultQueueSize)),
+		limits:     make(map[string]*k8sapi.TokenBucket),
+		burst:      cmp.Or(cfg.Burst, DefaultBurst),
+		refill:     cmp.Or(cfg.Refill, DefaultRefill),
 		series:     make(map[seriesKey]*seriesState),
 	}
 	if r.instance == "" {
@@ -187,14 +188,6 @@ func New(cfg Config) (*Recorder, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	return r, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Event queues an Event about regarding. eventType must be "Normal" or
@@ -354,12 +347,6 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// bucket is a token bucket, refilled lazily.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
 // allow takes a token from the object's bucket if it has one.
 func (r *Recorder) allow(obj string, now time.Time) bool {
 	r.limitMu.Lock()
@@ -369,30 +356,17 @@ func (r *Recorder) allow(obj string, now time.Time) bool {
 		if len(r.limits) >= maxTracked {
 			r.expireLimits(now)
 		}
-		b = &bucket{tokens: r.burst, at: now}
+		b = k8sapi.NewTokenBucket(1/r.refill.Seconds(), r.burst)
 		r.limits[obj] = b
 	}
-	b.refillTo(now, r.burst, r.refill)
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
-
-func (b *bucket) refillTo(now time.Time, burst float64, every time.Duration) {
-	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(burst, b.tokens+float64(d)/float64(every))
-		b.at = now
-	}
+	return b.Allow(now)
 }
 
 // expireLimits forgets buckets that are full again, which behave like new
 // ones; if none are, it forgets them all.
 func (r *Recorder) expireLimits(now time.Time) {
 	for k, b := range r.limits {
-		b.refillTo(now, r.burst, r.refill)
-		if b.tokens >= r.burst {
+		if b.Full(now) {
 			delete(r.limits, k)
 		}
 	}

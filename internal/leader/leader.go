@@ -30,6 +30,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -57,19 +58,6 @@ const (
 // it. The process should exit.
 var ErrLeaseLost = errors.New("leader: lost the lease")
 
-// Clock is the time source of an Elector.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has elapsed, like
-	// time.After.
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Config configures an Elector. Client and Name are required; the zero
 // value of every other field is useful.
 type Config struct {
@@ -91,7 +79,7 @@ type Config struct {
 	// Zero means 2s. It must be less than RenewDeadline.
 	RetryPeriod time.Duration
 	// Clock is the time source. Nil means the real clock.
-	Clock Clock
+	Clock k8sapi.Clock
 	// Logger receives leadership changes, and the first failure of each
 	// streak of failed attempts. Nil means no logging.
 	Logger *slog.Logger
@@ -108,7 +96,7 @@ type Elector struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
-	clock         Clock
+	clock         k8sapi.Clock
 	log           *slog.Logger
 
 	leading atomic.Bool
@@ -136,9 +124,9 @@ func New(cfg Config) (*Elector, error) {
 		namespace:     cfg.Namespace,
 		name:          cfg.Name,
 		identity:      cfg.Identity,
-		leaseDuration: or(cfg.LeaseDuration, DefaultLeaseDuration),
-		renewDeadline: or(cfg.RenewDeadline, DefaultRenewDeadline),
-		retryPeriod:   or(cfg.RetryPeriod, DefaultRetryPeriod),
+		leaseDuration: cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		renewDeadline: cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline),
+		retryPeriod:   cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod),
 		clock:         cfg.Clock,
 		log:           cfg.Logger,
 	}
@@ -169,7 +157,7 @@ func New(cfg Config) (*Elector, error) {
 		e.identity = id
 	}
 	if e.clock == nil {
-		e.clock = realClock{}
+		e.clock = k8sapi.RealClock{}
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -204,13 +192,6 @@ func isDNSSubdomain(s string) bool {
 		}
 	}
 	return true
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // DefaultIdentity returns the host name (in a pod, the pod's name), an
@@ -278,7 +259,7 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 		select {
 		case <-done:
 			e.release()
-		case <-e.clock.After(e.renewDeadline):
+		case <-e.after(e.renewDeadline):
 			e.log.Warn("leader: leading function did not return in time; not releasing the lease, it will expire")
 		}
 		e.log.Info("leader: stopped leading: shutting down")
@@ -289,6 +270,13 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 		onStoppedLeading()
 	}
 	return err
+}
+
+// after returns a channel that is closed once d has elapsed on the clock.
+func (e *Elector) after(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	e.clock.AfterFunc(d, func() { close(c) })
+	return c
 }
 
 // acquire tries every RetryPeriod until it holds the Lease (true) or ctx
@@ -304,7 +292,7 @@ func (e *Elector) acquire(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-e.clock.After(e.retryPeriod):
+		case <-e.after(e.retryPeriod):
 		}
 	}
 }
@@ -320,7 +308,7 @@ func (e *Elector) renew(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-e.clock.After(max(wait, 0)):
+		case <-e.after(max(wait, 0)):
 		}
 		start := e.clock.Now()
 		if mustStepDown(lastRenew, start, e.renewDeadline) {

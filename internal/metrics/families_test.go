@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
@@ -115,13 +116,13 @@ func TestQueueAdapter(t *testing.T) {
 	}
 }
 
-// fakeClock is a queue.Clock whose time the test sets; its timers never
+// fakeClock is a k8sapi.Clock whose time the test sets; its timers never
 // fire.
 type fakeClock struct{ now time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.now }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) queue.Timer { return stoppedTimer{} }
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) k8sapi.Timer { return stoppedTimer{} }
 
 type stoppedTimer struct{}
 

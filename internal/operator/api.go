@@ -151,7 +151,7 @@ func (r *recent[T]) put(namespace, name, prevRV string, obj *T) {
 	if r.m == nil {
 		r.m = map[string]recentWrite[T]{}
 	}
-	r.m[watch.KeyOf(namespace, name)] = recentWrite[T]{prevRV: prevRV, obj: obj}
+	r.m[k8sapi.Key(namespace, name)] = recentWrite[T]{prevRV: prevRV, obj: obj}
 }
 
 // forget drops the entry of namespace/name: the informer has delivered an
@@ -159,14 +159,14 @@ func (r *recent[T]) put(namespace, name, prevRV string, obj *T) {
 func (r *recent[T]) forget(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, watch.KeyOf(namespace, name))
+	delete(r.m, k8sapi.Key(namespace, name))
 }
 
 // get reads namespace/name from store, or from the overlay while the store
 // has not caught up with the operator's last write of it.
 func (r *recent[T]) get(store *watch.Store[T], namespace, name string) *T {
 	cached, _ := store.Get(namespace, name)
-	key := watch.KeyOf(namespace, name)
+	key := k8sapi.Key(namespace, name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.m[key]

@@ -204,7 +204,7 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 	// write of it: the cache has moved (see clusterAPI).
 	enqueueWidget := func(w *reconcile.Widget) {
 		api.widgetWrites.forget(w.Namespace, w.Name)
-		op.queue.Add(reconcile.Key(w.Namespace, w.Name))
+		op.queue.Add(k8sapi.Key(w.Namespace, w.Name))
 	}
 	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
@@ -224,7 +224,7 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 	})
 	enqueueOwner := func(meta *k8sapi.ObjectMeta) {
 		if ref := meta.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.APIVersion == reconcile.WidgetAPIVersion {
-			op.queue.Add(reconcile.Key(meta.Namespace, ref.Name))
+			op.queue.Add(k8sapi.Key(meta.Namespace, ref.Name))
 		}
 	}
 	op.deployments = watch.New[k8sapi.Deployment](watch.Config[k8sapi.Deployment]{
@@ -434,7 +434,7 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 		}
 	}()
 	res, err := op.reconciler.Reconcile(ctx, key)
-	ns, name, _ := reconcile.SplitKey(key)
+	ns, name, _ := k8sapi.SplitKey(key)
 	class := reconcile.Transient
 	if err != nil {
 		class = reconcile.Classify(err)
@@ -462,7 +462,7 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	switch {
 	case err == nil:
 		op.log.Debug("reconciled", attrs...)
-		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
+		return res, nil
 	case class == reconcile.Permanent:
 		// The Widget's status says why; a change to it or its children
 		// brings it back.
@@ -471,7 +471,7 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 		return queue.Result{}, nil
 	case class == reconcile.Waiting && res.RequeueAfter > 0:
 		op.log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
-		return queue.Result{RequeueAfter: res.RequeueAfter}, nil
+		return res, nil
 	}
 	op.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
@@ -485,7 +485,7 @@ func (op *operator) retryQuotaWaiters(namespace string) {
 			continue
 		}
 		if c, ok := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady); ok && c.Reason == reconcile.ReasonQuotaExceeded {
-			key := reconcile.Key(w.Namespace, w.Name)
+			key := k8sapi.Key(w.Namespace, w.Name)
 			op.reconciler.Retry(key)
 			op.queue.Add(key)
 		}
