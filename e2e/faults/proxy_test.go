@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // startOpVia runs the operator with a kubeconfig whose server is a proxy.
