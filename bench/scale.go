@@ -32,9 +32,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 

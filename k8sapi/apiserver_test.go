@@ -1,7 +1,7 @@
 package k8sapi_test
 
 // Conformance tests of the client against a real kube-apiserver, started
-// by internal/controlplane. Build its binaries first:
+// by testenv/controlplane. Build its binaries first:
 //
 //	go run ./hack/localcluster build
 
@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // plane is shared by the tests that do not disturb it. A bare plane (etcd

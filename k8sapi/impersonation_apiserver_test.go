@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // selfSubjectReview is authentication.k8s.io/v1 SelfSubjectReview: the

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // plane is started by the first test that needs it; etcd and the API

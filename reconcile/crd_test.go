@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // TestAPIServerCRDAgreesWithValidate sends Widgets to the real API server

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // These tests run the informer against a real kube-apiserver and etcd
-// from internal/controlplane. They watch ConfigMaps, which no controller
+// from testenv/controlplane. They watch ConfigMaps, which no controller
 // touches, so every event is one the test caused.
 
 var plane = controlplane.Shared{Options: controlplane.Options{Bare: true}}

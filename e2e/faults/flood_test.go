@@ -56,8 +56,22 @@ func TestConnectionFlood(t *testing.T) {
 	timeouts.Go(func() { trickleFor = trickledBody(t, o.ProbeAddr) })
 	timeouts.Wait()
 	t.Logf("idle keep-alive connection closed after %v; trickled body after %v", idleFor.Round(100*time.Millisecond), trickleFor.Round(100*time.Millisecond))
-	if idleFor > 45*time.Second || trickleFor > 45*time.Second {
-		t.Errorf("the server held an idle connection %v and a trickled body %v; want both cut within 45s", idleFor, trickleFor)
+	// The promises are the documented endpoint limits: 30s idle, 10s to
+	// read a request. The margin is for a machine loaded by the flood
+	// itself on top of control planes under -race; a limit left out, or
+	// the idle one applied to reading, still fails.
+	const (
+		idlePromise = 30 * time.Second
+		readPromise = 10 * time.Second
+		floodMargin = 15 * time.Second
+	)
+	if idleFor > idlePromise+floodMargin {
+		t.Errorf("the server held an idle connection %v; want it cut within %v (%v plus %v for a loaded machine)",
+			idleFor, idlePromise+floodMargin, idlePromise, floodMargin)
+	}
+	if trickleFor > readPromise+floodMargin {
+		t.Errorf("the server read a trickled body for %v; want it cut within %v (%v plus %v for a loaded machine)",
+			trickleFor, readPromise+floodMargin, readPromise, floodMargin)
 	}
 
 	ctx, stop := context.WithCancel(context.Background())

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // startOpVia runs the operator with a kubeconfig whose server is a proxy.
@@ -152,8 +152,19 @@ func TestThrottlingAndServerErrors(t *testing.T) {
 	if len(reqs) > 30*12 {
 		t.Errorf("%d requests for 30 Widgets: a retry storm", len(reqs))
 	}
-	if peak > 50 {
-		t.Errorf("peak of %d requests in one second, bound 50 (--qps 20 --burst 30)", peak)
+	// The promise: the client's limiter lets at most --burst plus one
+	// second of --qps (50) start in any one second. The proxy stamps a
+	// request when it arrives, and on a loaded machine a request can
+	// arrive up to a second after it took its token, so the margin is
+	// one more second of --qps. A limit ignored or doubled (up to 100
+	// in one second) still fails whenever the 30 Widgets fill it.
+	const (
+		peakPromise = 30 + 20
+		peakMargin  = 20
+	)
+	if peak > peakPromise+peakMargin {
+		t.Errorf("peak of %d requests in one second, want at most %d (--qps 20 --burst 30, plus %d for a loaded machine)",
+			peak, peakPromise+peakMargin, peakMargin)
 	}
 	if inQuiet > 6 {
 		var b strings.Builder

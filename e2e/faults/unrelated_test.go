@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // configMap is core/v1 ConfigMap, as this test needs it.

@@ -28,9 +28,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // The operator's identity, as manifests/rbac names it.

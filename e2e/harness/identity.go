@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // UserOf is the audit-log user name of ServiceAccount sa of the

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // ProxyMode is what a [TCPProxy] does with the bytes it receives.

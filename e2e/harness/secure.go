@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // MetricsReaderSA is a ServiceAccount of the operator's namespace bound to

@@ -3,7 +3,7 @@ package harness
 import (
 	"testing"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // ServiceAccountUser is the user name a ServiceAccount's requests carry in

@@ -164,7 +164,28 @@ func TestLeaderElection(t *testing.T) {
 		}
 	})
 
-	t.Run("SIGTERM hands over within 5s", func(t *testing.T) {
+	// Takeover bounds: the promise plus a margin for a loaded 2-core
+	// machine running control planes under -race (a follower's next try
+	// and its first log line can each be late by seconds there).
+	//
+	// After SIGTERM the leader releases the Lease, so the follower takes
+	// it at its next try: the promise is one retry period (2s). The bound
+	// stays well under a takeover that waits for the Lease to expire,
+	// which comes at least 13s after the exit (a 15s lease, renewed at
+	// most 2s before the signal), so that regression still fails.
+	//
+	// After SIGKILL nothing is released: the promise is the lease
+	// duration plus one retry period (17s). The bound still fails a
+	// follower that waits two lease durations (30s).
+	const (
+		retryPeriod    = 2 * time.Second  // the documented default
+		leaseDuration  = 15 * time.Second // the documented default
+		takeoverMargin = 6 * time.Second
+		releasedBound  = retryPeriod + takeoverMargin                 // 8s
+		expiredBound   = leaseDuration + retryPeriod + takeoverMargin // 23s
+	)
+
+	t.Run("SIGTERM hands over within one retry period", func(t *testing.T) {
 		leader.o.Signal(t, syscall.SIGTERM)
 		leader.waitExit(t, 45*time.Second)
 		if code := leader.o.ExitCode(); code != 0 {
@@ -181,8 +202,9 @@ func TestLeaderElection(t *testing.T) {
 		})
 		takeover := took.Sub(leader.exitedAt)
 		t.Logf("takeover after SIGTERM: %v from the leader's exit to the follower's workers", takeover.Round(time.Millisecond))
-		if takeover > 5*time.Second {
-			t.Errorf("takeover after SIGTERM took %v, want under 5s", takeover)
+		if takeover > releasedBound {
+			t.Errorf("takeover after SIGTERM took %v, want under %v (a %v retry period plus %v for a loaded machine)",
+				takeover, releasedBound, retryPeriod, takeoverMargin)
 		}
 		if h := holder(); ids[h] != follower {
 			t.Errorf("lease holder %q after the handover", h)
@@ -204,7 +226,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 	})
 
-	t.Run("SIGKILL hands over within 20s", func(t *testing.T) {
+	t.Run("SIGKILL hands over once the lease expires", func(t *testing.T) {
 		// A new follower, as the first replica's ServiceAccount again.
 		leader, follower = follower, start("replica c", harness.OperatorSA)
 		ids[follower.identity(t)] = follower
@@ -225,8 +247,9 @@ func TestLeaderElection(t *testing.T) {
 		})
 		takeover := took.Sub(leader.exitedAt)
 		t.Logf("takeover after SIGKILL: %v from the leader's death to the follower's workers", takeover.Round(time.Millisecond))
-		if takeover > 20*time.Second {
-			t.Errorf("takeover after SIGKILL took %v, want under 20s", takeover)
+		if takeover > expiredBound {
+			t.Errorf("takeover after SIGKILL took %v, want under %v (a %v lease and a %v retry period, plus %v for a loaded machine)",
+				takeover, expiredBound, leaseDuration, retryPeriod, takeoverMargin)
 		}
 		if h := holder(); ids[h] != follower {
 			t.Errorf("lease holder %q after the takeover", h)
@@ -312,6 +335,9 @@ func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 	held := stepDown.Time.Sub(lastRenew)
 	t.Logf("rights revoked %v after the last renewal; the leader stepped down %v after it (renew deadline 10s, lease 15s)",
 		revoked.Sub(lastRenew).Round(time.Millisecond), held.Round(time.Millisecond))
+	// The promise is the 10s renew deadline; the bound is the 15s lease
+	// itself, a hard limit rather than a margin: past it another replica
+	// may lead while this one still reconciles.
 	if held >= 15*time.Second {
 		t.Errorf("stepped down %v after the last renewal: its lease (15s) could have expired first", held)
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // TestMetricsAreSecureByDefault runs the operator with its default metrics

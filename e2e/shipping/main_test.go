@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 var env harness.Env

@@ -1,7 +1,7 @@
 package main
 
 // An end-to-end test of kget against a real kube-apiserver, started by
-// internal/controlplane. Build its binaries first:
+// testenv/controlplane. Build its binaries first:
 // go run ./hack/localcluster build
 
 import (
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 var plane = controlplane.Shared{Options: controlplane.Options{Bare: true}}

@@ -1,5 +1,5 @@
 // Command localcluster builds and runs the local control plane of
-// internal/controlplane.
+// testenv/controlplane.
 //
 // Usage:
 //
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 func main() {

@@ -27,8 +27,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 package discovery
 
-// Tests against a real kube-apiserver, started by internal/controlplane.
+// Tests against a real kube-apiserver, started by testenv/controlplane.
 // Build its binaries first: go run ./hack/localcluster build
 
 import (
@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // plane is a bare one: discovery needs the API server alone.

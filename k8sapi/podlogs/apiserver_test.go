@@ -1,6 +1,6 @@
 package podlogs
 
-// Tests against a real kube-apiserver, started by internal/controlplane.
+// Tests against a real kube-apiserver, started by testenv/controlplane.
 // Build its binaries first: go run ./hack/localcluster build
 //
 // The local control plane has no kubelet: its kwok nodes have no address,
@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 // plane is a bare one: no scheduler, so pods stay without a node.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
 var shared controlplane.Shared
