@@ -17,6 +17,19 @@
 //
 // Objects in the store are shared: never mutate one; [Clone] it first.
 //
+// A [Cache] is an Informer for a program that also writes the resource:
+// it has indexes by controlling owner and by label built in, and after
+// [Cache.Wrote] its [Cache.Get] returns the object the server answered
+// until the watch delivers that object's resourceVersion, a delete or a
+// relist. The cache clears each such entry by itself:
+//
+//	c := watch.NewCache(watch.Config[k8sapi.Deployment]{Source: ..., Handler: watch.OnChange(enqueue)})
+//	prev, _ := c.Get("prod", "web")
+//	applied, err := deployments.Apply(ctx, "prod", "web", want, opts)
+//	if err == nil {
+//		c.Wrote(prev, applied) // Get returns applied until the watch has it
+//	}
+//
 // The behaviour, in short:
 //
 //   - The first list asks for resourceVersion "0" (the server's watch

@@ -30,6 +30,13 @@ type Handler[T any] struct {
 	OnDelete func(obj *T)
 }
 
+// OnChange returns a Handler that calls f with the object of every add,
+// update (the new object) and delete, for a caller that only needs to
+// know which object changed.
+func OnChange[T any](f func(obj *T)) Handler[T] {
+	return Handler[T]{OnAdd: f, OnUpdate: func(_, obj *T) { f(obj) }, OnDelete: f}
+}
+
 // Config says what an [Informer] watches. The zero value of each field
 // other than Source is useful.
 type Config[T any] struct {

@@ -67,6 +67,11 @@ type Store[T any] struct {
 	mu      sync.RWMutex
 	items   map[string]*T
 	indexes map[string]index // by indexer name
+	// wrote holds the objects of [Cache.Wrote], by key, until the watch
+	// catches up: put drops the entry when it stores the entry's
+	// resourceVersion, remove drops it, and replace drops every entry
+	// whose key it changed or lacks.
+	wrote map[string]*T
 }
 
 // index maps an index value to the keys of the objects with that value.
@@ -89,6 +94,7 @@ func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]Index
 		indexers: make(map[string]IndexFunc[T], len(indexers)),
 		items:    make(map[string]*T),
 		indexes:  make(map[string]index, len(indexers)),
+		wrote:    make(map[string]*T),
 	}
 	for name, f := range indexers {
 		if f == nil {
@@ -174,6 +180,9 @@ func (s *Store[T]) put(key string, obj *T) (old *T) {
 	old = s.items[key]
 	s.items[key] = obj
 	s.reindex(key, old, obj)
+	if w, ok := s.wrote[key]; ok && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
+		delete(s.wrote, key)
+	}
 	return old
 }
 
@@ -181,6 +190,7 @@ func (s *Store[T]) put(key string, obj *T) (old *T) {
 func (s *Store[T]) remove(key string) (old *T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.wrote, key)
 	old, ok := s.items[key]
 	if !ok {
 		return nil
@@ -253,6 +263,11 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	s.mu.Lock()
 	s.items = next
 	s.indexes = indexes
+	for key := range s.wrote {
+		if old, ok := prev[key]; !ok || next[key] != old {
+			delete(s.wrote, key)
+		}
+	}
 	s.mu.Unlock()
 	return changes
 }

@@ -175,9 +175,9 @@ type operator struct {
 	log    *slog.Logger
 	client *k8sapi.Client
 
-	widgets     *watch.Informer[reconcile.Widget]
-	deployments *watch.Informer[k8sapi.Deployment]
-	services    *watch.Informer[k8sapi.Service]
+	widgets     *watch.Cache[reconcile.Widget]
+	deployments *watch.Cache[k8sapi.Deployment]
+	services    *watch.Cache[k8sapi.Service]
 	quotas      *watch.Informer[resourceQuota]
 	queue       *queue.Queue
 	reconciler  *reconcile.Reconciler
@@ -199,86 +199,46 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 	wq := metrics.NewWorkqueueMetrics()
 	op.queue = queue.New(queue.Config{Name: ControllerName, Metrics: wq.Queue(ControllerName, ControllerName)})
 	wq.PollUnfinished(ControllerName, ControllerName, op.queue.Unfinished)
-	api := &clusterAPI{op: op}
-	// Every event of a key ends the overlay of the operator's own last
-	// write of it: the cache has moved (see clusterAPI).
-	enqueueWidget := func(w *reconcile.Widget) {
-		api.widgetWrites.forget(w.Namespace, w.Name)
-		op.queue.Add(k8sapi.Key(w.Namespace, w.Name))
-	}
-	op.widgets = watch.New[reconcile.Widget](watch.Config[reconcile.Widget]{
+	op.widgets = watch.NewCache(watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
 		Namespace: opts.Namespace,
 		Name:      "widgets",
 		Logger:    log,
-		Handler: watch.Handler[reconcile.Widget]{
-			OnAdd: enqueueWidget,
-			OnUpdate: func(old, new *reconcile.Widget) {
-				// Our own status writes come back as updates; only a
-				// change of spec, labels or deletion needs work. A
-				// resync of the status is cheap but not needed.
-				enqueueWidget(new)
-			},
-			OnDelete: enqueueWidget,
-		},
+		// Our own status writes come back as updates too: a reconcile
+		// of an unchanged Widget writes nothing.
+		Handler: watch.OnChange(func(w *reconcile.Widget) { op.queue.Add(k8sapi.Key(w.Namespace, w.Name)) }),
 	})
-	enqueueOwner := func(meta *k8sapi.ObjectMeta) {
-		if ref := meta.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.APIVersion == reconcile.WidgetAPIVersion {
-			op.queue.Add(k8sapi.Key(meta.Namespace, ref.Name))
-		}
-	}
-	op.deployments = watch.New[k8sapi.Deployment](watch.Config[k8sapi.Deployment]{
+	op.deployments = watch.NewCache(watch.Config[k8sapi.Deployment]{
 		Source:        watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
 		Name:          "deployments",
 		Logger:        log,
-		Handler: watch.Handler[k8sapi.Deployment]{
-			OnAdd: func(d *k8sapi.Deployment) {
-				api.deploymentWrites.forget(d.Namespace, d.Name)
-				enqueueOwner(&d.ObjectMeta)
-			},
-			OnUpdate: func(_, d *k8sapi.Deployment) {
-				api.deploymentWrites.forget(d.Namespace, d.Name)
-				enqueueOwner(&d.ObjectMeta)
-			},
-			OnDelete: func(d *k8sapi.Deployment) {
-				api.deploymentWrites.forget(d.Namespace, d.Name)
-				enqueueOwner(&d.ObjectMeta)
-			},
-		},
+		Handler:       watch.OnChange(enqueueOwner[k8sapi.Deployment](op.queue)),
 	})
-	op.services = watch.New[k8sapi.Service](watch.Config[k8sapi.Service]{
+	op.services = watch.NewCache(watch.Config[k8sapi.Service]{
 		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
 		Name:          "services",
 		Logger:        log,
-		Handler: watch.Handler[k8sapi.Service]{
-			OnAdd:    func(s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
-			OnUpdate: func(_, s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
-			OnDelete: func(s *k8sapi.Service) { api.serviceWrites.forget(s.Namespace, s.Name); enqueueOwner(&s.ObjectMeta) },
-		},
+		Handler:       watch.OnChange(enqueueOwner[k8sapi.Service](op.queue)),
 	})
 	// ResourceQuotas only wake the Widgets that wait on one: the cache
 	// holds their metadata, and no reconcile waits for it to sync.
-	op.quotas = watch.New[resourceQuota](watch.Config[resourceQuota]{
+	op.quotas = watch.New(watch.Config[resourceQuota]{
 		Source:    watch.ClientSource[resourceQuota](client, resourceQuotas),
 		Namespace: opts.Namespace,
 		Name:      "resourcequotas",
 		Logger:    log,
-		Handler: watch.Handler[resourceQuota]{
-			OnAdd:    func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
-			OnUpdate: func(_, q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
-			OnDelete: func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) },
-		},
+		Handler:   watch.OnChange(func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) }),
 	})
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &reconcile.Reconciler{Client: api, Recorder: rec}
+	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}, Recorder: rec}
 
 	if opts.LeaderElect {
 		op.elector, err = leader.New(leader.Config{
@@ -475,6 +435,20 @@ func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result,
 	}
 	op.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
+}
+
+// enqueueOwner returns a function that queues the key of the Widget that
+// controls a child, if one does.
+func enqueueOwner[T any, P interface {
+	*T
+	k8sapi.Object
+}](q *queue.Queue) func(*T) {
+	return func(obj *T) {
+		meta := P(obj).GetObjectMeta()
+		if ref := meta.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.APIVersion == reconcile.WidgetAPIVersion {
+			q.Add(k8sapi.Key(meta.Namespace, ref.Name))
+		}
+	}
 }
 
 // retryQuotaWaiters retries at once the Widgets of namespace that wait

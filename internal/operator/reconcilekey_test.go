@@ -64,7 +64,7 @@ func TestReconcileKeyByClass(t *testing.T) {
 			op := &operator{
 				log:        slog.New(slog.DiscardHandler),
 				series:     cm.Controller(ControllerName, 1),
-				widgets:    watch.New(watch.Config[reconcile.Widget]{}),
+				widgets:    watch.NewCache(watch.Config[reconcile.Widget]{}),
 				reconciler: &reconcile.Reconciler{Client: refusingAPI{tt.err}},
 			}
 			res, err := op.reconcileKey(context.Background(), "default/web")

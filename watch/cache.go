@@ -1,0 +1,104 @@
+package watch
+
+import (
+	"maps"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// IndexLabel names the index by label that every [Cache] has: its values
+// are "key=value", one per label.
+const IndexLabel = "label"
+
+// Labels is an IndexFunc that indexes an object by each of its labels, as
+// "key=value".
+func Labels[T any, P interface {
+	*T
+	k8sapi.Object
+}](obj *T) []string {
+	labels := P(obj).GetObjectMeta().Labels
+	out := make([]string, 0, len(labels))
+	for k, v := range labels {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// Cache is an [Informer] whose reads also see its user's own writes.
+//
+// The watch lags the server: right after a write, the store may still hold
+// the object as it was before. A caller that hands the object the server
+// returned to [Cache.Wrote] reads that object from [Cache.Get] until the
+// watch has caught up with it, and the cache itself then drops it: when
+// the watch delivers that object's resourceVersion (a watch delivers every
+// change in order, so later ones come after it), a delete of the object,
+// or a relist that changed or lacks it. An older event in between (an
+// update made before the write) changes the store but not what Get
+// returns. ResourceVersions are only compared for equality.
+//
+// The object written must be one the cache's selectors match, or its
+// event never comes: Get would return it until a delete or a relist.
+//
+// Every Cache has the indexes [IndexControllerUID] and [IndexLabel], plus
+// those of its [Config.Indexers]; the indexes, [Store.List] and the
+// handler see the store alone. Its methods are safe for concurrent use.
+// The objects it returns are shared: never mutate one.
+type Cache[T any] struct {
+	*Informer[T]
+}
+
+// NewCache returns a cache for cfg. P is the pointer type of T; it is
+// inferred, as in watch.NewCache(cfg).
+func NewCache[T any, P interface {
+	*T
+	k8sapi.Object
+}](cfg Config[T]) *Cache[T] {
+	indexers := map[string]IndexFunc[T]{IndexControllerUID: ControllerUID[T, P], IndexLabel: Labels[T, P]}
+	maps.Copy(indexers, cfg.Indexers)
+	cfg.Indexers = indexers
+	return &Cache[T]{New[T, P](cfg)}
+}
+
+// Get returns the object namespace/name: the one last given to
+// [Cache.Wrote] until the watch has caught up with it, else the one in the
+// store. Do not mutate it.
+func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
+	s := c.store
+	key := k8sapi.Key(namespace, name)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if obj, ok := s.wrote[key]; ok {
+		return obj, true
+	}
+	obj, ok := s.items[key]
+	return obj, ok
+}
+
+// Wrote records obj, the object the API server returned for a write, so
+// that [Cache.Get] returns it until the watch catches up with it. prev is
+// the object the write was based on, as read from Get; nil when the write
+// created the object. Wrote records nothing when the store already holds
+// obj's resourceVersion, or when Get no longer shows prev: the watch has
+// moved since prev was read, to a state that may be older or newer than
+// obj, and the store is kept rather than risk hiding a newer state.
+func (c *Cache[T]) Wrote(prev, obj *T) {
+	s := c.store
+	rv := func(o *T) string { return s.meta(o).ResourceVersion }
+	m := s.meta(obj)
+	key := k8sapi.Key(m.Namespace, m.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.items[key]
+	shown, ok := s.wrote[key]
+	if !ok {
+		shown = cur
+	}
+	switch {
+	case cur != nil && rv(cur) == m.ResourceVersion: // the watch has delivered it
+	case (shown == nil) != (prev == nil), shown != nil && rv(shown) != rv(prev): // the watch moved
+	default:
+		s.wrote[key] = obj
+		return
+	}
+	delete(s.wrote, key)
+}

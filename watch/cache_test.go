@@ -1,0 +1,192 @@
+package watch
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// TestCacheReadsOwnWrites drives a Cache's store as its informer does (put
+// for an added or modified object, remove for a deleted one, replace for a
+// list) around calls of Wrote, and checks what Get returns after each step
+// and that no written object outlives the watch catching up.
+func TestCacheReadsOwnWrites(t *testing.T) {
+	type step struct {
+		do   func(c *Cache[thing])
+		want string // Get("ns", "a") as name@rv, or "" for none
+	}
+	get := func(c *Cache[thing]) *thing { o, _ := c.Get("ns", "a"); return o }
+	wrote := func(rv string) func(c *Cache[thing]) {
+		return func(c *Cache[thing]) { c.Wrote(get(c), obj("a", rv)) }
+	}
+	created := func(rv string) func(c *Cache[thing]) {
+		return func(c *Cache[thing]) { c.Wrote(nil, obj("a", rv)) }
+	}
+	event := func(rv string) func(c *Cache[thing]) {
+		return func(c *Cache[thing]) { c.store.put("ns/a", obj("a", rv)) }
+	}
+	deleted := func(c *Cache[thing]) { c.store.remove("ns/a") }
+	relist := func(items ...*thing) func(c *Cache[thing]) {
+		return func(c *Cache[thing]) { c.store.replace(items) }
+	}
+	for _, tt := range []struct {
+		name  string
+		steps []step
+	}{
+		{"update, stale event, own event", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{event("3"), "a@5"}, // a change made before the write
+			{event("5"), "a@5"},
+			{event("7"), "a@7"}, // the written object is gone
+		}},
+		{"create, own event", []step{
+			{created("5"), "a@5"},
+			{event("5"), "a@5"},
+			{deleted, ""},
+		}},
+		{"create, stale delete", []step{
+			{created("5"), "a@5"},
+			{deleted, ""}, // a delete always ends it
+			{event("9"), "a@9"},
+		}},
+		{"update, delete", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{deleted, ""},
+		}},
+		{"two writes before the first event", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{wrote("6"), "a@6"},
+			{event("5"), "a@6"},
+			{event("6"), "a@6"},
+			{event("8"), "a@8"},
+		}},
+		{"create, relist without it", []step{
+			{created("5"), "a@5"},
+			{relist(obj("b", "2")), ""},
+			{event("9"), "a@9"},
+		}},
+		{"update, relist without it", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{relist(), ""},
+		}},
+		{"update, relist changed", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{relist(obj("a", "7")), "a@7"},
+			{event("5"), "a@5"}, // not the write: a replay, as the store sees it
+		}},
+		{"update, relist unchanged, own event", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{relist(obj("a", "1")), "a@5"}, // the list predates the write
+			{event("5"), "a@5"},
+			{event("6"), "a@6"},
+		}},
+		{"event of the write before Wrote", []step{
+			{event("1"), "a@1"},
+			{func(c *Cache[thing]) {
+				prev := get(c)
+				c.store.put("ns/a", obj("a", "5"))
+				c.Wrote(prev, obj("a", "5"))
+			}, "a@5"},
+			{event("6"), "a@6"},
+		}},
+		{"watch moved between read and Wrote", []step{
+			{event("1"), "a@1"},
+			{func(c *Cache[thing]) {
+				prev := get(c)
+				c.store.put("ns/a", obj("a", "3"))
+				c.Wrote(prev, obj("a", "5"))
+			}, "a@3"},
+			{event("5"), "a@5"},
+		}},
+		{"write that changed nothing", []step{
+			{event("4"), "a@4"},
+			{wrote("4"), "a@4"},
+			{event("6"), "a@6"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache(Config[thing]{})
+			for i, st := range tt.steps {
+				st.do(c)
+				got := ""
+				if o := get(c); o != nil {
+					got = o.Name + "@" + o.ResourceVersion
+				}
+				if got != st.want {
+					t.Fatalf("step %d: Get = %q, want %q", i, got, st.want)
+				}
+			}
+			if n := len(c.store.wrote); n != 0 {
+				t.Errorf("%d written objects left after the watch caught up", n)
+			}
+		})
+	}
+}
+
+// TestCacheInformerClearsWrites runs a Cache's informer against a scripted
+// source: the write is read until its own event arrives, and from then on
+// the store's objects, with no call by the caller.
+func TestCacheInformerClearsWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		var mu sync.Mutex
+		var seen []string
+		c := NewCache(Config[thing]{Source: src, Handler: OnChange(func(o *thing) {
+			mu.Lock()
+			seen = append(seen, o.Name+"@"+o.ResourceVersion)
+			mu.Unlock()
+		})})
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go c.Run(ctx)
+		src.expectList(t, "0", &k8sapi.List[thing]{Metadata: k8sapi.ListMeta{ResourceVersion: "1"}, Items: []thing{*obj("a", "1")}}, nil)
+		st := src.expectWatch(t, "1", nil)
+		synctest.Wait()
+		prev, _ := c.Get("ns", "a")
+		c.Wrote(prev, obj("a", "5"))
+		st.send(t, k8sapi.Modified, obj("a", "3"))
+		synctest.Wait()
+		if o, _ := c.Get("ns", "a"); o.ResourceVersion != "5" {
+			t.Fatalf("after an older event, Get = %s, want the write (5)", o.ResourceVersion)
+		}
+		st.send(t, k8sapi.Modified, obj("a", "5"))
+		st.send(t, k8sapi.Modified, obj("a", "6"))
+		synctest.Wait()
+		if o, _ := c.Get("ns", "a"); o.ResourceVersion != "6" {
+			t.Fatalf("after the write's event and a later one, Get = %s, want 6", o.ResourceVersion)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"a@1", "a@3", "a@5", "a@6"}; !slices.Equal(seen, want) {
+			t.Errorf("handler saw %v, want %v", seen, want)
+		}
+	})
+}
+
+func TestCacheBuiltInIndexes(t *testing.T) {
+	c := NewCache(Config[thing]{Indexers: map[string]IndexFunc[thing]{IndexOwnerUID: OwnerUIDs[thing]}})
+	a := owned("a", "1", "w", true)
+	a.Labels = k8sapi.StringMap{"app": "web", "tier": "front"}
+	c.store.replace([]*thing{a, owned("b", "1", "w", false)})
+	for _, tt := range []struct{ index, value, want string }{
+		{IndexControllerUID, "uid-w", "a"},
+		{IndexLabel, "app=web", "a"},
+		{IndexLabel, "tier=front", "a"},
+		{IndexOwnerUID, "uid-w", "a,b"},
+	} {
+		if got := names(c.Store().ByIndex(tt.index, tt.value)); strings.Join(got, ",") != tt.want {
+			t.Errorf("ByIndex(%s, %s) = %v, want %s", tt.index, tt.value, got, tt.want)
+		}
+	}
+}
