@@ -6,9 +6,12 @@
 // endpoint's serving certificate (see [Certificates]).
 //
 // Decisions are cached for a short while by a hash of the token, so that
-// a burst of scrapes costs one pair of reviews, and the reviews in flight
-// are bounded, so that a burst of new tokens cannot become a burst of API
-// requests.
+// a burst of scrapes costs one pair of reviews. Reviews are rate limited
+// and the reviews in flight are bounded, so that a stream of new tokens
+// cannot become a stream of API requests: a request over the rate gets
+// 429. A full cache never drops an allowed decision that has not expired
+// to make room for a refusal, so a flood of bad tokens does not push out
+// the scraper's.
 package metricsauth
 
 import (
@@ -37,6 +40,8 @@ const (
 	DefaultMaxEntries  = 1024
 	DefaultMaxInFlight = 4
 	DefaultTimeout     = 10 * time.Second
+	DefaultReviewQPS   = 5
+	DefaultReviewBurst = 20
 )
 
 // Config configures a [Filter].
@@ -58,6 +63,12 @@ type Config struct {
 	// Timeout bounds one request's wait and reviews. Zero means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// ReviewQPS and ReviewBurst limit the reviews of tokens not in the
+	// cache (each costs a TokenReview, and a SubjectAccessReview when the
+	// token is valid); a request over the limit gets 429. Zero means
+	// DefaultReviewQPS (5 a second) and DefaultReviewBurst (20).
+	ReviewQPS   float64
+	ReviewBurst int
 	// Log gets one debug line per decision made (not per cache hit) and
 	// the API errors. Nil means no log.
 	Log *slog.Logger
@@ -68,6 +79,7 @@ type Config struct {
 type Filter struct {
 	cfg     Config
 	reviews chan struct{} // a slot per review in flight
+	rate    *k8sapi.TokenBucket
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]decision
@@ -98,12 +110,20 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight), cache: map[[sha256.Size]byte]decision{}}, nil
+	if cfg.ReviewQPS <= 0 {
+		cfg.ReviewQPS = DefaultReviewQPS
+	}
+	if cfg.ReviewBurst <= 0 {
+		cfg.ReviewBurst = DefaultReviewBurst
+	}
+	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
+		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
 }
 
 // Wrap returns a handler that answers 401 to a request without a valid
-// bearer token, 403 to one whose user may not get the Path, 503 when the
-// reviews fail or time out, and passes the others to next.
+// bearer token, 403 to one whose user may not get the Path, 429 when its
+// token would need a review over the review rate, 503 when the reviews
+// fail or time out, and passes the others to next.
 func (f *Filter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code := f.decide(r)
@@ -113,6 +133,8 @@ func (f *Filter) Wrap(next http.Handler) http.Handler {
 			return
 		case http.StatusUnauthorized:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-operator"`)
+		case http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", "1")
 		}
 		http.Error(w, http.StatusText(code), code)
 	})
@@ -127,6 +149,9 @@ func (f *Filter) decide(r *http.Request) int {
 	key := sha256.Sum256([]byte(token))
 	if code, ok := f.cached(key, time.Now()); ok {
 		return code
+	}
+	if !f.rate.Allow(time.Now()) {
+		return http.StatusTooManyRequests
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), f.cfg.Timeout)
 	defer cancel()
@@ -167,7 +192,9 @@ func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (int, bool) {
 }
 
 // remember keeps a decision. A full cache drops its expired entries, and
-// then, if still full, an arbitrary one.
+// then, if still full, an arbitrary refusal; only an allowed decision may
+// then drop an arbitrary allowed one. A refusal that finds the cache full
+// of allowed decisions is not kept.
 func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -177,11 +204,18 @@ func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 				delete(f.cache, k)
 			}
 		}
-		for k := range f.cache {
-			if len(f.cache) < f.cfg.MaxEntries {
-				break
+		for pass := 0; pass < 2 && len(f.cache) >= f.cfg.MaxEntries; pass++ {
+			for k, d := range f.cache {
+				if len(f.cache) < f.cfg.MaxEntries {
+					break
+				}
+				if d.code != http.StatusOK || pass == 1 && code == http.StatusOK {
+					delete(f.cache, k)
+				}
 			}
-			delete(f.cache, k)
+		}
+		if len(f.cache) >= f.cfg.MaxEntries {
+			return
 		}
 	}
 	f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}

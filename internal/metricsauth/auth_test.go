@@ -195,3 +195,56 @@ func TestNewNeedsClientAndPath(t *testing.T) {
 		t.Error("no Client: no error")
 	}
 }
+
+// A stream of new tokens costs at most the review rate: past the burst,
+// requests get 429 without a review; cached decisions are still served.
+func TestFilterRateLimitsReviews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeReviewer{}
+		h := newFilter(t, f, Config{ReviewQPS: 1, ReviewBurst: 3})
+		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
+			t.Fatalf("reader: %d", got)
+		}
+		codes := map[int]int{}
+		for i := range 10 {
+			codes[scrape(h, fmt.Sprintf("Bearer random-%d", i))]++
+		}
+		if codes[http.StatusUnauthorized] != 2 || codes[http.StatusTooManyRequests] != 8 {
+			t.Fatalf("10 new tokens after one review, burst 3: %v; want 2 reviewed (401) and 8 refused (429)", codes)
+		}
+		if tr := f.tokenReviews.Load(); tr != 3 {
+			t.Fatalf("%d token reviews, want 3", tr)
+		}
+		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
+			t.Fatalf("a cached token over the rate: %d, want 200", got)
+		}
+		time.Sleep(time.Second) // one token refilled, on the bubble's clock
+		if got := scrape(h, "Bearer random-x"); got != http.StatusUnauthorized {
+			t.Fatalf("a second later: %d, want a review and 401", got)
+		}
+	})
+}
+
+// A full cache keeps an allowed decision rather than a refusal: a flood of
+// bad tokens cannot push the scraper's token out.
+func TestFilterCacheKeepsAllowed(t *testing.T) {
+	f := &fakeReviewer{}
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: f})
+	filter, err := New(Config{Client: c, Path: "/metrics", MaxEntries: 4, ReviewQPS: 1000, ReviewBurst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := filter.Wrap(http.NotFoundHandler())
+	scrape(h, "Bearer reader")
+	for i := range 50 {
+		scrape(h, fmt.Sprintf("Bearer random-%d", i))
+	}
+	before := f.tokenReviews.Load()
+	scrape(h, "Bearer reader")
+	if f.tokenReviews.Load() != before {
+		t.Error("the allowed decision was dropped from a full cache to keep refusals")
+	}
+	if n := filter.size(); n > 4 {
+		t.Errorf("%d cached decisions, want at most 4", n)
+	}
+}
