@@ -130,8 +130,23 @@ func refusalProblem(class Class, kind, key string, err error) *Problem {
 			reason = ReasonQuotaExceeded
 		}
 	}
-	msg := fmt.Sprintf("%s %s refused by the API server (%d %s): %s", kind, key, ae.Code, ae.Status.Reason, serverMessage(ae))
+	msg := fmt.Sprintf("%s %s refused by the API server (%d %s): %s", kind, key, ae.Code, ae.Status.Reason, withoutUser(serverMessage(ae)))
 	return &Problem{Reason: reason, Message: trimMessage(msg)}
+}
+
+// withoutUser replaces the user an RBAC denial names (`User "system:..."
+// cannot create ...`) with "the operator": whoever can read a Widget can
+// read its status, and the operator's identity is for its log alone, as
+// /readyz withholds it too.
+func withoutUser(m string) string {
+	before, rest, ok := strings.Cut(m, `User "`)
+	if !ok {
+		return m
+	}
+	if _, after, ok := strings.Cut(rest, `" `); ok {
+		return before + "the operator " + after
+	}
+	return m
 }
 
 // isQuota reports whether a 403 comes from ResourceQuota admission.

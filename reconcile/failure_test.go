@@ -195,9 +195,12 @@ func TestReconcileWaiting(t *testing.T) {
 	for _, tt := range []struct {
 		name, method, kind, reason string
 		err                        error
+		said                       string // the server's message as the status quotes it
 	}{
-		{"quota", "ApplyDeployment", "Deployment", ReasonQuotaExceeded, errQuota},
-		{"rbac", "ApplyService", "Service", ReasonForbidden, errRBAC},
+		{"quota", "ApplyDeployment", "Deployment", ReasonQuotaExceeded, errQuota, errQuota.Status.Message},
+		// The status withholds the operator's identity.
+		{"rbac", "ApplyService", "Service", ReasonForbidden, errRBAC,
+			`services is forbidden: the operator cannot create resource "services" in API group "" in the namespace "default"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newRecordingClient()
@@ -212,7 +215,7 @@ func TestReconcileWaiting(t *testing.T) {
 			}
 			st := c.widgets["default/web"].Status
 			cond, _ := FindCondition(st.Conditions, ConditionReady)
-			wantMsg := tt.kind + " default/web refused by the API server (403 Forbidden): " + tt.err.(*k8sapi.APIError).Status.Message
+			wantMsg := tt.kind + " default/web refused by the API server (403 Forbidden): " + tt.said
 			if st.Phase != PhaseFailed || cond.Reason != tt.reason || cond.Message != wantMsg {
 				t.Fatalf("status %+v", st)
 			}
@@ -384,4 +387,51 @@ func countPrefix(calls []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+func TestWithoutUser(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`services is forbidden: User "system:serviceaccount:ns:op" cannot create resource "services" in API group "" in the namespace "x"`,
+			`services is forbidden: the operator cannot create resource "services" in API group "" in the namespace "x"`},
+		{`exceeded quota: q, requested: count/deployments.apps=1`, `exceeded quota: q, requested: count/deployments.apps=1`},
+		{`User "unterminated`, `User "unterminated`},
+		{``, ``},
+	} {
+		if got := withoutUser(tt.in); got != tt.want {
+			t.Errorf("withoutUser(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A ResourceQuota change ends the wait of the Widgets of its namespace
+// that a quota refused, and of no other.
+func TestRetryQuota(t *testing.T) {
+	c := newRecordingClient()
+	quota, rbac, elsewhere := widget(), widget(), widget()
+	rbac.Name, rbac.UID = "rbac", "uid-rbac"
+	elsewhere.Namespace, elsewhere.UID = "other", "uid-other"
+	for _, w := range []*Widget{quota, rbac, elsewhere} {
+		c.widgets[w.Namespace+"/"+w.Name] = w
+	}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	c.fail["ApplyDeployment"] = errQuota
+	for _, key := range []string{"default/web", "other/web"} {
+		if _, err := r.Reconcile(context.Background(), key); Classify(err) != Waiting {
+			t.Fatalf("%s: %v, want a Waiting refusal", key, err)
+		}
+	}
+	delete(c.fail, "ApplyDeployment")
+	c.fail["ApplyService"] = errRBAC
+	if _, err := r.Reconcile(context.Background(), "default/rbac"); Classify(err) != Waiting {
+		t.Fatalf("default/rbac: %v, want a Waiting refusal", err)
+	}
+	if got := r.RetryQuota("default"); !slices.Equal(got, []string{"default/web"}) {
+		t.Fatalf("RetryQuota(default) = %q, want [default/web]", got)
+	}
+	if got := r.RetryQuota("default"); got != nil {
+		t.Fatalf("RetryQuota(default) again = %q, want none: the wait already ended", got)
+	}
+	if got := r.RetryQuota("other"); !slices.Equal(got, []string{"other/web"}) {
+		t.Fatalf("RetryQuota(other) = %q, want [other/web]", got)
+	}
 }

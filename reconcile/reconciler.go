@@ -295,6 +295,27 @@ func (r *Reconciler) Retry(key string) {
 	r.waitBackoff().Forget(key)
 }
 
+// RetryQuota ends the wait of every Widget of namespace whose write a
+// ResourceQuota refused, as Retry does, and returns their keys for the
+// controller to queue. A controller calls it when a ResourceQuota of
+// namespace changes. It looks only at the refusals it remembers, not at
+// every Widget.
+func (r *Reconciler) RetryQuota(namespace string) []string {
+	var keys []string
+	r.mu.Lock()
+	for key, rf := range r.refused {
+		if rf.problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
+			keys = append(keys, key)
+			delete(r.refused, key)
+		}
+	}
+	r.mu.Unlock()
+	for _, key := range keys {
+		r.waitBackoff().Forget(key)
+	}
+	return keys
+}
+
 // standing returns the refusal of key if it still stands: the Widget and
 // its children are as they were when it was made, and, for a Waiting
 // one, its retry time has not come.

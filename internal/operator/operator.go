@@ -454,15 +454,8 @@ func enqueueOwner[T any, P interface {
 // retryQuotaWaiters retries at once the Widgets of namespace that wait
 // on a ResourceQuota: one of its ResourceQuotas changed.
 func (op *operator) retryQuotaWaiters(namespace string) {
-	for _, w := range op.widgets.Store().List() {
-		if w.Namespace != namespace {
-			continue
-		}
-		if c, ok := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady); ok && c.Reason == reconcile.ReasonQuotaExceeded {
-			key := k8sapi.Key(w.Namespace, w.Name)
-			op.reconciler.Retry(key)
-			op.queue.Add(key)
-		}
+	for _, key := range op.reconciler.RetryQuota(namespace) {
+		op.queue.Add(key)
 	}
 }
 
