@@ -23,9 +23,10 @@ func keepRaw(out any, body []byte) {
 // updateBody returns what Update sends for obj. A json.RawMessage is sent
 // as it is. Any other T may name only some of the object's fields: its
 // changes since it was read are applied to the whole object it was read
-// from (kept by keepRaw) or, if there is none, to the object as the server
-// has it now, read first. Fields T does not name are so never lost.
-func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name string, obj *T) ([]byte, error) {
+// from (kept by keepRaw) or, if there is none, to the object (or the
+// subresource being updated) as the server has it now, read first. Fields
+// T does not name are so never lost.
+func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name, subresource string, obj *T) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
@@ -38,7 +39,7 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name
 		base = o.GetObjectMeta().raw
 	}
 	if base == nil {
-		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, namespace, name, GetOptions{})
+		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, namespace, name, GetOptions{Subresource: subresource})
 		if err != nil {
 			return nil, err
 		}

@@ -185,3 +185,19 @@ func TestUpdateReadFails(t *testing.T) {
 		t.Fatalf("requests %+v, want one GET", reqs)
 	}
 }
+
+// TestUpdateSubresourceReadsThatSubresource: an object with nothing kept
+// is read first from the subresource being updated, not from the object.
+func TestUpdateSubresourceReadsThatSubresource(t *testing.T) {
+	srv := newAPIServer(t, serveFile(t, 200, "deployment.json"))
+	c, _ := newTestClient(t, srv, nil)
+	byHand := &Deployment{ObjectMeta: ObjectMeta{Name: "web", Namespace: "shop"}}
+	if _, err := For[Deployment](c, Deployments).Update(t.Context(), "shop", "web", byHand, WriteOptions{Subresource: "status"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	const want = "/apis/apps/v1/namespaces/shop/deployments/web/status"
+	if len(reqs) != 2 || reqs[0].Method != http.MethodGet || reqs[0].Path != want || reqs[1].Method != http.MethodPut || reqs[1].Path != want {
+		t.Fatalf("requests %+v, want GET then PUT of %s", reqs, want)
+	}
+}

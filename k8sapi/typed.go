@@ -204,7 +204,7 @@ func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, op
 	if obj == nil {
 		return nil, op.requestError(errors.New("nil object"))
 	}
-	body, err := t.updateBody(ctx, op, namespace, name, obj)
+	body, err := t.updateBody(ctx, op, namespace, name, opts.Subresource, obj)
 	if err != nil {
 		return nil, err
 	}

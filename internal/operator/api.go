@@ -80,8 +80,8 @@ func write[T any, P interface {
 		if len(owners) == 0 || !reconcile.IsControlledBy(meta, owners[0].UID) {
 			return nil, &reconcile.NotControlledError{Kind: kind, Existing: *meta}
 		}
-		// Ours, and not in the cache yet: apply over it.
-		known = existing
+		// Ours, and not in the cache yet: apply over it. To the cache the
+		// write is a create (it showed nothing), so known stays nil.
 	}
 	applied, err := client.Apply(ctx, namespace, name, want, applyOpts)
 	if err != nil {
