@@ -410,21 +410,28 @@ func TestStep(t *testing.T) {
 				pageSize:  500,
 				streaming: tt.streaming,
 			}
-			var s state[thing]
-			for i, sc := range tt.steps {
-				var acts []action[thing]
-				s, acts = m.step(s, sc.in)
-				if got := describe(acts); got != sc.acts {
-					t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
-				}
-				if s.phase != sc.phase {
-					t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
-				}
-			}
-			if s.rv != tt.wantRV {
-				t.Errorf("last resourceVersion = %q, want %q", s.rv, tt.wantRV)
-			}
+			runSteps(t, m, tt.steps, tt.wantRV)
 		})
+	}
+}
+
+// runSteps feeds steps to m from the zero state, checking each step's
+// actions and phase, then the last resourceVersion.
+func runSteps(t *testing.T, m *machine[thing], steps []stepCase, wantRV string) {
+	t.Helper()
+	var s state[thing]
+	for i, sc := range steps {
+		var acts []action[thing]
+		s, acts = m.step(s, sc.in)
+		if got := describe(acts); got != sc.acts {
+			t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
+		}
+		if s.phase != sc.phase {
+			t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
+		}
+	}
+	if s.rv != wantRV {
+		t.Errorf("last resourceVersion = %q, want %q", s.rv, wantRV)
 	}
 }
 

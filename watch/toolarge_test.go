@@ -42,9 +42,10 @@ func listOK(d time.Duration, l *k8sapi.List[thing], p phase, acts string) stepCa
 // The machine's page size is 4.
 func TestStepTooLarge(t *testing.T) {
 	tests := []struct {
-		name   string
-		steps  []stepCase
-		wantRV string
+		name      string
+		streaming bool
+		steps     []stepCase
+		wantRV    string
 	}{
 		{
 			name: "a page too large is asked for again, consistently, with half as many objects; the next sync is at full size",
@@ -92,7 +93,8 @@ func TestStepTooLarge(t *testing.T) {
 			wantRV: "20",
 		},
 		{
-			name: "a streaming list with an event over the limit falls back to a list",
+			name:      "a streaming list with an event over the limit falls back to a list",
+			streaming: true,
 			steps: []stepCase{
 				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
@@ -108,22 +110,9 @@ func TestStepTooLarge(t *testing.T) {
 			m := &machine[thing]{
 				meta:      func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
 				pageSize:  4,
-				streaming: tt.name == "a streaming list with an event over the limit falls back to a list",
+				streaming: tt.streaming,
 			}
-			var s state[thing]
-			for i, sc := range tt.steps {
-				var acts []action[thing]
-				s, acts = m.step(s, sc.in)
-				if got := describe(acts); got != sc.acts {
-					t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
-				}
-				if s.phase != sc.phase {
-					t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
-				}
-			}
-			if s.rv != tt.wantRV {
-				t.Errorf("last resourceVersion = %q, want %q", s.rv, tt.wantRV)
-			}
+			runSteps(t, m, tt.steps, tt.wantRV)
 		})
 	}
 }
