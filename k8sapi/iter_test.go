@@ -43,15 +43,7 @@ func TestAllFollowsContinueLazily(t *testing.T) {
 }
 
 func TestAllStopsOnError(t *testing.T) {
-	page1, gone := testdata(t, "deployments-page1.json"), testdata(t, "status-410-expired.json")
-	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("continue") == "" {
-			w.Write(page1)
-			return
-		}
-		w.WriteHeader(http.StatusGone)
-		w.Write(gone)
-	})
+	srv := expiredAfterFirstPage(t)
 	c, _ := newTestClient(t, srv, nil)
 	var n int
 	var errs []error
@@ -70,6 +62,7 @@ func TestAllStopsOnError(t *testing.T) {
 	}
 
 	// A server that repeats its token ends the loop with a DecodeError.
+	page1 := testdata(t, "deployments-page1.json")
 	srv = newAPIServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write(page1) })
 	c, _ = newTestClient(t, srv, nil)
 	errs = nil

@@ -311,9 +311,12 @@ func TestListAllFollowsContinue(t *testing.T) {
 	}
 }
 
-func TestListAllContinueExpired(t *testing.T) {
+// expiredAfterFirstPage serves a first page of Deployments, then 410
+// Expired for its continue token.
+func expiredAfterFirstPage(t *testing.T) *apiServer {
+	t.Helper()
 	page1, gone := testdata(t, "deployments-page1.json"), testdata(t, "status-410-expired.json")
-	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+	return newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("continue") == "" {
 			w.Write(page1)
 			return
@@ -321,6 +324,10 @@ func TestListAllContinueExpired(t *testing.T) {
 		w.WriteHeader(http.StatusGone)
 		w.Write(gone)
 	})
+}
+
+func TestListAllContinueExpired(t *testing.T) {
+	srv := expiredAfterFirstPage(t)
 	c, _ := newTestClient(t, srv, nil)
 	_, err := For[Deployment](c, Deployments).ListAll(t.Context(), "shop", ListOptions{})
 	var ae *APIError
