@@ -179,11 +179,14 @@ func widgetScenario(t *testing.T, p *controlplane.Plane, ns string) {
 	waitEvent(t, c, ns, reconcile.ReasonCreated, 1)
 
 	// Two changes that each bring the Deployment in line: the same Event
-	// twice, the second a patch of its series.
-	for _, patch := range []string{`{"spec":{"image":"registry.k8s.io/pause:3.9"}}`, `{"spec":{"replicas":3}}`} {
+	// twice, the second a patch of its series. The second change waits
+	// for the first one's Event: sent together, both could be seen by
+	// one reconcile, which records one Event.
+	for i, patch := range []string{`{"spec":{"image":"registry.k8s.io/pause:3.9"}}`, `{"spec":{"replicas":3}}`} {
 		if _, err := harness.Widgets(c).Patch(ctx, ns, "web", k8sapi.MergePatch, []byte(patch), k8sapi.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		waitEvent(t, c, ns, reconcile.ReasonUpdated, int32(i+1))
 	}
 	harness.WaitReady(t, c, ns, "web", 3, readyDeadline)
 	waitEvent(t, c, ns, reconcile.ReasonUpdated, 2)
