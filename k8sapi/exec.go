@@ -263,7 +263,7 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	}
 	switch {
 	case st.ClientCertificateData != "" && st.ClientKeyData != "":
-		cert, err := keyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
+		cert, err := tls.X509KeyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
 		if err != nil {
 			return nil, fail("client certificate: %w", err)
 		}

@@ -98,7 +98,7 @@ func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	cert, err := keyPair(certPEM, keyPEM)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
 	}
@@ -154,7 +154,7 @@ func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
 		if len(c.CertData) == 0 || len(c.KeyData) == 0 {
 			return nil, errors.New("k8sapi: TLS: a client certificate needs both CertData and KeyData")
 		}
-		cert, err := keyPair(c.CertData, c.KeyData)
+		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
 		if err != nil {
 			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
 		}
@@ -193,14 +193,4 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 		return nil, errors.New("k8sapi: TLS: the CA data holds no PEM certificate")
 	}
 	return pool, nil
-}
-
-// keyPair parses a PEM certificate and key. Its errors come from
-// crypto/tls, whose messages never quote the key.
-func keyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return cert, nil
 }

@@ -136,12 +136,8 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 // last page's. If a continue token expires part way, it returns the
 // server's 410 error (see [IsGone]); start again without opts.Continue.
 func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	if opts.Limit <= 0 {
-		opts.Limit = 500
-	}
 	var all *List[T]
-	for {
-		page, err := t.List(ctx, namespace, opts)
+	for page, err := range t.pages(ctx, namespace, opts) {
 		if err != nil {
 			return nil, err
 		}
@@ -151,19 +147,10 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 			all.Items = append(all.Items, page.Items...)
 			all.Metadata = page.Metadata
 		}
-		next := page.Metadata.Continue
-		if next == "" {
-			all.Metadata.Continue = ""
-			all.Metadata.RemainingItemCount = nil
-			return all, nil
-		}
-		if next == opts.Continue {
-			op := operation{verb: "list", resource: t.Resource.Resource, namespace: namespace}
-			return nil, op.decodeError(errors.New("server returned the same continue token twice"))
-		}
-		// The token carries the version; the server rejects both.
-		opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
 	}
+	all.Metadata.Continue = ""
+	all.Metadata.RemainingItemCount = nil
+	return all, nil
 }
 
 // Create creates obj and returns the server's copy. With opts.Subresource
