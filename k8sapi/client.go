@@ -93,7 +93,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		tlsConfig, err := newTLSConfig(cfg, creds)
+		tlsConfig, err := newTLSConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -111,8 +111,8 @@ func New(cfg *Config) (*Client, error) {
 	}
 	c := &Client{
 		base:        base,
-		namespace:   cfg.Namespace,
-		userAgent:   cfg.UserAgent,
+		namespace:   cmp.Or(cfg.Namespace, "default"),
+		userAgent:   cmp.Or(cfg.UserAgent, defaultUserAgent()),
 		creds:       creds,
 		transport:   rt,
 		maxRetries:  cfg.MaxRetries,
@@ -130,12 +130,6 @@ func New(cfg *Config) (*Client, error) {
 	}
 	if cfg.ListPageLimit > 0 {
 		c.listLimit = cfg.ListPageLimit
-	}
-	if c.namespace == "" {
-		c.namespace = "default"
-	}
-	if c.userAgent == "" {
-		c.userAgent = defaultUserAgent()
 	}
 	switch {
 	case c.maxRetries == 0:
@@ -192,10 +186,6 @@ type operation struct {
 	body        []byte
 	contentType string
 	accept      string // empty means application/json
-}
-
-func (o *operation) fill(verb, resource, namespace, name *string) {
-	*verb, *resource, *namespace, *name = o.verb, o.resource, o.namespace, o.name
 }
 
 func (o *operation) requestError(err error) error {

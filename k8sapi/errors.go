@@ -233,8 +233,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 // statusError builds the error for a Status the server sent, with a
 // failed response's headers (nil for a watch ERROR event).
 func statusError(op *operation, code int, st Status, header http.Header) *APIError {
-	e := &APIError{Code: code, Status: st}
-	op.fill(&e.Op, &e.Resource, &e.Namespace, &e.Name)
+	e := &APIError{Op: op.verb, Resource: op.resource, Namespace: op.namespace, Name: op.name, Code: code, Status: st}
 	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
 		e.RetryAfter = min(time.Duration(d.RetryAfterSeconds)*time.Second, maxRetryAfter)
 	} else if header != nil {

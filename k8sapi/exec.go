@@ -161,9 +161,6 @@ func (e *execCredentials) refresh() bool {
 }
 
 func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certificate, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	r, err := e.get(ctx)
 	if err != nil {
 		return nil, err

@@ -450,23 +450,18 @@ func TestExecClientCertificateOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := newTLSConfig(cfg, creds)
+	client, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc.GetClientCertificate == nil {
-		t.Fatal("no GetClientCertificate with an exec plugin")
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
-	defer client.CloseIdleConnections()
-	resp, err := client.Get(srv.URL)
+	resp, err := client.Stream(context.Background(), "/", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != "exec-client" {
-		t.Errorf("server saw %d %q", resp.StatusCode, body)
+	defer resp.Close()
+	body, _ := io.ReadAll(resp)
+	if string(body) != "exec-client" {
+		t.Errorf("server saw %q", body)
 	}
 	// Without a token, authorize sets no header.
 	if h := authHeader(t, creds); h != "" {

@@ -129,9 +129,8 @@ func (w withCertFiles) refresh() bool {
 
 // newTLSConfig builds the client TLS configuration: TLS 1.2 or later, the
 // configured CA (system roots when none), ServerName, Insecure, and a client
-// certificate from CertData/KeyData or, failing that, from the exec plugin
-// via creds. Errors never include key material.
-func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
+// certificate from CertData/KeyData. Errors never include key material.
+func newTLSConfig(c *Config) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         c.ServerName,
@@ -147,10 +146,9 @@ func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
 		}
 		tc.RootCAs = pool
 	}
-	switch {
-	case c.CertFile != "" || c.KeyFile != "":
-		// The certificate is set per transport: see certTransport.
-	case len(c.CertData) > 0 || len(c.KeyData) > 0:
+	// Certificates from files or an exec plugin are set per transport:
+	// see certTransport.
+	if c.CertFile == "" && c.KeyFile == "" && (len(c.CertData) > 0 || len(c.KeyData) > 0) {
 		if len(c.CertData) == 0 || len(c.KeyData) == 0 {
 			return nil, errors.New("k8sapi: TLS: a client certificate needs both CertData and KeyData")
 		}
@@ -159,12 +157,6 @@ func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
 			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
-	default:
-		if src, ok := creds.(certSource); ok {
-			tc.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				return src.clientCertificate(cri.Context())
-			}
-		}
 	}
 	return tc, nil
 }
