@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -30,7 +29,7 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 		if c.CertFile == "" || c.KeyFile == "" {
 			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
 		}
-		f := &certFiles{certPath: c.CertFile, keyPath: c.KeyFile, now: time.Now}
+		f := newCertFiles(c.CertFile, c.KeyFile)
 		if _, err := f.clientCertificate(context.Background()); err != nil {
 			return nil, nil, err
 		}
@@ -44,48 +43,22 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 	return nil, creds, nil
 }
 
-const (
-	// certFileMaxAge is how long a pair read from files is used before
-	// the files are read again.
-	certFileMaxAge = time.Minute
-)
+// certFiles reads a client certificate and key from files: see fileValue.
+type certFiles struct{ fileValue[*tls.Certificate] }
 
-// certFiles reads a client certificate and key from files, again when the
-// pair is a minute old and after refresh. A failed read keeps the last
-// good pair. Safe for concurrent use.
-type certFiles struct {
-	certPath, keyPath string
-	now               func() time.Time
-
-	mu     sync.Mutex
-	cert   *tls.Certificate // last good pair; nil before the first
-	readAt time.Time        // when the files were last read, zero to force a read
-}
-
-func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.now()
-	if f.cert != nil && !f.readAt.IsZero() && now.Sub(f.readAt) < certFileMaxAge && !now.Before(f.readAt) {
-		return f.cert, nil
+func newCertFiles(certPath, keyPath string) *certFiles {
+	f := &certFiles{fileValue[*tls.Certificate]{now: time.Now}}
+	f.read = func() (*tls.Certificate, error) {
+		cert, err := readKeyPair(certPath, keyPath)
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
+		}
+		return &cert, nil
 	}
-	f.readAt = now
-	cert, err := readKeyPair(f.certPath, f.keyPath)
-	if err == nil {
-		f.cert = &cert
-	} else if f.cert == nil {
-		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
-	}
-	return f.cert, nil
+	return f
 }
 
-// refresh makes the next clientCertificate read the files.
-func (f *certFiles) refresh() bool {
-	f.mu.Lock()
-	f.readAt = time.Time{}
-	f.mu.Unlock()
-	return true
-}
+func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) { return f.get() }
 
 // readKeyPair reads and parses a certificate and key file. Its errors name
 // the files, never their content.
