@@ -315,39 +315,20 @@ func readBody(op *operation, resp *http.Response, limit int64) ([]byte, error) {
 
 // readAtMost reads r to the end if it holds at most limit bytes, and
 // fails with ErrBodyTooLarge otherwise, having read limit+1 bytes at most.
-// size is the expected length, or -1. The buffer doubles as it grows, so
-// that at most about twice the body's size is allocated in all.
+// size is the expected length, or -1. The buffer is allocated once when
+// size is known, and otherwise doubles as it grows, so that at most about
+// twice the body's size is allocated in all.
 func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
 	n := int64(64 << 10)
 	if size >= 0 {
-		n = size + 1 // +1 so that the end is seen without growing
+		n = size + bytes.MinRead // room to read the end without growing
 	}
-	b := make([]byte, 0, min(n, limit))
-	var probe [1]byte
-	for {
-		if len(b) == cap(b) {
-			if int64(cap(b)) >= limit {
-				// Full: one more byte means too large.
-				m, err := io.ReadFull(r, probe[:])
-				if m > 0 {
-					return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
-				}
-				if err == io.EOF {
-					return b, nil
-				}
-				return nil, err
-			}
-			nb := make([]byte, len(b), min(2*int64(cap(b)), limit))
-			copy(nb, b)
-			b = nb
-		}
-		m, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+m]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, limit+bytes.MinRead)))
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, err
 	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
+	}
+	return buf.Bytes(), nil
 }
