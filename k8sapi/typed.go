@@ -107,12 +107,7 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 	if err != nil {
 		return nil, err
 	}
-	op.query = opts.query()
-	out := new(T)
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.send(ctx, op, opts.query())
 }
 
 // List reads one page of objects: all of them unless opts.Limit is set,
@@ -209,7 +204,8 @@ func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values
 	return t.send(ctx, op, q)
 }
 
-// send sends op, whose body is set, with query q and decodes the answer.
+// send sends op, whose body if any is set, with query q and decodes the
+// answer.
 func (t Typed[T]) send(ctx context.Context, op *operation, q url.Values) (*T, error) {
 	op.query = q
 	out := new(T)
@@ -242,12 +238,8 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 	if data == nil {
 		data = []byte{}
 	}
-	op.body, op.contentType, op.query = data, string(pt), opts.query()
-	out := new(T)
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	op.body, op.contentType = data, string(pt)
+	return t.send(ctx, op, opts.query())
 }
 
 // Apply is server-side apply: it sends obj, marshalled to JSON, as an
@@ -256,13 +248,12 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 // opts.FieldManager is required; opts.Force takes over fields other
 // managers own.
 func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, opts PatchOptions) (*T, error) {
+	op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 	if obj == nil {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 		return nil, op.requestError(errors.New("nil object"))
 	}
 	data, err := json.Marshal(obj)
 	if err != nil {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 	}
 	return t.Patch(ctx, namespace, name, ApplyPatch, data, opts)
