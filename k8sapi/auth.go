@@ -26,10 +26,10 @@ type credentials interface {
 
 // newCredentials returns the credentials c describes, by the precedence
 // [Config.AuthMethod] reports: an exec plugin, a token file, a static token,
-// then basic credentials, with c.Impersonate's headers added. A client
-// certificate is not a credential here: it is part of the TLS
-// configuration. A token file is read once now, so that a missing file
-// fails early unless BearerToken gives a first token.
+// then basic credentials. A client certificate is not a credential here:
+// it is part of the TLS configuration, and impersonation is added by the
+// Client. A token file is read once now, so that a missing file fails
+// early unless BearerToken gives a first token.
 //
 // To a plain http:// server nothing is sent, as kubectl does: see
 // [Config.WithheldAuth].
@@ -37,28 +37,9 @@ func newCredentials(c *Config) (credentials, error) {
 	if err := c.Impersonate.check(); err != nil {
 		return nil, fmt.Errorf("k8sapi: config: %w", err)
 	}
-	if plainHTTP(c.Host) {
-		return noCredentials{}, nil
-	}
-	creds, err := baseCredentials(c)
-	if err != nil || c.Impersonate.UserName == "" {
-		return creds, err
-	}
-	h := c.Impersonate.header()
-	if src, ok := creds.(certSource); ok {
-		return impersonatingCertSource{impersonating{creds, h}, src}, nil
-	}
-	return impersonating{creds, h}, nil
-}
-
-// plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
-func plainHTTP(host string) bool {
-	scheme, _, ok := strings.Cut(host, "://")
-	return ok && strings.EqualFold(scheme, "http")
-}
-
-func baseCredentials(c *Config) (credentials, error) {
 	switch {
+	case plainHTTP(c.Host):
+		return noCredentials{}, nil
 	case c.Exec != nil:
 		return newExecCredentials(c)
 	case c.BearerTokenFile != "":
@@ -79,6 +60,12 @@ func baseCredentials(c *Config) (credentials, error) {
 		return staticCredentials{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))}, nil
 	}
 	return noCredentials{}, nil
+}
+
+// plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
+func plainHTTP(host string) bool {
+	scheme, _, ok := strings.Cut(host, "://")
+	return ok && strings.EqualFold(scheme, "http")
 }
 
 // checkHeaderValue rejects a token that cannot go into a header, without
@@ -278,28 +265,4 @@ func escapeHeaderKey(k string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
-}
-
-// impersonating adds the Impersonate-* headers to what its credentials
-// send.
-type impersonating struct {
-	credentials
-	header http.Header
-}
-
-func (im impersonating) authorize(ctx context.Context, req *http.Request) error {
-	if err := im.credentials.authorize(ctx, req); err != nil {
-		return err
-	}
-	for k, vs := range im.header {
-		req.Header[k] = vs
-	}
-	return nil
-}
-
-// impersonatingCertSource keeps the client certificate of credentials that
-// supply one.
-type impersonatingCertSource struct {
-	impersonating
-	certSource
 }

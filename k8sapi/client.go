@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -55,13 +56,15 @@ const (
 // too large asks for fewer objects per page (ListOptions.Limit), as
 // package watch does.
 type Client struct {
-	base       string // scheme://host[/prefix], escaped, no trailing slash
-	namespace  string
-	userAgent  string
-	creds      credentials
-	transport  http.RoundTripper
-	limiter    *TokenBucket // nil: no limit
-	maxRetries int
+	base      string // scheme://host[/prefix], escaped, no trailing slash
+	namespace string
+	userAgent string
+	creds     credentials
+	// impersonate holds the Impersonate-* headers; nil for none.
+	impersonate http.Header
+	transport   http.RoundTripper
+	limiter     *TokenBucket // nil: no limit
+	maxRetries  int
 
 	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
 	objectLimit, listLimit int64
@@ -121,6 +124,9 @@ func New(cfg *Config) (*Client, error) {
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
+	}
+	if cfg.Impersonate.UserName != "" && !plainHTTP(cfg.Host) {
+		c.impersonate = cfg.Impersonate.header()
 	}
 	if cfg.QPS > 0 {
 		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
@@ -273,6 +279,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, target string) (
 	if err := c.creds.authorize(ctx, req); err != nil {
 		return nil, err
 	}
+	maps.Copy(req.Header, c.impersonate)
 	return req, nil
 }
 
