@@ -205,6 +205,15 @@ func checkChars(s string) error {
 	return nil
 }
 
+// lineEnd returns the offset of the end of the line that holds offset
+// off: its '\n', or the end of the source.
+func (p *parser) lineEnd(off int) int {
+	if i := strings.IndexByte(p.src[off:], '\n'); i >= 0 {
+		return off + i
+	}
+	return len(p.src)
+}
+
 // line returns the line at the parser's position, or nil at the end.
 func (p *parser) line() *line {
 	if p.have {
@@ -213,10 +222,7 @@ func (p *parser) line() *line {
 	if p.off >= len(p.src) {
 		return nil
 	}
-	end := len(p.src)
-	if i := strings.IndexByte(p.src[p.off:], '\n'); i >= 0 {
-		end = p.off + i
-	}
+	end := p.lineEnd(p.off)
 	raw := p.src[p.off:end]
 	t := strings.TrimLeft(raw, " ")
 	p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
@@ -234,10 +240,7 @@ func (p *parser) next() {
 // finish checks that only a comment follows offset e on its line, number
 // num, where a value of kind what ended, and moves to the next line.
 func (p *parser) finish(e, num int, what string) error {
-	end := len(p.src)
-	if i := strings.IndexByte(p.src[e:], '\n'); i >= 0 {
-		end = e + i
-	}
+	end := p.lineEnd(e)
 	rest := p.src[e:end]
 	if !onlyComment(rest) || (rest != "" && rest[0] == '#') {
 		return errorf(num, "unexpected text after a %s", what)
@@ -697,10 +700,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		indent = -1
 		longest := 0 // the longest leading empty line
 		for off, n := p.off, p.num; off < len(p.src); n++ {
-			end := len(p.src)
-			if i := strings.IndexByte(p.src[off:], '\n'); i >= 0 {
-				end = off + i
-			}
+			end := p.lineEnd(off)
 			raw := p.src[off:end]
 			if strings.Trim(raw, " ") != "" {
 				indent = len(raw) - len(strings.TrimLeft(raw, " "))
