@@ -100,13 +100,13 @@ func New(cfg *Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if certs != nil {
-			rt, err = newCertTransport(cfg, tlsConfig, certs)
-		} else {
-			rt, err = newTransport(cfg, tlsConfig)
-		}
+		t, err := newTransport(cfg, tlsConfig)
 		if err != nil {
 			return nil, err
+		}
+		rt = t
+		if certs != nil {
+			rt = &certTransport{certs: certs, base: t}
 		}
 	}
 	if cfg.WrapTransport != nil {

@@ -37,10 +37,8 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 	case len(c.CertData) > 0:
 		return nil, creds, nil
 	}
-	if src, ok := creds.(certSource); ok {
-		return src, creds, nil
-	}
-	return nil, creds, nil
+	src, _ := creds.(certSource) // an exec plugin's, or nil
+	return src, creds, nil
 }
 
 // certFiles reads a client certificate and key from files: see fileValue.
