@@ -120,23 +120,15 @@ func LoadKubeconfig(paths []string, context string) (*Config, error) {
 	}
 	kc := newKubeconfig()
 	for _, p := range paths {
-		data, err := readKubeconfig(p)
+		data, err := readFileLimit(p, maxKubeconfigSize)
 		if err != nil {
-			return nil, err
+			return nil, &ConfigError{Path: p, Err: pathCause(err)}
 		}
 		if err := kc.merge(p, data); err != nil {
 			return nil, err
 		}
 	}
 	return kc.config(strings.Join(paths, string(os.PathListSeparator)), context)
-}
-
-func readKubeconfig(path string) ([]byte, error) {
-	data, err := readFileLimit(path, maxKubeconfigSize)
-	if err != nil {
-		return nil, &ConfigError{Path: path, Err: pathCause(err)}
-	}
-	return data, nil
 }
 
 // readFileLimit reads a file of at most limit bytes. A larger one is an
@@ -275,24 +267,20 @@ func (d *decoder) base64(n *yaml.Node, field string) ([]byte, error) {
 	return b, nil
 }
 
+// want checks that n is null or of kind k.
+func (d *decoder) want(n *yaml.Node, k yaml.Kind, field string) error {
+	if n.IsNull() || n.Kind == k {
+		return nil
+	}
+	return d.errorf(n, "%s: want a %s, got a %s", field, k, n.Kind)
+}
+
 func (d *decoder) mapping(n *yaml.Node, field string) ([]yaml.Entry, error) {
-	if n.IsNull() {
-		return nil, nil
-	}
-	if n.Kind != yaml.Map {
-		return nil, d.errorf(n, "%s: want a map, got a %s", field, n.Kind)
-	}
-	return n.Entries, nil
+	return n.Entries, d.want(n, yaml.Map, field)
 }
 
 func (d *decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {
-	if n.IsNull() {
-		return nil, nil
-	}
-	if n.Kind != yaml.List {
-		return nil, d.errorf(n, "%s: want a list, got a %s", field, n.Kind)
-	}
-	return n.Items, nil
+	return n.Items, d.want(n, yaml.List, field)
 }
 
 // named decodes a list of {name: ..., <inner>: {...}} entries with
