@@ -532,8 +532,13 @@ func (f *kcFile) resolve(p string) string {
 	return filepath.Join(f.dir, p)
 }
 
-// readFile reads a PEM file a kubeconfig entry names.
-func (f *kcFile) readFile(line int, what, p string) ([]byte, error) {
+// dataOrFile returns data when it is not empty, or else the content of
+// the PEM file p (none when p is empty) that the entry at line names as
+// what.
+func (f *kcFile) dataOrFile(data []byte, p string, line int, what string) ([]byte, error) {
+	if len(data) > 0 || p == "" {
+		return data, nil
+	}
 	b, err := readFileLimit(f.resolve(p), maxPEMFileSize)
 	if err != nil {
 		return nil, &ConfigError{Path: f.path, Line: line, Err: fmt.Errorf("%s: %w", what, err)}
@@ -597,15 +602,9 @@ func (c *kcCluster) apply(cfg *Config, name string) error {
 	cfg.Host = c.server
 	cfg.ServerName = c.serverName
 	cfg.Insecure = c.insecure
-	switch {
-	case len(c.caData) > 0:
-		cfg.CAData = c.caData
-	case c.caFile != "":
-		b, err := c.file.readFile(c.line, fmt.Sprintf("cluster %q: certificate-authority", name), c.caFile)
-		if err != nil {
-			return err
-		}
-		cfg.CAData = b
+	var err error
+	if cfg.CAData, err = c.file.dataOrFile(c.caData, c.caFile, c.line, fmt.Sprintf("cluster %q: certificate-authority", name)); err != nil {
+		return err
 	}
 	if c.insecure && (len(c.caData) > 0 || c.caFile != "") {
 		return fail("insecure-skip-tls-verify and a certificate authority cannot both be set")
@@ -659,21 +658,11 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 	}
 	cfg.Impersonate = u.impersonate
 	var err error
-	switch {
-	case len(u.certData) > 0:
-		cfg.CertData = u.certData
-	case u.certFile != "":
-		if cfg.CertData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-certificate", name), u.certFile); err != nil {
-			return err
-		}
+	if cfg.CertData, err = u.file.dataOrFile(u.certData, u.certFile, u.line, fmt.Sprintf("user %q: client-certificate", name)); err != nil {
+		return err
 	}
-	switch {
-	case len(u.keyData) > 0:
-		cfg.KeyData = u.keyData
-	case u.keyFile != "":
-		if cfg.KeyData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-key", name), u.keyFile); err != nil {
-			return err
-		}
+	if cfg.KeyData, err = u.file.dataOrFile(u.keyData, u.keyFile, u.line, fmt.Sprintf("user %q: client-key", name)); err != nil {
+		return err
 	}
 	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
 		return fail("a client certificate needs both a certificate and a key")
