@@ -66,12 +66,11 @@ type kcCluster struct {
 	serverName, proxyURL string
 }
 
+// kcExec is an exec plugin as the file gives it: its Command not yet
+// resolved, its Dir not set.
 type kcExec struct {
-	apiVersion, command string
-	args, env           []string
-	interactiveMode     string
-	provideClusterInfo  bool
-	installHint         string
+	ExecConfig
+	installHint string
 }
 
 type kcUser struct {
@@ -443,41 +442,41 @@ func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error)
 func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
 	x := &kcExec{}
 	err := d.fields(n, field, field+".", map[string]any{
-		"apiVersion": &x.apiVersion,
-		"command":    &x.command,
-		"args":       &x.args,
+		"apiVersion": &x.APIVersion,
+		"command":    &x.Command,
+		"args":       &x.Args,
 		"env": func(v *yaml.Node, f string) (err error) {
-			x.env, err = d.env(v, f)
+			x.Env, err = d.env(v, f)
 			return err
 		},
-		"interactiveMode":    &x.interactiveMode,
-		"provideClusterInfo": &x.provideClusterInfo,
+		"interactiveMode":    &x.InteractiveMode,
+		"provideClusterInfo": &x.ProvideClusterInfo,
 		"installHint":        &x.installHint,
 	})
 	if err != nil {
 		return nil, err
 	}
-	switch x.apiVersion {
+	switch x.APIVersion {
 	case execV1, execV1beta1:
 	case "":
 		return nil, d.errorf(n, "%s: apiVersion is missing", field)
 	default:
-		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.apiVersion, execV1, execV1beta1)
+		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.APIVersion, execV1, execV1beta1)
 	}
-	if x.command == "" {
+	if x.Command == "" {
 		return nil, d.errorf(n, "%s: command is missing", field)
 	}
-	switch x.interactiveMode {
+	switch x.InteractiveMode {
 	case "":
-		if x.apiVersion == execV1 {
+		if x.APIVersion == execV1 {
 			return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 		}
-		x.interactiveMode = "IfAvailable"
+		x.InteractiveMode = "IfAvailable"
 	case "Never", "IfAvailable":
 	case "Always":
 		return nil, d.errorf(n, "%s: interactiveMode Always needs a terminal, which the client never gives a plugin", field)
 	default:
-		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.interactiveMode)
+		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.InteractiveMode)
 	}
 	return x, nil
 }
@@ -671,22 +670,15 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 		// Files are read again when they change: see Config.CertFile.
 		cfg.CertFile, cfg.KeyFile = u.file.resolve(u.certFile), u.file.resolve(u.keyFile)
 	}
-	if x := u.exec; x != nil {
-		cmd := x.command
+	if u.exec != nil {
+		x := u.exec.ExecConfig
 		// A command with a path separator is a file relative to the
 		// kubeconfig; a bare name is looked up in $PATH.
-		if strings.ContainsRune(cmd, '/') || strings.ContainsRune(cmd, filepath.Separator) {
-			cmd = u.file.resolve(cmd)
+		if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
+			x.Command = u.file.resolve(x.Command)
 		}
-		cfg.Exec = &ExecConfig{
-			APIVersion:         x.apiVersion,
-			Command:            cmd,
-			Args:               x.args,
-			Env:                x.env,
-			Dir:                u.file.dir,
-			InteractiveMode:    x.interactiveMode,
-			ProvideClusterInfo: x.provideClusterInfo,
-		}
+		x.Dir = u.file.dir
+		cfg.Exec = &x
 	}
 	return nil
 }
