@@ -125,10 +125,7 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 			ProxyURL:                 c.ProxyURL,
 		}
 	}
-	infoJSON, err := json.Marshal(info)
-	if err != nil {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
-	}
+	infoJSON, _ := json.Marshal(info) // strings, bools and bytes: it cannot fail
 	env := append(os.Environ(), x.Env...)
 	env = append(env, "KUBERNETES_EXEC_INFO="+string(infoJSON))
 	e := &execCredentials{command: x.Command, version: x.APIVersion, now: time.Now}
