@@ -291,31 +291,21 @@ func named[T any](d *decoder, n *yaml.Node, field, inner string, m map[string]*T
 	}
 	seen := make(map[string]int)
 	for i, it := range items {
-		entries, err := d.mapping(it, fmt.Sprintf("%s[%d]", field, i))
+		if err := d.want(it, yaml.Map, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			return err
+		}
+		name, err := d.str(it.Get("name"), fmt.Sprintf("%s[%d].name", field, i))
 		if err != nil {
 			return err
 		}
-		var name string
-		var body *yaml.Node
-		hasName := false
-		for _, e := range entries {
-			switch e.Key {
-			case "name":
-				if name, err = d.str(e.Value, fmt.Sprintf("%s[%d].name", field, i)); err != nil {
-					return err
-				}
-				hasName = true
-			case inner:
-				body = e.Value
-			}
-		}
-		if !hasName || name == "" {
+		if name == "" {
 			return d.errorf(it, "%s[%d]: no name", field, i)
 		}
 		if first, dup := seen[name]; dup {
 			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
 		}
 		seen[name] = it.Line
+		body := it.Get(inner)
 		if body == nil {
 			body = &yaml.Node{Kind: yaml.Scalar, Line: it.Line}
 		}
