@@ -180,7 +180,7 @@ type operator struct {
 	services    *watch.Cache[k8sapi.Service]
 	quotas      *watch.Informer[resourceQuota]
 	queue       *queue.Queue
-	reconciler  *reconcile.Reconciler
+	reconciler  *reconcile.WidgetReconciler
 	recorder    *events.Recorder
 	elector     *leader.Elector // nil without leader election
 	registry    *metrics.Registry
@@ -238,7 +238,7 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}, Recorder: rec}
+	op.reconciler = &reconcile.WidgetReconciler{Client: &clusterAPI{op: op}, Recorder: rec}
 
 	if opts.LeaderElect {
 		op.elector, err = leader.New(leader.Config{

@@ -65,7 +65,7 @@ func TestReconcileKeyByClass(t *testing.T) {
 				log:        slog.New(slog.DiscardHandler),
 				series:     cm.Controller(ControllerName, 1),
 				widgets:    watch.NewCache(watch.Config[reconcile.Widget]{}),
-				reconciler: &reconcile.Reconciler{Client: refusingAPI{tt.err}},
+				reconciler: &reconcile.WidgetReconciler{Client: refusingAPI{tt.err}},
 			}
 			res, err := op.reconcileKey(context.Background(), "default/web")
 			if (err != nil) != tt.wantErr || (res.RequeueAfter > 0) != tt.wantAfter || (tt.wantAfter && res.RequeueAfter != reconcile.FirstWait) {
