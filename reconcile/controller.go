@@ -1,12 +1,15 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
@@ -96,8 +99,30 @@ type Controller struct {
 	ShutdownTimeout time.Duration
 
 	initOnce sync.Once
-	initErr  error
+	initErr  error // of the first init: metrics or leader election
 	queue    *queue.Queue
+	series   *metrics.ControllerSeries
+	watches  *metrics.WatchMetrics
+	elector  *leader.Elector // nil without leader election
+
+	mu        sync.Mutex
+	caches    []named
+	primaryRV func(namespace, name string) string // nil without WatchPrimary
+}
+
+// cache is what the controller does with one of its caches.
+type cache interface {
+	Run(ctx context.Context) error
+	HasSynced() bool
+	Healthy(now time.Time) error
+	metrics.WatchSource
+}
+
+// named is a cache, with its name and a count of its objects for the log.
+type named struct {
+	cache
+	name string
+	len  func() int
 }
 
 // Check is one readiness check of a [Controller]: one of its caches.
@@ -115,7 +140,19 @@ func WatchPrimary[T any, P interface {
 	*T
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
-	panic("reconcile: not implemented")
+	cache := add[T, P](c, cfg, func(obj *T) {
+		m := P(obj).GetObjectMeta()
+		c.queue.Add(k8sapi.Key(m.Namespace, m.Name))
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.primaryRV = func(namespace, name string) string {
+		if obj, ok := cache.Get(namespace, name); ok {
+			return P(obj).GetObjectMeta().ResourceVersion
+		}
+		return ""
+	}
+	return cache
 }
 
 // WatchOwned makes the cache of a resource the primary one owns: a change
@@ -128,7 +165,19 @@ func WatchOwned[T any, P interface {
 	*T
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
-	panic("reconcile: not implemented")
+	apiVersion := owner.GroupVersion()
+	return add[T, P](c, cfg, func(obj *T) {
+		m := P(obj).GetObjectMeta()
+		ref := m.ControllerOf()
+		if ref == nil || ref.Kind != kind || ref.APIVersion != apiVersion {
+			return
+		}
+		if owner.Namespaced {
+			c.queue.Add(k8sapi.Key(m.Namespace, ref.Name))
+		} else {
+			c.queue.Add(ref.Name)
+		}
+	})
 }
 
 // WatchMapped makes the cache of any other resource: a change of an
@@ -139,15 +188,95 @@ func WatchMapped[T any, P interface {
 	*T
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
-	panic("reconcile: not implemented")
+	return add[T, P](c, cfg, func(obj *T) {
+		for _, key := range keys(obj) {
+			c.queue.Add(key)
+		}
+	})
+}
+
+// add makes a cache whose changes call enqueue, and adds it to c's.
+func add[T any, P interface {
+	*T
+	k8sapi.Object
+}](c *Controller, cfg watch.Config[T], enqueue func(*T)) *watch.Cache[T] {
+	c.init()
+	cfg.Handler = watch.OnChange(enqueue)
+	wc := watch.NewCache[T, P](cfg)
+	c.watches.Add(cfg.Name, wc)
+	c.mu.Lock()
+	c.caches = append(c.caches, named{wc, cfg.Name, wc.Store().Len})
+	c.mu.Unlock()
+	return wc
+}
+
+// init makes the queue and the metrics, and the elector. It runs once;
+// the queue exists even when it fails.
+func (c *Controller) init() error {
+	c.initOnce.Do(func() {
+		wq := metrics.NewWorkqueueMetrics()
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
+		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
+		cm := metrics.NewControllerMetrics()
+		c.series = cm.Controller(c.Name, c.workers())
+		c.watches = metrics.NewWatchMetrics(time.Now)
+		if c.Metrics != nil {
+			for _, m := range []metrics.Collector{cm, wq, c.watches} {
+				c.initErr = cmp.Or(c.initErr, c.Metrics.Register(m))
+			}
+		}
+		if le := c.LeaderElection; le != nil && c.initErr == nil {
+			c.elector, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name, Logger: c.Logger})
+		}
+	})
+	return c.initErr
+}
+
+func (c *Controller) workers() int { return max(c.Workers, 1) }
+
+func (c *Controller) log() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
 }
 
 // Enqueue queues key for a reconcile, for a source of changes other than
 // the controller's caches (such as an informer it does not run). Keys
 // queued before Run are reconciled once it starts.
 func (c *Controller) Enqueue(key string) {
-	panic("reconcile: not implemented")
+	c.init()
+	c.queue.Add(key)
 }
+
+// IsLeader reports whether the controller may reconcile: always true
+// without leader election; with it, whether it holds the Lease.
+func (c *Controller) IsLeader() bool {
+	c.init()
+	return c.elector == nil || c.elector.IsLeader()
+}
+
+// Checks returns the readiness of each cache, in the order they were made:
+// a cache fails while it has not synced, or while its watch is failing or
+// has been silent past its deadline (see watch.Informer.Healthy).
+func (c *Controller) Checks(now time.Time) []Check {
+	c.mu.Lock()
+	caches := slices.Clone(c.caches)
+	c.mu.Unlock()
+	checks := make([]Check, 0, len(caches))
+	for _, w := range caches {
+		ch := Check{Name: "watch " + w.name}
+		if !w.HasSynced() {
+			ch.Err = errNotSynced
+		} else {
+			ch.Err = w.Healthy(now)
+		}
+		checks = append(checks, ch)
+	}
+	return checks
+}
+
+var errNotSynced = errors.New("not synced")
 
 // Run runs the caches, waits for them to sync, then reconciles with
 // Workers workers (once it leads, with leader election) until ctx ends.
@@ -158,38 +287,184 @@ func (c *Controller) Enqueue(key string) {
 // the Lease was lost (the process should exit, and a fresh start campaign
 // again).
 func (c *Controller) Run(ctx context.Context) error {
-	return errors.New("reconcile: not implemented")
+	switch {
+	case c.Name == "":
+		return errors.New("reconcile: Controller.Name is required")
+	case c.Reconciler == nil:
+		return errors.New("reconcile: Controller.Reconciler is required")
+	}
+	if err := c.init(); err != nil {
+		return err
+	}
+	log := c.log()
+	c.mu.Lock()
+	caches := slices.Clone(c.caches)
+	c.mu.Unlock()
+	// The caches run until the very end: they stop only after the
+	// workers. Followers keep theirs warm too, so that a takeover is
+	// fast.
+	bgCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopCaches()
+	for _, w := range caches {
+		wg.Go(func() {
+			if err := w.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("watch stopped", "watch", w.name, "err", err)
+			}
+		})
+	}
+	if !waitForSync(ctx, caches) {
+		return nil
+	}
+	var counts []any
+	for _, w := range caches {
+		counts = append(counts, w.name, w.len())
+	}
+	log.Info("caches synced", counts...)
+
+	if c.elector == nil {
+		c.lead(ctx, ctx)
+		return nil
+	}
+	log.Info("waiting for leadership", "lease", c.LeaderElection.Name, "identity", c.elector.Identity())
+	err := c.elector.Run(ctx, func(lctx context.Context) { c.lead(ctx, lctx) }, nil)
+	if errors.Is(err, leader.ErrLeaseLost) {
+		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
+	}
+	return err
 }
 
-// IsLeader reports whether the controller may reconcile: always true
-// without leader election; with it, whether it holds the Lease.
-func (c *Controller) IsLeader() bool {
-	panic("reconcile: not implemented")
+// waitForSync waits until every cache has delivered its first list, or
+// ctx ends. It polls: syncing is a one-off at start-up.
+func waitForSync(ctx context.Context, caches []named) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if !slices.ContainsFunc(caches, func(w named) bool { return !w.HasSynced() }) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
-// Checks returns the readiness of each cache, in the order they were made:
-// a cache fails while it has not synced, or while its watch is failing or
-// has been silent past its deadline (see watch.Informer.Healthy).
-func (c *Controller) Checks(now time.Time) []Check {
-	panic("reconcile: not implemented")
+// lead runs the workers until lctx ends. When the process is shutting down
+// (ctx ended), reconciles in flight get up to the drain timeout to finish;
+// when leadership was lost, they are cancelled at once, since another
+// replica may already be acting.
+func (c *Controller) lead(ctx, lctx context.Context) {
+	log := c.log()
+	log.Info("starting workers", "workers", c.workers())
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
+	defer cancelWork()
+	runner := &queue.Runner{
+		Queue:   c.queue,
+		Workers: c.workers(),
+		Logger:  c.Logger,
+		Func: func(_ context.Context, key string) (queue.Result, error) {
+			return c.reconcileKey(workCtx, key)
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = runner.Run(lctx)
+	}()
+	<-lctx.Done()
+	if ctx.Err() == nil {
+		log.Warn("leadership lost: cancelling reconciles in flight")
+		cancelWork()
+		<-done
+		return
+	}
+	drain := c.drainTimeout()
+	log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+	timer := time.NewTimer(drain)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+		cancelWork()
+		<-done
+	}
 }
 
-// ApplyChild writes want, a child object of kind kind (such as
-// "Deployment") and its controller owner reference, with fieldManager:
-// when cache does not hold the child, it creates it; otherwise it
-// server-side applies want (forced). The object the server returned goes
-// to cache.Wrote, so that the next read sees it, and is returned.
-//
-// A cache filtered by a label selector may miss an object of the child's
-// name that it does not select: when the create is refused because the
-// name is taken, the existing object is read, and if its controller is
-// not want's controller owner (by UID), ApplyChild writes nothing and
-// returns a [*NotControlledError]. Otherwise it applies over it.
-//
-// want is marshalled as the apply body, and, for a create, into a T.
-func ApplyChild[T any, P interface {
-	*T
-	k8sapi.Object
-}](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
-	return nil, errors.New("reconcile: not implemented")
+// drainTimeout is how long reconciles in flight may run once the process
+// is stopping: ShutdownTimeout, but with leader election no longer than
+// the renew deadline less a retry period. The lease is not renewed while
+// they finish, and the elector waits only the renew deadline for them
+// before it gives up releasing the lease; work going on past that could
+// outlive the lease and overlap the next leader's.
+func (c *Controller) drainTimeout() time.Duration {
+	d := cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.LeaderElection == nil {
+		return d
+	}
+	return min(d, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
+}
+
+// reconcileKey reconciles key, logs and measures it, and tells the
+// queue's runner what to do next by the class of the error.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result, error) {
+	start := time.Now()
+	c.series.WorkerStarted()
+	defer c.series.WorkerDone()
+	defer func() {
+		// Count a panic, then let the queue's runner recover it, log it
+		// with the key and retry the key with backoff.
+		if r := recover(); r != nil {
+			c.series.Panicked()
+			panic(r)
+		}
+	}()
+	res, err := c.Reconciler.Reconcile(ctx, key)
+	log := c.log()
+	ns, name, _ := k8sapi.SplitKey(key)
+	class := Transient
+	if err != nil {
+		class = Classify(err)
+	}
+	if err != nil && class == Moot {
+		// The object or its namespace is going away: retrying would
+		// only fail again.
+		log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
+		return queue.Result{}, nil
+	}
+	rv := ""
+	c.mu.Lock()
+	primaryRV := c.primaryRV
+	c.mu.Unlock()
+	if primaryRV != nil {
+		rv = primaryRV(ns, name)
+	}
+	result := metrics.ResultSuccess
+	switch {
+	case err != nil:
+		result = metrics.ResultError
+	case res.RequeueAfter > 0:
+		result = metrics.ResultRequeueAfter
+	}
+	c.series.Reconciled(time.Since(start), result)
+	attrs := []any{"controller", c.Name, "namespace", ns, "name", name, "resourceVersion", rv,
+		"result", result, "duration", time.Since(start)}
+	switch {
+	case err == nil:
+		log.Debug("reconciled", attrs...)
+		return res, nil
+	case class == Permanent:
+		// A change to the object or its children brings it back.
+		c.series.TerminalError()
+		log.Warn("reconcile failed; not retrying until the object or a child changes", append(attrs, "err", err)...)
+		return queue.Result{}, nil
+	case class == Waiting && res.RequeueAfter > 0:
+		log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
+		return res, nil
+	}
+	log.Error("reconcile failed", append(attrs, "err", err)...)
+	return queue.Result{}, err
 }
