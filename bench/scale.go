@@ -33,9 +33,9 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 	"github.com/zerodep-k8s/widget-operator/watch"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // WidgetNamespace is the namespace the Widgets are created in.
@@ -335,7 +335,7 @@ func adminClient(p *controlplane.Plane) (*k8sapi.Client, error) {
 
 // createWidgets creates n Widgets, w-00000 and on, with a few workers.
 func createWidgets(ctx context.Context, c *k8sapi.Client, n int) error {
-	widgets := k8sapi.For[reconcile.Widget](c, reconcile.Widgets)
+	widgets := k8sapi.For[widget.Widget](c, widget.Widgets)
 	next := make(chan int)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
@@ -343,10 +343,10 @@ func createWidgets(ctx context.Context, c *k8sapi.Client, n int) error {
 		wg.Go(func() {
 			for i := range next {
 				replicas := int32(1)
-				w := &reconcile.Widget{
-					TypeMeta:   k8sapi.TypeMeta{APIVersion: reconcile.WidgetAPIVersion, Kind: reconcile.WidgetKind},
+				w := &widget.Widget{
+					TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
 					ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
-					Spec:       reconcile.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
+					Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
 				}
 				if _, err := widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{}); err != nil {
 					select {
@@ -420,13 +420,13 @@ func (t *tracker) describe() string {
 
 // start runs the three watches and returns once they have synced.
 func (t *tracker) start(ctx context.Context) error {
-	onWidget := func(w *reconcile.Widget) { t.mark(t.phased, w.Name, w.Status.Phase != "") }
-	widgets := watch.New(watch.Config[reconcile.Widget]{
-		Source:    watch.ClientSource[reconcile.Widget](t.c, reconcile.Widgets),
+	onWidget := func(w *widget.Widget) { t.mark(t.phased, w.Name, w.Status.Phase != "") }
+	widgets := watch.New(watch.Config[widget.Widget]{
+		Source:    watch.ClientSource[widget.Widget](t.c, widget.Widgets),
 		Namespace: WidgetNamespace,
-		Handler: watch.Handler[reconcile.Widget]{
+		Handler: watch.Handler[widget.Widget]{
 			OnAdd:    onWidget,
-			OnUpdate: func(_, w *reconcile.Widget) { onWidget(w) },
+			OnUpdate: func(_, w *widget.Widget) { onWidget(w) },
 		},
 	})
 	deploys := watch.New(watch.Config[k8sapi.Deployment]{

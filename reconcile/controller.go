@@ -158,7 +158,7 @@ func WatchPrimary[T any, P interface {
 // WatchOwned makes the cache of a resource the primary one owns: a change
 // of an object queues the key of its controller owner when that owner is
 // of the given resource and kind (apiVersion owner.GroupVersion()), such
-// as k8sapi.Deployments' objects owned by a Widget. A cluster-scoped owner
+// as Deployments owned by a custom resource. A cluster-scoped owner
 // (owner.Namespaced false) has the key of its name alone. The controller
 // runs the cache as WatchPrimary's; cfg.Handler is replaced.
 func WatchOwned[T any, P interface {

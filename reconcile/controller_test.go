@@ -207,7 +207,7 @@ func TestReconcileKeyByClass(t *testing.T) {
 		}
 		return e
 	}
-	wait := queue.Result{RequeueAfter: FirstWait}
+	wait := queue.Result{RequeueAfter: 10 * time.Second}
 	for _, tt := range []struct {
 		name        string
 		res         queue.Result

@@ -53,7 +53,7 @@ func TestFinalizerRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := widget()
+			w := &obj{ObjectMeta: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
 			w.Finalizers, w.ResourceVersion = slices.Clone(tt.finalizers), tt.rv
 			if tt.deleting {
 				w.DeletionTimestamp = &tOld
@@ -79,7 +79,7 @@ func TestFinalizerRun(t *testing.T) {
 			}
 		})
 	}
-	w := widget()
+	w := &obj{ObjectMeta: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
 	if HasFinalizer(w, fin) {
 		t.Error("HasFinalizer on an object without finalizers = true")
 	}

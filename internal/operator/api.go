@@ -5,6 +5,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // clusterAPI is the reconciler's view of the cluster: reads from the watch
@@ -23,7 +24,7 @@ type clusterAPI struct {
 	client *k8sapi.Client
 }
 
-func (a *clusterAPI) GetWidget(_ context.Context, namespace, name string) (*reconcile.Widget, error) {
+func (a *clusterAPI) GetWidget(_ context.Context, namespace, name string) (*widget.Widget, error) {
 	w, _ := a.op.widgets.Get(namespace, name)
 	return w, nil
 }
@@ -38,20 +39,20 @@ func (a *clusterAPI) GetService(_ context.Context, namespace, name string) (*k8s
 	return s, nil
 }
 
-func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *reconcile.DeploymentApply) (*k8sapi.Deployment, error) {
+func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *widget.DeploymentApply) (*k8sapi.Deployment, error) {
 	return reconcile.ApplyChild(ctx, a.op.deployments, k8sapi.For[k8sapi.Deployment](a.client, k8sapi.Deployments),
-		reconcile.FieldManager, "Deployment", d)
+		widget.FieldManager, "Deployment", d)
 }
 
-func (a *clusterAPI) ApplyService(ctx context.Context, s *reconcile.ServiceApply) (*k8sapi.Service, error) {
+func (a *clusterAPI) ApplyService(ctx context.Context, s *widget.ServiceApply) (*k8sapi.Service, error) {
 	return reconcile.ApplyChild(ctx, a.op.services, k8sapi.For[k8sapi.Service](a.client, k8sapi.Services),
-		reconcile.FieldManager, "Service", s)
+		widget.FieldManager, "Service", s)
 }
 
 func (a *clusterAPI) PatchWidgetStatus(ctx context.Context, namespace, name string, patch []byte) error {
 	prev, _ := a.op.widgets.Get(namespace, name)
-	w, err := k8sapi.For[reconcile.Widget](a.client, reconcile.Widgets).Patch(ctx, namespace, name, k8sapi.MergePatch, patch,
-		k8sapi.PatchOptions{FieldManager: reconcile.FieldManager, Subresource: "status"})
+	w, err := k8sapi.For[widget.Widget](a.client, widget.Widgets).Patch(ctx, namespace, name, k8sapi.MergePatch, patch,
+		k8sapi.PatchOptions{FieldManager: widget.FieldManager, Subresource: "status"})
 	if err != nil {
 		return err
 	}

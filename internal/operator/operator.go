@@ -18,6 +18,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // DefaultShutdownTimeout bounds how long in-flight reconciles may run after
@@ -146,7 +147,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 func preflight(ctx context.Context, c *k8sapi.Client, namespace string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	_, err := k8sapi.For[reconcile.Widget](c, reconcile.Widgets).List(ctx, namespace, k8sapi.ListOptions{Limit: 1})
+	_, err := k8sapi.For[widget.Widget](c, widget.Widgets).List(ctx, namespace, k8sapi.ListOptions{Limit: 1})
 	switch {
 	case err == nil:
 		return nil
@@ -172,18 +173,18 @@ type operator struct {
 	log *slog.Logger
 
 	ctrl        *reconcile.Controller
-	widgets     *watch.Cache[reconcile.Widget]
+	widgets     *watch.Cache[widget.Widget]
 	deployments *watch.Cache[k8sapi.Deployment]
 	services    *watch.Cache[k8sapi.Service]
 	quotas      *watch.Informer[resourceQuota]
-	reconciler  *reconcile.WidgetReconciler
+	reconciler  *widget.Reconciler
 	recorder    *events.Recorder
 	registry    *metrics.Registry
 }
 
 // childSelector limits the child caches to objects this operator labels, so
 // that unrelated Deployments and Services are never cached.
-const childSelector = reconcile.LabelManagedBy + "=" + reconcile.FieldManager
+const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
 // newOperator builds the operator's parts. leaseClient is for leader
 // election only.
@@ -195,8 +196,8 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
-	op.widgets = reconcile.WatchPrimary(op.ctrl, watch.Config[reconcile.Widget]{
-		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
+	op.widgets = reconcile.WatchPrimary(op.ctrl, watch.Config[widget.Widget]{
+		Source:    watch.ClientSource[widget.Widget](client, widget.Widgets),
 		Namespace: opts.Namespace,
 		Name:      "widgets",
 		Logger:    log,
@@ -207,14 +208,14 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		LabelSelector: childSelector,
 		Name:          "deployments",
 		Logger:        log,
-	}, reconcile.Widgets, reconcile.WidgetKind)
+	}, widget.Widgets, widget.WidgetKind)
 	op.services = reconcile.WatchOwned(op.ctrl, watch.Config[k8sapi.Service]{
 		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
 		Name:          "services",
 		Logger:        log,
-	}, reconcile.Widgets, reconcile.WidgetKind)
+	}, widget.Widgets, widget.WidgetKind)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync.
 	op.quotas = watch.New(watch.Config[resourceQuota]{
@@ -229,7 +230,7 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &reconcile.WidgetReconciler{Client: &clusterAPI{op: op, client: client}, Recorder: rec}
+	op.reconciler = &widget.Reconciler{Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
 	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewLeaderMetric(op.ctrl.IsLeader),

@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // API is what the Reconciler reads and writes. The reads should be served
@@ -60,7 +61,7 @@ type EventRecorder interface {
 // Widget and its children it was given for (see Reconcile). That memory
 // is the only state it keeps; it is dropped when the Widget succeeds or
 // goes away.
-type WidgetReconciler struct {
+type Reconciler struct {
 	// Client reads and writes the objects. Required.
 	Client API
 	// Recorder records Events about the Widget: Normal Created and
@@ -119,29 +120,29 @@ type refusal struct {
 //     returns a *TerminalError. The write is not sent again until the
 //     Widget's generation or one of its children changes.
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
-//     QuotaExceeded or Forbidden; Reconcile returns the *Error and a
+//     QuotaExceeded or Forbidden; Reconcile returns the *reconcile.Error and a
 //     [queue.Result].RequeueAfter, the time to the next attempt
 //     (WaitBackoff). A reconcile before then, with nothing changed,
 //     sends nothing; Retry ends the wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
-//   - Transient: Reconcile returns the *Error, for the caller to retry
+//   - Transient: Reconcile returns the *reconcile.Error, for the caller to retry
 //     with backoff, and records a Warning Event with reason
 //     ReconcileError, unless ctx ended. Once the failures have lasted
 //     TransientGrace, the status says Failed with reason ReconcileError
 //     too.
 //
-// A failed read returns an *Error. Invalid specs and conflicts return no
+// A failed read returns an *reconcile.Error. Invalid specs and conflicts return no
 // error: retrying cannot fix them, a change to the Widget or its children
-// will. A key that is not "namespace/name" returns an *Error wrapping
+// will. A key that is not "namespace/name" returns an *reconcile.Error wrapping
 // [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
-func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
-		return queue.Result{}, &Error{Op: "split key", Name: key, Err: err}
+		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
 	fail := func(op string, err error) (queue.Result, error) {
-		return queue.Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
+		return queue.Result{}, &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
 	}
 	w, err := r.Client.GetWidget(ctx, ns, name)
 	if err != nil {
@@ -194,7 +195,7 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 		var op, kind string
 		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
 			got, err := r.Client.ApplyDeployment(ctx, want)
-			var nc *NotControlledError
+			var nc *reconcile.NotControlledError
 			switch {
 			case errors.As(err, &nc):
 				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
@@ -209,7 +210,7 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 		}
 		if want := DesiredService(w); problem == nil && werr == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
 			_, err := r.Client.ApplyService(ctx, want)
-			var nc *NotControlledError
+			var nc *reconcile.NotControlledError
 			switch {
 			case errors.As(err, &nc):
 				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
@@ -221,16 +222,16 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 		}
 		r.applied(w, created, updated)
 		if werr != nil {
-			e := &Error{Op: op, Namespace: ns, Name: name, Err: werr}
-			switch class := Classify(werr); class {
-			case Moot:
+			e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
+			switch class := reconcile.Classify(werr); class {
+			case reconcile.Moot:
 				r.forget(key)
 				return queue.Result{}, nil
-			case Permanent, Waiting:
+			case reconcile.Permanent, reconcile.Waiting:
 				problem = refusalProblem(class, kind, key, werr)
 				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
-				retErr = &TerminalError{Err: e}
-				if class == Waiting {
+				retErr = &reconcile.TerminalError{Err: e}
+				if class == reconcile.Waiting {
 					wait := r.waitBackoff().When(key, now)
 					rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
 				}
@@ -253,7 +254,7 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 		r.forget(key)
 	}
 
-	if d != nil && !IsControlledBy(&d.ObjectMeta, w.UID) {
+	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
 		d = nil // not ours: its status says nothing about this Widget
 	}
 	st := StatusFor(w, d, problem, now)
@@ -265,15 +266,15 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 		return fail("encode widget status", err)
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
-		if Classify(err) == Moot {
+		if reconcile.Classify(err) == reconcile.Moot {
 			r.forget(key)
 			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
 	}
 	if st.Phase == PhaseFailed {
-		newC, _ := FindCondition(st.Conditions, ConditionReady)
-		oldC, had := FindCondition(w.Status.Conditions, ConditionReady)
+		newC, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
+		oldC, had := reconcile.FindCondition(w.Status.Conditions, ConditionReady)
 		if !had || oldC.Reason != newC.Reason || oldC.Message != newC.Message {
 			r.event(w, "Warning", newC.Reason, newC.Message)
 		}
@@ -288,7 +289,7 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Res
 // the server's admission. A controller calls it when what the Widget
 // waits on may have changed, such as a ResourceQuota of its namespace,
 // then queues the key.
-func (r *WidgetReconciler) Retry(key string) {
+func (r *Reconciler) Retry(key string) {
 	r.mu.Lock()
 	delete(r.refused, key)
 	r.mu.Unlock()
@@ -300,7 +301,7 @@ func (r *WidgetReconciler) Retry(key string) {
 // controller to queue. A controller calls it when a ResourceQuota of
 // namespace changes. It looks only at the refusals it remembers, not at
 // every Widget.
-func (r *WidgetReconciler) RetryQuota(namespace string) []string {
+func (r *Reconciler) RetryQuota(namespace string) []string {
 	var keys []string
 	r.mu.Lock()
 	for key, rf := range r.refused {
@@ -319,7 +320,7 @@ func (r *WidgetReconciler) RetryQuota(namespace string) []string {
 // standing returns the refusal of key if it still stands: the Widget and
 // its children are as they were when it was made, and, for a Waiting
 // one, its retry time has not come.
-func (r *WidgetReconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
+func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
 	r.mu.Lock()
 	rf, ok := r.refused[key]
 	r.mu.Unlock()
@@ -331,7 +332,7 @@ func (r *WidgetReconciler) standing(key string, w *Widget, d *k8sapi.Deployment,
 
 // remember records the refusal of key; its Transient failures, if any,
 // are over.
-func (r *WidgetReconciler) remember(key string, rf refusal) {
+func (r *Reconciler) remember(key string, rf refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refused == nil {
@@ -343,7 +344,7 @@ func (r *WidgetReconciler) remember(key string, rf refusal) {
 
 // failingSince records a Transient failure of key at now and returns when
 // the current run of them began.
-func (r *WidgetReconciler) failingSince(key string, now time.Time) time.Time {
+func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if since, ok := r.failing[key]; ok {
@@ -358,7 +359,7 @@ func (r *WidgetReconciler) failingSince(key string, now time.Time) time.Time {
 }
 
 // forget drops everything remembered of key: it succeeded, or is gone.
-func (r *WidgetReconciler) forget(key string) {
+func (r *Reconciler) forget(key string) {
 	r.mu.Lock()
 	delete(r.refused, key)
 	delete(r.failing, key)
@@ -366,7 +367,7 @@ func (r *WidgetReconciler) forget(key string) {
 	r.waitBackoff().Forget(key)
 }
 
-func (r *WidgetReconciler) waitBackoff() queue.RateLimiter {
+func (r *Reconciler) waitBackoff() queue.RateLimiter {
 	r.initOnce.Do(func() {
 		r.waits = r.WaitBackoff
 		if r.waits == nil {
@@ -406,7 +407,7 @@ func noteApplied(created, updated []string, kind string, isNew bool) ([]string, 
 
 // applied records one Normal Event for the children one reconcile created
 // or brought in line, such as "Created Deployment and Service ns/name".
-func (r *WidgetReconciler) applied(w *Widget, created, updated []string) {
+func (r *Reconciler) applied(w *Widget, created, updated []string) {
 	key := k8sapi.Key(w.Namespace, w.Name)
 	if len(created) > 0 {
 		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
@@ -416,13 +417,13 @@ func (r *WidgetReconciler) applied(w *Widget, created, updated []string) {
 	}
 }
 
-func (r *WidgetReconciler) event(w *Widget, eventType, reason, note string) {
+func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
 	}
 }
 
-func (r *WidgetReconciler) now() time.Time {
+func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -431,11 +432,7 @@ func (r *WidgetReconciler) now() time.Time {
 
 // conflictMessage says why the existing child m is not the Widget's.
 func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
-	msg := fmt.Sprintf("%s %s exists and ", kind, k8sapi.Key(m.Namespace, m.Name))
-	if c := m.ControllerOf(); c != nil {
-		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
-	}
-	return msg + "has no controller"
+	return (&reconcile.NotControlledError{Kind: kind, Existing: *m}).Reason()
 }
 
 // conflicts returns a message naming each existing child that w does not
@@ -443,7 +440,7 @@ func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
 func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
 	var msg string
 	check := func(kind string, m *k8sapi.ObjectMeta) {
-		if IsControlledBy(m, w.UID) {
+		if reconcile.IsControlledBy(m, w.UID) {
 			return
 		}
 		if msg != "" {

@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 var (
@@ -303,7 +304,7 @@ func TestReconcile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.world(t)
 			check := c.snapshot(t)
-			r := &WidgetReconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+			r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 			key := tt.key
 			if key == "" {
 				key = "default/web"
@@ -365,7 +366,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
 	now := t0
-	r := &WidgetReconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
 	step := func(name string, want ...string) {
 		t.Helper()
 		c.calls = nil
@@ -395,7 +396,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	if phase() != PhaseReady {
 		t.Fatalf("phase = %q, want Ready", phase())
 	}
-	readySince, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	readySince, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 
 	// Scale up to 5.
 	now = now.Add(time.Minute)
@@ -407,7 +408,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	if got := *c.deployments["default/web"].Spec.Replicas; got != 5 {
 		t.Errorf("deployment replicas = %d, want 5", got)
 	}
-	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if !cond.LastTransitionTime.Equal(now.Truncate(time.Second)) || cond.LastTransitionTime.Equal(readySince.LastTransitionTime) {
 		t.Errorf("Ready went False at %v, want %v", cond.LastTransitionTime, now.Truncate(time.Second))
 	}
@@ -430,7 +431,7 @@ func TestReconcileMalformedWidget(t *testing.T) {
 	for i := range l.Items {
 		c.widgets[k8sapi.Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
 	}
-	r := &WidgetReconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	for _, key := range []string{"default/bad", "default/good"} {
 		if _, err := r.Reconcile(context.Background(), key); err != nil {
 			t.Fatalf("Reconcile %s: %v", key, err)
@@ -449,7 +450,7 @@ func TestReconcileMalformedWidget(t *testing.T) {
 		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
 	}
 	bad := c.widgets["default/bad"].Status
-	if cond, _ := FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
+	if cond, _ := reconcile.FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
 		t.Errorf("bad widget status = %+v", bad)
 	}
 	if got := *c.deployments["default/good"].Spec.Replicas; got != 2 {
@@ -466,7 +467,7 @@ func TestReconcileCancelledWriteNoEvent(t *testing.T) {
 	c.fail["ApplyDeployment"] = context.Canceled
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := &WidgetReconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	if _, err := r.Reconcile(ctx, "default/web"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -480,14 +481,14 @@ func TestReconcileNilRecorderAndClock(t *testing.T) {
 	w := widget()
 	w.Spec.Image = ""
 	c.widgets["default/web"] = w
-	r := &WidgetReconciler{Client: c}
+	r := &Reconciler{Client: c}
 	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
 	if want := calls("PatchWidgetStatus default/web"); !slices.Equal(c.calls, want) {
 		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
 	}
-	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if cond.LastTransitionTime.IsZero() || cond.Message != "spec.image: must not be empty" {
 		t.Errorf("condition = %+v", cond)
 	}
@@ -497,7 +498,7 @@ func TestReconcileNilRecorderAndClock(t *testing.T) {
 // Widget, read from the cache, with nothing to write.
 func BenchmarkReconcileNoop(b *testing.B) {
 	c := readyWorld(b)
-	r := &WidgetReconciler{Client: c, Now: func() time.Time { return t0 }}
+	r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -519,7 +520,7 @@ func BenchmarkReconcileCreate(b *testing.B) {
 	for b.Loop() {
 		c := newRecordingClient()
 		c.widgets["default/web"] = widget()
-		r := &WidgetReconciler{Client: c, Now: func() time.Time { return t0 }}
+		r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
 		if _, err := r.Reconcile(ctx, "default/web"); err != nil {
 			b.Fatal(err)
 		}
@@ -532,8 +533,8 @@ func BenchmarkReconcileCreate(b *testing.B) {
 func TestReconcileConflictFoundByCreate(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
-	c.fail["ApplyService"] = &NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
-	r := &WidgetReconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	c.fail["ApplyService"] = &reconcile.NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
+	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
