@@ -105,9 +105,10 @@ type Controller struct {
 	watches  *metrics.WatchMetrics
 	elector  *leader.Elector // nil without leader election
 
+	log       *slog.Logger                        // Logger, or one that discards
+	primaryRV func(namespace, name string) string // nil without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
-	primaryRV func(namespace, name string) string // nil without WatchPrimary
 }
 
 // cache is what the controller does with one of its caches.
@@ -115,7 +116,6 @@ type cache interface {
 	Run(ctx context.Context) error
 	HasSynced() bool
 	Healthy(now time.Time) error
-	metrics.WatchSource
 }
 
 // named is a cache, with its name and a count of its objects for the log.
@@ -140,12 +140,10 @@ func WatchPrimary[T any, P interface {
 	*T
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
-	cache := add[T, P](c, cfg, func(obj *T) {
+	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
-		c.queue.Add(k8sapi.Key(m.Namespace, m.Name))
+		return []string{k8sapi.Key(m.Namespace, m.Name)}
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.primaryRV = func(namespace, name string) string {
 		if obj, ok := cache.Get(namespace, name); ok {
 			return P(obj).GetObjectMeta().ResourceVersion
@@ -166,17 +164,16 @@ func WatchOwned[T any, P interface {
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
 	apiVersion := owner.GroupVersion()
-	return add[T, P](c, cfg, func(obj *T) {
+	return WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
 		ref := m.ControllerOf()
 		if ref == nil || ref.Kind != kind || ref.APIVersion != apiVersion {
-			return
+			return nil
 		}
-		if owner.Namespaced {
-			c.queue.Add(k8sapi.Key(m.Namespace, ref.Name))
-		} else {
-			c.queue.Add(ref.Name)
+		if !owner.Namespaced {
+			return []string{ref.Name}
 		}
+		return []string{k8sapi.Key(m.Namespace, ref.Name)}
 	})
 }
 
@@ -188,20 +185,12 @@ func WatchMapped[T any, P interface {
 	*T
 	k8sapi.Object
 }](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
-	return add[T, P](c, cfg, func(obj *T) {
+	c.init()
+	cfg.Handler = watch.OnChange(func(obj *T) {
 		for _, key := range keys(obj) {
 			c.queue.Add(key)
 		}
 	})
-}
-
-// add makes a cache whose changes call enqueue, and adds it to c's.
-func add[T any, P interface {
-	*T
-	k8sapi.Object
-}](c *Controller, cfg watch.Config[T], enqueue func(*T)) *watch.Cache[T] {
-	c.init()
-	cfg.Handler = watch.OnChange(enqueue)
 	wc := watch.NewCache[T, P](cfg)
 	c.watches.Add(cfg.Name, wc)
 	c.mu.Lock()
@@ -214,6 +203,7 @@ func add[T any, P interface {
 // the queue exists even when it fails.
 func (c *Controller) init() error {
 	c.initOnce.Do(func() {
+		c.log = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 		wq := metrics.NewWorkqueueMetrics()
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
 		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
@@ -233,13 +223,6 @@ func (c *Controller) init() error {
 }
 
 func (c *Controller) workers() int { return max(c.Workers, 1) }
-
-func (c *Controller) log() *slog.Logger {
-	if c.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.Logger
-}
 
 // Enqueue queues key for a reconcile, for a source of changes other than
 // the controller's caches (such as an informer it does not run). Keys
@@ -265,13 +248,11 @@ func (c *Controller) Checks(now time.Time) []Check {
 	c.mu.Unlock()
 	checks := make([]Check, 0, len(caches))
 	for _, w := range caches {
-		ch := Check{Name: "watch " + w.name}
-		if !w.HasSynced() {
-			ch.Err = errNotSynced
-		} else {
-			ch.Err = w.Healthy(now)
+		err := errNotSynced
+		if w.HasSynced() {
+			err = w.Healthy(now)
 		}
-		checks = append(checks, ch)
+		checks = append(checks, Check{"watch " + w.name, err})
 	}
 	return checks
 }
@@ -296,7 +277,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.init(); err != nil {
 		return err
 	}
-	log := c.log()
 	c.mu.Lock()
 	caches := slices.Clone(c.caches)
 	c.mu.Unlock()
@@ -310,7 +290,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, w := range caches {
 		wg.Go(func() {
 			if err := w.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error("watch stopped", "watch", w.name, "err", err)
+				c.log.Error("watch stopped", "watch", w.name, "err", err)
 			}
 		})
 	}
@@ -321,13 +301,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, w := range caches {
 		counts = append(counts, w.name, w.len())
 	}
-	log.Info("caches synced", counts...)
+	c.log.Info("caches synced", counts...)
 
 	if c.elector == nil {
 		c.lead(ctx, ctx)
 		return nil
 	}
-	log.Info("waiting for leadership", "lease", c.LeaderElection.Name, "identity", c.elector.Identity())
+	c.log.Info("waiting for leadership", "lease", c.LeaderElection.Name, "identity", c.elector.Identity())
 	err := c.elector.Run(ctx, func(lctx context.Context) { c.lead(ctx, lctx) }, nil)
 	if errors.Is(err, leader.ErrLeaseLost) {
 		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
@@ -357,8 +337,7 @@ func waitForSync(ctx context.Context, caches []named) bool {
 // when leadership was lost, they are cancelled at once, since another
 // replica may already be acting.
 func (c *Controller) lead(ctx, lctx context.Context) {
-	log := c.log()
-	log.Info("starting workers", "workers", c.workers())
+	c.log.Info("starting workers", "workers", c.workers())
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
 	defer cancelWork()
 	runner := &queue.Runner{
@@ -376,19 +355,19 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 	}()
 	<-lctx.Done()
 	if ctx.Err() == nil {
-		log.Warn("leadership lost: cancelling reconciles in flight")
+		c.log.Warn("leadership lost: cancelling reconciles in flight")
 		cancelWork()
 		<-done
 		return
 	}
 	drain := c.drainTimeout()
-	log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+	c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
 	timer := time.NewTimer(drain)
 	defer timer.Stop()
 	select {
 	case <-done:
 	case <-timer.C:
-		log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+		c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
 		cancelWork()
 		<-done
 	}
@@ -423,7 +402,6 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 		}
 	}()
 	res, err := c.Reconciler.Reconcile(ctx, key)
-	log := c.log()
 	ns, name, _ := k8sapi.SplitKey(key)
 	class := Transient
 	if err != nil {
@@ -432,15 +410,12 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 	if err != nil && class == Moot {
 		// The object or its namespace is going away: retrying would
 		// only fail again.
-		log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
+		c.log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
 		return queue.Result{}, nil
 	}
 	rv := ""
-	c.mu.Lock()
-	primaryRV := c.primaryRV
-	c.mu.Unlock()
-	if primaryRV != nil {
-		rv = primaryRV(ns, name)
+	if c.primaryRV != nil {
+		rv = c.primaryRV(ns, name)
 	}
 	result := metrics.ResultSuccess
 	switch {
@@ -454,17 +429,17 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 		"result", result, "duration", time.Since(start)}
 	switch {
 	case err == nil:
-		log.Debug("reconciled", attrs...)
+		c.log.Debug("reconciled", attrs...)
 		return res, nil
 	case class == Permanent:
 		// A change to the object or its children brings it back.
 		c.series.TerminalError()
-		log.Warn("reconcile failed; not retrying until the object or a child changes", append(attrs, "err", err)...)
+		c.log.Warn("reconcile failed; not retrying until the object or a child changes", append(attrs, "err", err)...)
 		return queue.Result{}, nil
 	case class == Waiting && res.RequeueAfter > 0:
-		log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
+		c.log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
 		return res, nil
 	}
-	log.Error("reconcile failed", append(attrs, "err", err)...)
+	c.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
 }

@@ -14,8 +14,9 @@
 // child and reports one someone else controls ([NotControlledError]);
 // conditions ([SetCondition], [FindCondition], [RemoveCondition],
 // [IsConditionTrue], [ConditionsEqual]); controller owner references
-// ([NewControllerRef], [SetControllerReference], [IsControlledBy]); and a
-// [Finalizer] guarded by JSON patch tests against concurrent edits.
+// ([NewControllerRef], [SetControllerReference], [IsControlledBy]).
+// Package reconcile/finalizer adds a finalizer guarded by JSON patch tests
+// against concurrent edits.
 //
 // Nothing in the package modifies an object it was given: objects from a
 // cache may be passed in as they are.

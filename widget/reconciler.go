@@ -193,32 +193,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		var created, updated []string
 		var werr error
 		var op, kind string
-		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
-			got, err := r.Client.ApplyDeployment(ctx, want)
+		// outcome notes how the write of a child of kind went; true when
+		// it was written.
+		outcome := func(err error, wop, wkind string, isNew bool) bool {
 			var nc *reconcile.NotControlledError
 			switch {
 			case errors.As(err, &nc):
-				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
+				problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
 			case err != nil:
-				werr, op, kind = err, "apply deployment", "Deployment"
+				werr, op, kind = err, wop, wkind
 			default:
-				created, updated = noteApplied(created, updated, "Deployment", d == nil)
-				if got != nil {
-					d = got
-				}
+				created, updated = noteApplied(created, updated, wkind, isNew)
+				return true
+			}
+			return false
+		}
+		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
+			got, err := r.Client.ApplyDeployment(ctx, want)
+			if outcome(err, "apply deployment", "Deployment", d == nil) && got != nil {
+				d = got
 			}
 		}
 		if want := DesiredService(w); problem == nil && werr == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
 			_, err := r.Client.ApplyService(ctx, want)
-			var nc *reconcile.NotControlledError
-			switch {
-			case errors.As(err, &nc):
-				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
-			case err != nil:
-				werr, op, kind = err, "apply service", "Service"
-			default:
-				created, updated = noteApplied(created, updated, "Service", svc == nil)
-			}
+			outcome(err, "apply service", "Service", svc == nil)
 		}
 		r.applied(w, created, updated)
 		if werr != nil {

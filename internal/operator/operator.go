@@ -21,10 +21,6 @@ import (
 	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
-// DefaultShutdownTimeout bounds how long in-flight reconciles may run after
-// the operator is told to stop.
-const DefaultShutdownTimeout = reconcile.DefaultShutdownTimeout
-
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "widget"
 
@@ -58,7 +54,7 @@ type Options struct {
 	QPS   float64
 	Burst int
 	// ShutdownTimeout bounds in-flight reconciles after ctx ends; zero
-	// means DefaultShutdownTimeout. With LeaderElect the bound is at most
+	// means reconcile.DefaultShutdownTimeout. With LeaderElect the bound is at most
 	// the lease's renew deadline less its retry period (8s), so that the
 	// lease is released after them, not left to expire.
 	ShutdownTimeout time.Duration
@@ -74,9 +70,6 @@ type Options struct {
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
-	}
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: opts.Kubeconfig, Context: opts.Context, InClusterDir: opts.InClusterDir})
 	if err != nil {
@@ -223,7 +216,13 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		Namespace: opts.Namespace,
 		Name:      "resourcequotas",
 		Logger:    log,
-		Handler:   watch.OnChange(func(q *resourceQuota) { op.retryQuotaWaiters(q.Namespace) }),
+		// A change retries at once the Widgets of its namespace that wait
+		// on a ResourceQuota.
+		Handler: watch.OnChange(func(q *resourceQuota) {
+			for _, key := range op.reconciler.RetryQuota(q.Namespace) {
+				op.ctrl.Enqueue(key)
+			}
+		}),
 	})
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
@@ -257,14 +256,6 @@ func (op *operator) run(ctx context.Context) error {
 		}
 	})
 	return op.ctrl.Run(ctx)
-}
-
-// retryQuotaWaiters retries at once the Widgets of namespace that wait
-// on a ResourceQuota: one of its ResourceQuotas changed.
-func (op *operator) retryQuotaWaiters(namespace string) {
-	for _, key := range op.reconciler.RetryQuota(namespace) {
-		op.ctrl.Enqueue(key)
-	}
 }
 
 // resourceQuota is a ResourceQuota reduced to its metadata: the operator

@@ -1,13 +1,23 @@
-package reconcile
+package finalizer
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
+
+// obj is an object of any kind: metadata only.
+type obj struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+}
+
+var tOld = time.Date(2025, 2, 1, 8, 0, 0, 0, time.UTC)
 
 // recordingPatcher records each JSON patch as "ns/name <body>".
 type recordingPatcher struct {
@@ -72,7 +82,7 @@ func TestFinalizerRun(t *testing.T) {
 				t.Errorf("object modified: finalizers %q", w.Finalizers)
 			}
 			if err != nil {
-				var re *Error
+				var re *reconcile.Error
 				if !errors.As(err, &re) || re.Name != "web" {
 					t.Errorf("error %v is not a *reconcile.Error naming the object", err)
 				}
