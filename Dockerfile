@@ -38,6 +38,7 @@ COPY k8sapi/ k8sapi/
 COPY queue/ queue/
 COPY reconcile/ reconcile/
 COPY watch/ watch/
+COPY widget/ widget/
 # GOPROXY=off: a missing module is an error, never a download. The build
 # cache lives in a cache mount, so that a rebuild compiles only what
 # changed; the output does not depend on it.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // FloorName labels the results of the raw-write floor.
@@ -31,14 +31,14 @@ func Floor() Operator {
 
 // floor makes the three writes of every Widget in widgets, with workers
 // goroutines, and returns the first error.
-func floor(ctx context.Context, c *k8sapi.Client, widgets []*reconcile.Widget, workers int) error {
+func floor(ctx context.Context, c *k8sapi.Client, widgets []*widget.Widget, workers int) error {
 	deploys := k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments)
 	services := k8sapi.For[k8sapi.Service](c, k8sapi.Services)
-	status := k8sapi.For[reconcile.Widget](c, reconcile.Widgets)
-	create := k8sapi.WriteOptions{FieldManager: reconcile.FieldManager}
-	one := func(w *reconcile.Widget) error {
+	status := k8sapi.For[widget.Widget](c, widget.Widgets)
+	create := k8sapi.WriteOptions{FieldManager: widget.FieldManager}
+	one := func(w *widget.Widget) error {
 		var d k8sapi.Deployment
-		if err := convert(reconcile.DesiredDeployment(w), &d); err != nil {
+		if err := convert(widget.DesiredDeployment(w), &d); err != nil {
 			return err
 		}
 		got, err := deploys.Create(ctx, w.Namespace, &d, create)
@@ -46,21 +46,21 @@ func floor(ctx context.Context, c *k8sapi.Client, widgets []*reconcile.Widget, w
 			return err
 		}
 		var s k8sapi.Service
-		if err := convert(reconcile.DesiredService(w), &s); err != nil {
+		if err := convert(widget.DesiredService(w), &s); err != nil {
 			return err
 		}
 		if _, err := services.Create(ctx, w.Namespace, &s, create); err != nil {
 			return err
 		}
-		patch, err := reconcile.StatusPatch(reconcile.StatusFor(w, got, nil, time.Now()))
+		patch, err := widget.StatusPatch(widget.StatusFor(w, got, nil, time.Now()))
 		if err != nil {
 			return err
 		}
 		_, err = status.Patch(ctx, w.Namespace, w.Name, k8sapi.MergePatch, patch,
-			k8sapi.PatchOptions{FieldManager: reconcile.FieldManager, Subresource: "status"})
+			k8sapi.PatchOptions{FieldManager: widget.FieldManager, Subresource: "status"})
 		return err
 	}
-	next := make(chan *reconcile.Widget)
+	next := make(chan *widget.Widget)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

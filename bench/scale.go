@@ -33,9 +33,9 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 	"github.com/zerodep-k8s/widget-operator/watch"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // WidgetNamespace is the namespace the Widgets are created in.
@@ -431,20 +431,20 @@ func adminClient(p *controlplane.Plane) (*k8sapi.Client, error) {
 
 // createWidgets creates n Widgets, w-00000 and on, with a few workers,
 // and returns them as created.
-func createWidgets(ctx context.Context, c *k8sapi.Client, n int) ([]*reconcile.Widget, error) {
-	widgets := k8sapi.For[reconcile.Widget](c, reconcile.Widgets)
+func createWidgets(ctx context.Context, c *k8sapi.Client, n int) ([]*widget.Widget, error) {
+	widgets := k8sapi.For[widget.Widget](c, widget.Widgets)
 	next := make(chan int)
 	errs := make(chan error, 8)
-	created := make([]*reconcile.Widget, n)
+	created := make([]*widget.Widget, n)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
 				replicas := int32(1)
-				w := &reconcile.Widget{
-					TypeMeta:   k8sapi.TypeMeta{APIVersion: reconcile.WidgetAPIVersion, Kind: reconcile.WidgetKind},
+				w := &widget.Widget{
+					TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
 					ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
-					Spec:       reconcile.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
+					Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
 				}
 				got, err := widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
 				if err != nil {
@@ -520,13 +520,13 @@ func (t *tracker) describe() string {
 
 // start runs the three watches and returns once they have synced.
 func (t *tracker) start(ctx context.Context) error {
-	onWidget := func(w *reconcile.Widget) { t.mark(t.phased, w.Name, w.Status.Phase != "") }
-	widgets := watch.New(watch.Config[reconcile.Widget]{
-		Source:    watch.ClientSource[reconcile.Widget](t.c, reconcile.Widgets),
+	onWidget := func(w *widget.Widget) { t.mark(t.phased, w.Name, w.Status.Phase != "") }
+	widgets := watch.New(watch.Config[widget.Widget]{
+		Source:    watch.ClientSource[widget.Widget](t.c, widget.Widgets),
 		Namespace: WidgetNamespace,
-		Handler: watch.Handler[reconcile.Widget]{
+		Handler: watch.Handler[widget.Widget]{
 			OnAdd:    onWidget,
-			OnUpdate: func(_, w *reconcile.Widget) { onWidget(w) },
+			OnUpdate: func(_, w *widget.Widget) { onWidget(w) },
 		},
 	})
 	deploys := watch.New(watch.Config[k8sapi.Deployment]{

@@ -1,7 +1,8 @@
 package reconcile_test
 
-// Tests of the finalizer helper against a real kube-apiserver, on a test
-// CRD. Build the local control plane first: go run ./hack/localcluster build
+// Tests of the finalizer helper (package reconcile/finalizer) and the
+// Controller against a real kube-apiserver, on a test CRD. Build the local
+// control plane first: go run ./hack/localcluster build
 
 import (
 	"context"
@@ -12,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/reconcile/finalizer"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
@@ -71,8 +72,8 @@ func setup(t *testing.T) (k8sapi.Typed[thing], string, context.Context) {
 	return tc, ns, ctx
 }
 
-func finalizer(tc k8sapi.Typed[thing]) *reconcile.Finalizer {
-	return &reconcile.Finalizer{Name: finalizerName, Patcher: reconcile.JSONPatcherFunc(
+func newFinalizer(tc k8sapi.Typed[thing]) *finalizer.Finalizer {
+	return &finalizer.Finalizer{Name: finalizerName, Patcher: finalizer.JSONPatcherFunc(
 		func(ctx context.Context, namespace, name string, patch []byte) error {
 			_, err := tc.Patch(ctx, namespace, name, k8sapi.JSONPatch, patch, k8sapi.PatchOptions{})
 			return err
@@ -103,7 +104,7 @@ func get(t *testing.T, ctx context.Context, tc k8sapi.Typed[thing], ns, name str
 // the object goes.
 func TestAPIServerFinalizerLifecycle(t *testing.T) {
 	tc, ns, ctx := setup(t)
-	f := finalizer(tc)
+	f := newFinalizer(tc)
 	obj := create(t, ctx, tc, ns, "a")
 
 	proceed, err := f.Run(ctx, obj, nil)
@@ -111,7 +112,7 @@ func TestAPIServerFinalizerLifecycle(t *testing.T) {
 		t.Fatalf("first run: proceed %v, err %v", proceed, err)
 	}
 	obj = get(t, ctx, tc, ns, "a")
-	if !reconcile.HasFinalizer(obj, finalizerName) {
+	if !finalizer.HasFinalizer(obj, finalizerName) {
 		t.Fatalf("finalizers %v", obj.Finalizers)
 	}
 	// A second run of an unchanged object writes nothing and proceeds.
@@ -135,7 +136,7 @@ func TestAPIServerFinalizerLifecycle(t *testing.T) {
 		t.Fatalf("failing cleanup: proceed %v, err %v", proceed, err)
 	}
 	obj = get(t, ctx, tc, ns, "a")
-	if !reconcile.HasFinalizer(obj, finalizerName) {
+	if !finalizer.HasFinalizer(obj, finalizerName) {
 		t.Fatal("a failed cleanup removed the finalizer")
 	}
 	ran := 0
@@ -151,7 +152,7 @@ func TestAPIServerFinalizerLifecycle(t *testing.T) {
 // nothing written.
 func TestAPIServerFinalizerAlreadyRemoved(t *testing.T) {
 	tc, ns, ctx := setup(t)
-	f := finalizer(tc)
+	f := newFinalizer(tc)
 	obj := create(t, ctx, tc, ns, "b")
 	// Another finalizer holds the object, so it stays while being deleted.
 	if _, err := tc.Patch(ctx, ns, "b", k8sapi.MergePatch, []byte(`{"metadata":{"finalizers":["someone.else/hold"]}}`), k8sapi.PatchOptions{}); err != nil {
@@ -178,7 +179,7 @@ func TestAPIServerFinalizerAlreadyRemoved(t *testing.T) {
 // done, not an error.
 func TestAPIServerFinalizerDeletedDuringCleanup(t *testing.T) {
 	tc, ns, ctx := setup(t)
-	f := finalizer(tc)
+	f := newFinalizer(tc)
 	obj := create(t, ctx, tc, ns, "c")
 	if _, err := f.Run(ctx, obj, nil); err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestAPIServerFinalizerDeletedDuringCleanup(t *testing.T) {
 // succeeds and keeps the other finalizer.
 func TestAPIServerFinalizerStaleCopy(t *testing.T) {
 	tc, ns, ctx := setup(t)
-	f := finalizer(tc)
+	f := newFinalizer(tc)
 	stale := create(t, ctx, tc, ns, "d")
 	if _, err := tc.Patch(ctx, ns, "d", k8sapi.MergePatch, []byte(`{"metadata":{"finalizers":["someone.else/hold"]}}`), k8sapi.PatchOptions{}); err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func conditionEqual(a, b k8sapi.Condition) bool {
 		a.Reason == b.Reason && a.Message == b.Message && a.LastTransitionTime.Equal(b.LastTransitionTime)
 }
 
-func conditionsEqual(a, b []k8sapi.Condition) bool {
+func ConditionsEqual(a, b []k8sapi.Condition) bool {
 	if len(a) != len(b) {
 		return false
 	}

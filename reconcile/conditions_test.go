@@ -8,6 +8,12 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
+var (
+	t0      = time.Date(2025, 3, 1, 10, 0, 0, 500_000_000, time.UTC) // the clock's "now"
+	t0Trunc = t0.Truncate(time.Second)
+	tOld    = time.Date(2025, 2, 1, 8, 0, 0, 0, time.UTC)
+)
+
 func TestSetCondition(t *testing.T) {
 	ready := func(status, reason string, at time.Time) k8sapi.Condition {
 		return k8sapi.Condition{Type: "Ready", Status: status, Reason: reason, Message: "m", ObservedGeneration: 1, LastTransitionTime: at}
@@ -40,10 +46,10 @@ func TestSetCondition(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.conds)
 			got, changed := SetCondition(in, tt.set, t0)
-			if !conditionsEqual(got, tt.want) || changed != tt.wantChanged {
+			if !ConditionsEqual(got, tt.want) || changed != tt.wantChanged {
 				t.Errorf("SetCondition = %+v, %v\nwant %+v, %v", got, changed, tt.want, tt.wantChanged)
 			}
-			if !conditionsEqual(in, tt.conds) {
+			if !ConditionsEqual(in, tt.conds) {
 				t.Errorf("input modified: %+v", in)
 			}
 			for _, c := range got {

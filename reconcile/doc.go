@@ -1,23 +1,22 @@
-// Package reconcile turns a Widget into the Deployment and Service that run
-// it, and reports their state back on the Widget's status.
+// Package reconcile is a small kit for writing controllers on top of
+// [watch] and [queue].
 //
-// The core is pure: [Validate] checks a [WidgetSpec]; [DesiredDeployment]
-// and [DesiredService] build the server-side apply bodies;
-// [DeploymentUpToDate] and [ServiceUpToDate] say whether applying would
-// change anything; [StatusFor] works out a [WidgetStatus] from the
-// Deployment. [Reconciler] puts them together over a small [API] interface
-// (cached reads, apply and status-patch writes), and makes no write at all
-// when the world already matches, which is what keeps a controller out of
-// hot loops. [Classify] sorts failures by what it takes to get past them
-// (Transient, Waiting, Permanent, Moot); a refusal the server keeps up is
-// reported on the Widget's status and not asked again until something
-// changes, and a [TerminalError] tells the controller not to retry.
+// A [Controller] runs a [Reconciler] over a queue of keys that watch caches
+// fill: [WatchPrimary] makes the cache of the primary resource,
+// [WatchOwned] that of a resource it controls (mapped to the owner's key
+// by the controller owner reference), [WatchMapped] that of any other.
+// The Controller waits for its caches to sync, runs the workers, measures
+// and logs every reconcile, reports readiness ([Controller.Checks]),
+// optionally leads by a Lease, and drains on shutdown. What a reconcile
+// returns is sorted by [Classify]: a [TerminalError] is never retried.
 //
-// The package also offers helpers for any operator: conditions
-// ([SetCondition], [FindCondition], [RemoveCondition], [IsConditionTrue]),
-// controller owner references ([NewControllerRef],
-// [SetControllerReference], [IsControlledBy]) and a [Finalizer] guarded by
-// JSON patch tests against concurrent edits.
+// The helpers are for any operator: [ApplyChild] creates or applies a
+// child and reports one someone else controls ([NotControlledError]);
+// conditions ([SetCondition], [FindCondition], [RemoveCondition],
+// [IsConditionTrue], [ConditionsEqual]); controller owner references
+// ([NewControllerRef], [SetControllerReference], [IsControlledBy]).
+// Package reconcile/finalizer adds a finalizer guarded by JSON patch tests
+// against concurrent edits.
 //
 // Nothing in the package modifies an object it was given: objects from a
 // cache may be passed in as they are.

@@ -1,22 +1,34 @@
 package reconcile
 
 import (
+	"fmt"
+
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// NotControlledError is returned by API.ApplyDeployment and
-// API.ApplyService when an object of the child's name exists that the
-// Widget does not control: nothing was written, and the Reconciler reports
-// an OwnershipConflict. An API whose reads see every object of the child's
-// name never needs it; one whose caches hold only the operator's own
-// objects finds the conflict when its create is refused.
+// NotControlledError is returned by [ApplyChild] when an object of the
+// child's name exists that the child's owner does not control: nothing was
+// written. Reads that see every object of the child's name find such a
+// conflict before writing; a cache that holds only the operator's own
+// objects finds it when its create is refused.
 type NotControlledError struct {
-	Kind     string            // "Deployment" or "Service"
+	Kind     string            // the child's kind, such as "Deployment"
 	Existing k8sapi.ObjectMeta // the object found
 }
 
 func (e *NotControlledError) Error() string {
-	return "reconcile: " + conflictMessage(e.Kind, &e.Existing)
+	return "reconcile: " + e.Reason()
+}
+
+// Reason says why the object found is not the child: "<Kind>
+// <namespace/name> exists and is controlled by <kind> <name> (uid <uid>)",
+// or "... exists and has no controller".
+func (e *NotControlledError) Reason() string {
+	msg := fmt.Sprintf("%s %s exists and ", e.Kind, k8sapi.Key(e.Existing.Namespace, e.Existing.Name))
+	if c := e.Existing.ControllerOf(); c != nil {
+		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
+	}
+	return msg + "has no controller"
 }
 
 // Error is a failed step of a reconcile: an operation on one object and

@@ -4,16 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // Class sorts a failure by what it takes to get past it. [Classify] is the
-// one place that decides it; the Reconciler reports each class on the
-// Widget's status, and a controller schedules the retry by it.
+// one place that decides it; a [Controller] schedules the retry by it, and
+// a Reconciler may report it on its object's status.
 type Class int
 
 const (
@@ -21,14 +18,14 @@ const (
 	// a server error, a timeout, a lost connection. Retry with backoff.
 	Transient Class = iota
 	// Waiting failures last until someone else acts: a quota is raised,
-	// a permission is granted. Retry at most once every MaxWait, and at
-	// once when what is waited on changes.
+	// a permission is granted. Retry after a wait, and at once when
+	// what is waited on changes.
 	Waiting
-	// Permanent failures last until the Widget or one of its children
+	// Permanent failures last until the object or one of its children
 	// changes: the server refused a child as invalid or malformed, or
 	// the request was one that can never work. Do not retry.
 	Permanent
-	// Moot failures leave nothing to do: the Widget or its namespace is
+	// Moot failures leave nothing to do: the object or its namespace is
 	// going away. Do not retry.
 	Moot
 )
@@ -47,23 +44,6 @@ func (c Class) String() string {
 	}
 	return fmt.Sprintf("Class(%d)", int(c))
 }
-
-// Timings of the failure classes.
-const (
-	// MaxWait is the longest wait between two attempts of a Widget that
-	// is Waiting: it is tried again at least this often.
-	MaxWait = time.Minute
-	// FirstWait is the wait before the first retry of a Widget that is
-	// Waiting; each retry doubles it, up to MaxWait.
-	FirstWait = 10 * time.Second
-	// TransientGrace is how long a Transient failure may last before the
-	// Widget reports it as Failed, so that a blip does not flap the
-	// status.
-	TransientGrace = time.Minute
-	// MaxMessageBytes caps the server's message quoted in the Ready
-	// condition.
-	MaxMessageBytes = 1024
-)
 
 // Classify returns the class of err, the failure of a reconcile or of one
 // of its requests:
@@ -95,10 +75,10 @@ func Classify(err error) Class {
 	return Transient
 }
 
-// TerminalError marks an error that retrying cannot fix: the caller should
-// not retry it, and wait for a change instead. Reconcile returns one, after
-// reporting it on the Widget's status, when the API server refuses a child
-// as invalid.
+// TerminalError marks an error that retrying cannot fix: a [Controller]
+// does not retry it, and waits for a change instead. A Reconciler returns
+// one, typically after reporting the failure on its object's status, when
+// for example the API server refuses a child as invalid.
 type TerminalError struct {
 	Err error // the cause
 }
@@ -115,66 +95,6 @@ func IsTerminal(err error) bool {
 	return errors.As(err, &te)
 }
 
-// refusalProblem is the Problem a Widget reports when the server refused
-// the write of its child kind (a Permanent or Waiting class): reason
-// ChildRejected, QuotaExceeded or Forbidden, and the server's message.
-func refusalProblem(class Class, kind, key string, err error) *Problem {
-	var ae *k8sapi.APIError
-	if !errors.As(err, &ae) {
-		return &Problem{Reason: ReasonChildRejected, Message: trimMessage(kind + " " + key + ": " + err.Error())}
-	}
-	reason := ReasonChildRejected
-	if class == Waiting {
-		reason = ReasonForbidden
-		if isQuota(ae) {
-			reason = ReasonQuotaExceeded
-		}
-	}
-	msg := fmt.Sprintf("%s %s refused by the API server (%d %s): %s", kind, key, ae.Code, ae.Status.Reason, withoutUser(serverMessage(ae)))
-	return &Problem{Reason: reason, Message: trimMessage(msg)}
-}
-
-// withoutUser replaces the user an RBAC denial names (`User "system:..."
-// cannot create ...`) with "the operator": whoever can read a Widget can
-// read its status, and the operator's identity is for its log alone, as
-// /readyz withholds it too.
-func withoutUser(m string) string {
-	before, rest, ok := strings.Cut(m, `User "`)
-	if !ok {
-		return m
-	}
-	if _, after, ok := strings.Cut(rest, `" `); ok {
-		return before + "the operator " + after
-	}
-	return m
-}
-
-// isQuota reports whether a 403 comes from ResourceQuota admission.
-func isQuota(ae *k8sapi.APIError) bool {
-	m := ae.Status.Message
-	return strings.Contains(m, "exceeded quota: ") || strings.Contains(m, "status unknown for quota: ")
-}
-
-// serverMessage is what the server said: its causes, field by field, when
-// it gave any, else its message.
-func serverMessage(ae *k8sapi.APIError) string {
-	if ae.Status.Details != nil && len(ae.Status.Details.Causes) > 0 {
-		var parts []string
-		for _, c := range ae.Status.Details.Causes {
-			if c.Field != "" {
-				parts = append(parts, c.Field+": "+c.Message)
-			} else {
-				parts = append(parts, c.Message)
-			}
-		}
-		return strings.Join(parts, "; ")
-	}
-	if ae.Status.Message != "" {
-		return ae.Status.Message
-	}
-	return ae.Body
-}
-
 func hasCause(ae *k8sapi.APIError, typ string) bool {
 	if ae.Status.Details == nil {
 		return false
@@ -185,17 +105,4 @@ func hasCause(ae *k8sapi.APIError, typ string) bool {
 		}
 	}
 	return false
-}
-
-// trimMessage cuts s to at most MaxMessageBytes bytes of valid UTF-8,
-// marking a cut with "...".
-func trimMessage(s string) string {
-	if len(s) <= MaxMessageBytes {
-		return s
-	}
-	cut := MaxMessageBytes - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -9,9 +9,9 @@ import (
 
 func TestSetControllerReference(t *testing.T) {
 	owner := &k8sapi.ObjectMeta{Name: "web", UID: "uid-web"}
-	ref := NewControllerRef(owner, WidgetAPIVersion, WidgetKind)
+	ref := NewControllerRef(owner, "example.com/v1", "Widget")
 	plain := k8sapi.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "uid-cm"}
-	otherCtl := NewControllerRef(&k8sapi.ObjectMeta{Name: "old", UID: "uid-old"}, WidgetAPIVersion, WidgetKind)
+	otherCtl := NewControllerRef(&k8sapi.ObjectMeta{Name: "old", UID: "uid-old"}, "example.com/v1", "Widget")
 	tests := []struct {
 		name    string
 		refs    []k8sapi.OwnerReference
@@ -40,7 +40,7 @@ func TestSetControllerReference(t *testing.T) {
 			}
 			for i := range tt.want {
 				g, w := obj.OwnerReferences[i], tt.want[i]
-				if g.UID != w.UID || g.Name != w.Name || !boolPtrEqual(g.Controller, w.Controller) || !boolPtrEqual(g.BlockOwnerDeletion, w.BlockOwnerDeletion) {
+				if g.UID != w.UID || g.Name != w.Name || !samePtr(g.Controller, w.Controller) || !samePtr(g.BlockOwnerDeletion, w.BlockOwnerDeletion) {
 					t.Errorf("ref %d = %+v, want %+v", i, g, w)
 				}
 			}
@@ -60,4 +60,9 @@ func TestSetControllerReference(t *testing.T) {
 	if IsControlledBy(&k8sapi.ObjectMeta{}, "") {
 		t.Error(`IsControlledBy(no refs, "") = true`)
 	}
+}
+
+// samePtr reports whether a and b are both nil or point to equal values.
+func samePtr(a, b *bool) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // fieldOwner is the field manager of every write.
@@ -46,10 +46,10 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	var problem *reconcile.Problem
+	var problem *widget.Problem
 	var dep *appsv1ac.DeploymentApplyConfiguration
-	if msg := reconcile.Validate(w.Spec); msg != "" {
-		problem = &reconcile.Problem{Reason: reconcile.ReasonInvalidSpec, Message: msg}
+	if msg := widget.Validate(w.Spec); msg != "" {
+		problem = &widget.Problem{Reason: widget.ReasonInvalidSpec, Message: msg}
 	} else {
 		dep = desiredDeployment(&w)
 		if err := r.Apply(ctx, dep, fieldOwner, client.ForceOwnership); err != nil {
@@ -60,8 +60,8 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 
-	st := reconcile.StatusFor(widgetView(&w), deploymentView(dep), problem, time.Now())
-	if reconcile.StatusEqual(st, w.Status) {
+	st := widget.StatusFor(widgetView(&w), deploymentView(dep), problem, time.Now())
+	if widget.StatusEqual(st, w.Status) {
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(w.DeepCopy())
@@ -71,46 +71,46 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 func ownerRef(w *Widget) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
-		WithAPIVersion(reconcile.WidgetAPIVersion).WithKind(reconcile.WidgetKind).
+		WithAPIVersion(widget.WidgetAPIVersion).WithKind(widget.WidgetKind).
 		WithName(w.Name).WithUID(w.UID).
 		WithController(true).WithBlockOwnerDeletion(true)
 }
 
 func desiredDeployment(w *Widget) *appsv1ac.DeploymentApplyConfiguration {
 	return appsv1ac.Deployment(w.Name, w.Namespace).
-		WithLabels(reconcile.Labels(w.Name)).
+		WithLabels(widget.Labels(w.Name)).
 		WithOwnerReferences(ownerRef(w)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(w.Spec.ReplicasOrDefault()).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(reconcile.SelectorLabels(w.Name))).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(widget.SelectorLabels(w.Name))).
 			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(reconcile.Labels(w.Name)).
+				WithLabels(widget.Labels(w.Name)).
 				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
-					WithName(reconcile.ContainerName).
+					WithName(widget.ContainerName).
 					WithImage(w.Spec.Image).
 					WithPorts(corev1ac.ContainerPort().
-						WithName(reconcile.PortName).
+						WithName(widget.PortName).
 						WithContainerPort(w.Spec.PortOrDefault()).
 						WithProtocol(corev1.ProtocolTCP))))))
 }
 
 func desiredService(w *Widget) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(w.Name, w.Namespace).
-		WithLabels(reconcile.Labels(w.Name)).
+		WithLabels(widget.Labels(w.Name)).
 		WithOwnerReferences(ownerRef(w)).
 		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(reconcile.SelectorLabels(w.Name)).
+			WithSelector(widget.SelectorLabels(w.Name)).
 			WithPorts(corev1ac.ServicePort().
-				WithName(reconcile.PortName).
+				WithName(widget.PortName).
 				WithProtocol(corev1.ProtocolTCP).
-				WithPort(reconcile.ServicePort).
-				WithTargetPort(intstr.FromString(reconcile.PortName))))
+				WithPort(widget.ServicePort).
+				WithTargetPort(intstr.FromString(widget.PortName))))
 }
 
 // widgetView and deploymentView hand the fields StatusFor reads to the
 // shared pure status logic.
-func widgetView(w *Widget) *reconcile.Widget {
-	return &reconcile.Widget{
+func widgetView(w *Widget) *widget.Widget {
+	return &widget.Widget{
 		ObjectMeta: k8sapi.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Generation: w.Generation},
 		Spec:       w.Spec,
 		Status:     w.Status,

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // groupVersion is the Widget API's group and version.
@@ -20,8 +20,8 @@ type Widget struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   reconcile.WidgetSpec   `json:"spec"`
-	Status reconcile.WidgetStatus `json:"status"`
+	Spec   widget.WidgetSpec   `json:"spec"`
+	Status widget.WidgetStatus `json:"status"`
 }
 
 // WidgetList is a list of Widgets.

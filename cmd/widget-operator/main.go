@@ -17,6 +17,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/internal/memlimit"
 	"github.com/zerodep-k8s/widget-operator/internal/operator"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // Version is the operator's version, printed by -version and sent in the
@@ -102,7 +103,7 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 	fs.StringVar(&f.LogFormat, "log-format", "json", "log format: json or text")
 	fs.Float64Var(&f.QPS, "qps", 0, "client-side limit on API requests per second; 0 means no limit")
 	fs.IntVar(&f.Burst, "burst", 0, "burst for --qps; 0 means 1 when --qps is set")
-	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", operator.DefaultShutdownTimeout, "how long in-flight reconciles may run after SIGTERM")
+	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", reconcile.DefaultShutdownTimeout, "how long in-flight reconciles may run after SIGTERM")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -10,6 +10,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // permissiveCRD is the Widget CRD with its validation out of the way, as an
@@ -55,7 +56,7 @@ func TestWidgetsThatBypassValidation(t *testing.T) {
 	} {
 		body := json.RawMessage(fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":%q},"spec":%s,"colour":"blue"}`, tc.name, tc.spec))
 		eventually(t, 30*time.Second, func() (bool, string) { // the CRD cache may lag the update
-			_, err := k8sapi.For[json.RawMessage](c, reconcile.Widgets).Create(ctx, ns, &body, k8sapi.WriteOptions{})
+			_, err := k8sapi.For[json.RawMessage](c, widget.Widgets).Create(ctx, ns, &body, k8sapi.WriteOptions{})
 			return err == nil || k8sapi.IsAlreadyExists(err), fmt.Sprint(err)
 		})
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,8 +65,8 @@ func TestWidgetsThatBypassValidation(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				cond, _ := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady)
-				return w.Status.Phase == reconcile.PhaseFailed && strings.Contains(cond.Message, tc.want),
+				cond, _ := reconcile.FindCondition(w.Status.Conditions, widget.ConditionReady)
+				return w.Status.Phase == widget.PhaseFailed && strings.Contains(cond.Message, tc.want),
 					fmt.Sprintf("phase %q message %.200q", w.Status.Phase, cond.Message)
 			})
 		})
@@ -73,7 +74,7 @@ func TestWidgetsThatBypassValidation(t *testing.T) {
 	// Unknown fields outside spec are not the operator's business: a valid
 	// sibling with one converges.
 	sibling := json.RawMessage(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"sibling"},"spec":{"image":"` + image + `","replicas":1},"extra":{"a":[1,2]}}`)
-	if _, err := k8sapi.For[json.RawMessage](c, reconcile.Widgets).Create(ctx, ns, &sibling, k8sapi.WriteOptions{}); err != nil {
+	if _, err := k8sapi.For[json.RawMessage](c, widget.Widgets).Create(ctx, ns, &sibling, k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitAllReady(t, c, ns, []string{"sibling"}, 2*time.Minute)

@@ -23,8 +23,8 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 var (
@@ -220,9 +220,9 @@ func forEach[T any](t *testing.T, items []T, width int, f func(T) error) {
 
 // ready reports whether a Widget is Ready at its generation with its
 // replicas.
-func ready(w *reconcile.Widget) bool {
+func ready(w *widget.Widget) bool {
 	st := w.Status
-	return st.Phase == reconcile.PhaseReady && st.ObservedGeneration == w.Generation &&
+	return st.Phase == widget.PhaseReady && st.ObservedGeneration == w.Generation &&
 		st.ReadyReplicas == w.Spec.ReplicasOrDefault()
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // oversizedInjector is the injector of TestOversizedObjects: while on, it
@@ -64,7 +64,7 @@ func TestOversizedObjects(t *testing.T) {
 	}
 	forEach(t, names, 8, func(name string) error {
 		replicas := int32(0)
-		labels := map[string]string{"app": name, reconcile.LabelManagedBy: reconcile.FieldManager}
+		labels := map[string]string{"app": name, widget.LabelManagedBy: widget.FieldManager}
 		d := &k8sapi.Deployment{
 			TypeMeta: k8sapi.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: k8sapi.ObjectMeta{Name: name, Labels: labels,
@@ -84,7 +84,7 @@ func TestOversizedObjects(t *testing.T) {
 
 	proxy := harness.StartHTTPSProxy(t, p)
 	h := &oversizedInjector{ns: ns, page: []byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[` +
-		`{"metadata":{"name":"huge","namespace":"` + ns + `","labels":{"` + reconcile.LabelManagedBy + `":"` + reconcile.FieldManager + `"},` +
+		`{"metadata":{"name":"huge","namespace":"` + ns + `","labels":{"` + widget.LabelManagedBy + `":"` + widget.FieldManager + `"},` +
 		`"annotations":{"example.com/padding":"` + strings.Repeat("h", 17<<20) + `"}}}]}`)}
 	proxy.SetInjector(h.inject)
 	o := startOpVia(t, p, proxy.URL, proxy.CAFile, "--namespace", ns)

@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // The operator's identity, as manifests/rbac names it.
@@ -348,16 +348,16 @@ func Admin(t testing.TB, p *controlplane.Plane) *k8sapi.Client {
 }
 
 // Widgets is the typed Widget client of c.
-func Widgets(c *k8sapi.Client) k8sapi.Typed[reconcile.Widget] {
-	return k8sapi.For[reconcile.Widget](c, reconcile.Widgets)
+func Widgets(c *k8sapi.Client) k8sapi.Typed[widget.Widget] {
+	return k8sapi.For[widget.Widget](c, widget.Widgets)
 }
 
 // NewWidget returns a Widget to create.
-func NewWidget(name, image string, replicas int32) *reconcile.Widget {
-	return &reconcile.Widget{
-		TypeMeta:   k8sapi.TypeMeta{APIVersion: reconcile.WidgetAPIVersion, Kind: reconcile.WidgetKind},
+func NewWidget(name, image string, replicas int32) *widget.Widget {
+	return &widget.Widget{
+		TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
 		ObjectMeta: k8sapi.ObjectMeta{Name: name},
-		Spec:       reconcile.WidgetSpec{Image: image, Replicas: &replicas},
+		Spec:       widget.WidgetSpec{Image: image, Replicas: &replicas},
 	}
 }
 
@@ -389,9 +389,9 @@ func Ctx(t testing.TB, d time.Duration) context.Context {
 
 // WaitReady waits until the Widget is Ready with want ready replicas at
 // its current generation, and returns it.
-func WaitReady(t testing.TB, c *k8sapi.Client, ns, name string, want int32, timeout time.Duration) *reconcile.Widget {
+func WaitReady(t testing.TB, c *k8sapi.Client, ns, name string, want int32, timeout time.Duration) *widget.Widget {
 	t.Helper()
-	var w *reconcile.Widget
+	var w *widget.Widget
 	Eventually(t, timeout, func() (bool, string) {
 		var err error
 		w, err = Widgets(c).Get(Ctx(t, 10*time.Second), ns, name, k8sapi.GetOptions{})
@@ -399,7 +399,7 @@ func WaitReady(t testing.TB, c *k8sapi.Client, ns, name string, want int32, time
 			return false, err.Error()
 		}
 		st := w.Status
-		return st.Phase == reconcile.PhaseReady && st.ReadyReplicas == want && st.ObservedGeneration == w.Generation,
+		return st.Phase == widget.PhaseReady && st.ReadyReplicas == want && st.ObservedGeneration == w.Generation,
 			fmt.Sprintf("%s/%s: status %+v, generation %d", ns, name, st, w.Generation)
 	})
 	return w

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // TestEvents checks the events.k8s.io/v1 Events the operator writes on a
@@ -36,10 +36,10 @@ func TestEvents(t *testing.T) {
 		}
 		// One Event for what one reconcile created.
 		e := waitEvent(t, c, ns, "web", time.Minute, func(e k8sapi.Event) bool {
-			return e.Type == "Normal" && e.Reason == reconcile.ReasonCreated
+			return e.Type == "Normal" && e.Reason == widget.ReasonCreated
 		})
 		if e.Note != "Created Deployment and Service "+ns+"/web" || !byOperator(e) ||
-			e.Regarding.UID != w.UID || e.Regarding.APIVersion != reconcile.WidgetAPIVersion {
+			e.Regarding.UID != w.UID || e.Regarding.APIVersion != widget.WidgetAPIVersion {
 			t.Errorf("Created Event: %+v", e)
 		}
 		waitReady(t, c, ns, "web", 1)
@@ -48,11 +48,11 @@ func TestEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitEvent(t, c, ns, "web", time.Minute, func(e k8sapi.Event) bool {
-			return e.Type == "Normal" && e.Reason == reconcile.ReasonUpdated && e.Note == "Updated Deployment "+ns+"/web" && byOperator(e)
+			return e.Type == "Normal" && e.Reason == widget.ReasonUpdated && e.Note == "Updated Deployment "+ns+"/web" && byOperator(e)
 		})
 		// The Service did not change, so it has no Updated Event.
 		for _, e := range eventsAbout(t, c, ns, "web") {
-			if e.Reason == reconcile.ReasonUpdated && strings.Contains(e.Note, "Service") {
+			if e.Reason == widget.ReasonUpdated && strings.Contains(e.Note, "Service") {
 				t.Errorf("an Updated Event for an unchanged Service: %s", e.Note)
 			}
 		}
@@ -71,7 +71,7 @@ func TestEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitEvent(t, c, ns, "taken", time.Minute, func(e k8sapi.Event) bool {
-			return e.Type == "Warning" && e.Reason == reconcile.ReasonOwnershipConflict &&
+			return e.Type == "Warning" && e.Reason == widget.ReasonOwnershipConflict &&
 				strings.Contains(e.Note, "Service "+ns+"/taken exists and has no controller") && byOperator(e)
 		})
 	})
@@ -103,14 +103,14 @@ func TestEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := waitEvent(t, c, ns, "hooked", 90*time.Second, func(e k8sapi.Event) bool {
-			return e.Type == "Warning" && e.Reason == reconcile.ReasonReconcileError && e.Series != nil && e.Series.Count >= 3
+			return e.Type == "Warning" && e.Reason == widget.ReasonReconcileError && e.Series != nil && e.Series.Count >= 3
 		})
 		if !strings.Contains(e.Note, "apply deployment "+ns+"/hooked") || !byOperator(e) {
 			t.Errorf("ReconcileError Event: %+v", e)
 		}
 		var same []string
 		for _, e := range eventsAbout(t, c, ns, "hooked") {
-			if e.Reason == reconcile.ReasonReconcileError {
+			if e.Reason == widget.ReasonReconcileError {
 				same = append(same, e.Name)
 			}
 		}
@@ -132,14 +132,14 @@ func TestEvents(t *testing.T) {
 		}
 		t.Cleanup(func() { kubectl(t, p, "apply", "--server-side", "--force-conflicts", "-f", "manifests/crd.yaml") })
 		bad := json.RawMessage(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"fifty"},"spec":{"image":"` + image + `","replicas":50}}`)
-		rawWidgets := k8sapi.For[json.RawMessage](c, reconcile.Widgets)
+		rawWidgets := k8sapi.For[json.RawMessage](c, widget.Widgets)
 		// The API server's CRD cache may lag the update for a moment.
 		eventually(t, 30*time.Second, func() (bool, string) {
 			_, err := rawWidgets.Create(ctx, ns, &bad, k8sapi.WriteOptions{})
 			return err == nil, fmt.Sprint(err)
 		})
 		waitEvent(t, c, ns, "fifty", time.Minute, func(e k8sapi.Event) bool {
-			return e.Type == "Warning" && e.Reason == reconcile.ReasonInvalidSpec && strings.Contains(e.Note, "spec.replicas: 50") && byOperator(e)
+			return e.Type == "Warning" && e.Reason == widget.ReasonInvalidSpec && strings.Contains(e.Note, "spec.replicas: 50") && byOperator(e)
 		})
 	})
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 var env harness.Env
@@ -34,7 +34,7 @@ var (
 	freeAddr   = harness.FreeAddr
 )
 
-func waitReady(t *testing.T, c *k8sapi.Client, ns, name string, want int32) *reconcile.Widget {
+func waitReady(t *testing.T, c *k8sapi.Client, ns, name string, want int32) *widget.Widget {
 	t.Helper()
 	return harness.WaitReady(t, c, ns, name, want, 2*time.Minute)
 }
@@ -294,7 +294,7 @@ func eventsAbout(t *testing.T, c *k8sapi.Client, ns, name string) []k8sapi.Event
 	}
 	var out []k8sapi.Event
 	for _, e := range l.Items {
-		if e.Regarding.Kind == reconcile.WidgetKind && e.Regarding.Name == name {
+		if e.Regarding.Kind == widget.WidgetKind && e.Regarding.Name == name {
 			out = append(out, e)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // TestShutdownDuringBurst sends SIGTERM to an operator in the middle of a
@@ -126,21 +126,21 @@ func TestShutdownDuringBurst(t *testing.T) {
 		}
 		owned := map[string]int{}
 		for _, d := range ds.Items {
-			if ref := d.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.Name == d.Name {
+			if ref := d.ControllerOf(); ref != nil && ref.Kind == widget.WidgetKind && ref.Name == d.Name {
 				owned[d.Name+"/"+ref.UID]++
 			}
 		}
 		for _, s := range ss.Items {
-			if ref := s.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.Name == s.Name {
+			if ref := s.ControllerOf(); ref != nil && ref.Kind == widget.WidgetKind && ref.Name == s.Name {
 				owned[s.Name+"/"+ref.UID]++
 			}
 		}
 		for _, w := range ws.Items {
 			st := w.Status
-			if st.ObservedGeneration == w.Generation && st.Phase != "" && st.Phase != reconcile.PhaseFailed && owned[w.Name+"/"+w.UID] == 2 {
+			if st.ObservedGeneration == w.Generation && st.Phase != "" && st.Phase != widget.PhaseFailed && owned[w.Name+"/"+w.UID] == 2 {
 				done++
 			}
-			if st.Phase == reconcile.PhaseReady {
+			if st.Phase == widget.PhaseReady {
 				ready++
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 var env harness.Env
@@ -30,7 +31,7 @@ var (
 	kubectl    = harness.Kubectl
 )
 
-func waitReady(t *testing.T, c *k8sapi.Client, ns, name string, want int32) *reconcile.Widget {
+func waitReady(t *testing.T, c *k8sapi.Client, ns, name string, want int32) *widget.Widget {
 	t.Helper()
 	return harness.WaitReady(t, c, ns, name, want, 90*time.Second)
 }
@@ -57,7 +58,7 @@ func TestWidgetLifecycle(t *testing.T) {
 
 	t.Run("ready with 3 of 3 pods", func(t *testing.T) {
 		w = waitReady(t, c, ns, "web", 3)
-		cond, ok := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady)
+		cond, ok := reconcile.FindCondition(w.Status.Conditions, widget.ConditionReady)
 		if !ok || cond.Status != "True" || cond.ObservedGeneration != w.Generation {
 			t.Fatalf("Ready condition = %+v", cond)
 		}
@@ -176,8 +177,8 @@ func TestOwnershipConflict(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		cond, _ := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady)
-		return w.Status.Phase == reconcile.PhaseFailed && cond.Reason == "OwnershipConflict", fmt.Sprintf("status %+v", w.Status)
+		cond, _ := reconcile.FindCondition(w.Status.Conditions, widget.ConditionReady)
+		return w.Status.Phase == widget.PhaseFailed && cond.Reason == "OwnershipConflict", fmt.Sprintf("status %+v", w.Status)
 	})
 	s, err := getService(t, c, ns, "taken")
 	if err != nil {
@@ -217,7 +218,7 @@ func TestInvalidWidgetFailsWithoutHotLoop(t *testing.T) {
 
 	bad := json.RawMessage(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"fifty"},"spec":{"image":"registry.k8s.io/pause:3.10","replicas":50}}`)
 	good := json.RawMessage(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"sibling"},"spec":{"image":"registry.k8s.io/pause:3.10","replicas":1}}`)
-	raw := k8sapi.For[json.RawMessage](c, reconcile.Widgets)
+	raw := k8sapi.For[json.RawMessage](c, widget.Widgets)
 	// The API server's CRD cache may lag the update for a moment.
 	eventually(t, 30*time.Second, func() (bool, string) {
 		_, err := raw.Create(ctx, ns, &bad, k8sapi.WriteOptions{})
@@ -232,8 +233,8 @@ func TestInvalidWidgetFailsWithoutHotLoop(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		cond, _ := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady)
-		return w.Status.Phase == reconcile.PhaseFailed && strings.Contains(cond.Message, "spec.replicas"), fmt.Sprintf("status %+v", w.Status)
+		cond, _ := reconcile.FindCondition(w.Status.Conditions, widget.ConditionReady)
+		return w.Status.Phase == widget.PhaseFailed && strings.Contains(cond.Message, "spec.replicas"), fmt.Sprintf("status %+v", w.Status)
 	})
 	waitReady(t, c, ns, "sibling", 1)
 	if _, err := getDeployment(t, c, ns, "fifty"); !k8sapi.IsNotFound(err) {

@@ -12,6 +12,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // settleDeadline is how long an accepted Widget may take to reach Ready
@@ -64,17 +65,17 @@ func waitWorkers(t *testing.T, o *harness.Operator) {
 // waitFailed waits up to settleDeadline for the Widget to be Failed with
 // reason and a message holding each of parts, and the Warning Event about
 // it; extra, when not nil, must hold too. It returns the Widget.
-func waitFailed(t *testing.T, c *k8sapi.Client, ns, name, reason string, extra func(*reconcile.Widget) bool, parts ...string) *reconcile.Widget {
+func waitFailed(t *testing.T, c *k8sapi.Client, ns, name, reason string, extra func(*widget.Widget) bool, parts ...string) *widget.Widget {
 	t.Helper()
-	var w *reconcile.Widget
+	var w *widget.Widget
 	eventually(t, settleDeadline, func() (bool, string) {
 		var err error
 		w, err = widgets(c).Get(ctxFor(t, 10*time.Second), ns, name, k8sapi.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		cond, _ := reconcile.FindCondition(w.Status.Conditions, reconcile.ConditionReady)
-		ok := w.Status.Phase == reconcile.PhaseFailed && cond.Reason == reason && cond.ObservedGeneration == w.Generation
+		cond, _ := reconcile.FindCondition(w.Status.Conditions, widget.ConditionReady)
+		ok := w.Status.Phase == widget.PhaseFailed && cond.Reason == reason && cond.ObservedGeneration == w.Generation
 		for _, part := range parts {
 			ok = ok && strings.Contains(cond.Message, part)
 		}
@@ -186,7 +187,7 @@ func childRejected(t *testing.T, p *controlplane.Plane) {
 	if _, err := widgets(c).Create(ctx, ns, newWidget("shop", "forbidden.example/app:1", 1), k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFailed(t, c, ns, "shop", reconcile.ReasonChildRejected, nil,
+	waitFailed(t, c, ns, "shop", widget.ReasonChildRejected, nil,
 		"Deployment "+ns+"/shop refused by the API server (422 Invalid)", msg)
 	idle(t, p, harness.OperatorUser, ns, "deployments", 0)
 
@@ -230,7 +231,7 @@ func quotaExceeded(t *testing.T, p *controlplane.Plane) {
 	if _, err := widgets(c).Create(ctx, ns, newWidget("shop", "registry.k8s.io/pause:3.10", 1), k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFailed(t, c, ns, "shop", reconcile.ReasonQuotaExceeded, nil,
+	waitFailed(t, c, ns, "shop", widget.ReasonQuotaExceeded, nil,
 		"Deployment "+ns+"/shop refused by the API server (403 Forbidden)", "exceeded quota: deployments")
 	// At most one retry a minute, after a ramp (10 s, 20 s, 40 s, then
 	// 60 s apart): two or three in the window.
@@ -290,11 +291,11 @@ func servicesForbidden(t *testing.T, p *controlplane.Plane) {
 	if _, err := widgets(c).Create(ctx, ns, newWidget("shop", "registry.k8s.io/pause:3.10", 1), k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFailed(t, c, ns, "shop", reconcile.ReasonForbidden, nil,
+	waitFailed(t, c, ns, "shop", widget.ReasonForbidden, nil,
 		"Service "+ns+"/shop refused by the API server (403 Forbidden)", `cannot create resource "services"`)
 	// The Deployment rolls out meanwhile; the window starts once it is
 	// done, so that no change of a child wakes the Widget in it.
-	waitFailed(t, c, ns, "shop", reconcile.ReasonForbidden, func(w *reconcile.Widget) bool { return w.Status.ReadyReplicas == 1 })
+	waitFailed(t, c, ns, "shop", widget.ReasonForbidden, func(w *widget.Widget) bool { return w.Status.ReadyReplicas == 1 })
 	idle(t, p, user, ns, "services", 3)
 
 	applyRaw(t, c, roles, ns, "widget-operator", role(`"get","list","watch","create","patch"`))

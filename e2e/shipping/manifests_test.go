@@ -12,7 +12,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // operatorDeployment is the part of the operator's Deployment the test
@@ -200,7 +200,7 @@ func TestSchemaRejectsInvalidWidgets(t *testing.T) {
 	env.Install(t, p)
 	ns := p.TestNamespace(t)
 	c := harness.Admin(t, p)
-	raw := k8sapi.For[json.RawMessage](c, reconcile.Widgets)
+	raw := k8sapi.For[json.RawMessage](c, widget.Widgets)
 	for _, tc := range []struct {
 		name, spec string
 		field, msg string

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // BenchmarkOperatorPeakRSS100Widgets measures what manifests/operator.yaml
@@ -44,7 +44,7 @@ func BenchmarkOperatorPeakRSS100Widgets(b *testing.B) {
 		}
 		ready := 0
 		for _, w := range list.Items {
-			if w.Status.Phase == reconcile.PhaseReady && w.Status.ObservedGeneration == w.Generation {
+			if w.Status.Phase == widget.PhaseReady && w.Status.ObservedGeneration == w.Generation {
 				ready++
 			}
 		}

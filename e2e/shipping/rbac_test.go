@@ -9,8 +9,8 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // The RBAC tests run the operator as a ServiceAccount named like the
@@ -176,7 +176,7 @@ func widgetScenario(t *testing.T, p *controlplane.Plane, ns string) {
 	if _, err := k8sapi.For[k8sapi.Service](c, k8sapi.Services).Get(ctx, ns, "web", k8sapi.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, c, ns, reconcile.ReasonCreated, 1)
+	waitEvent(t, c, ns, widget.ReasonCreated, 1)
 
 	// Two changes that each bring the Deployment in line: the same Event
 	// twice, the second a patch of its series. The second change waits
@@ -186,10 +186,10 @@ func widgetScenario(t *testing.T, p *controlplane.Plane, ns string) {
 		if _, err := harness.Widgets(c).Patch(ctx, ns, "web", k8sapi.MergePatch, []byte(patch), k8sapi.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitEvent(t, c, ns, reconcile.ReasonUpdated, int32(i+1))
+		waitEvent(t, c, ns, widget.ReasonUpdated, int32(i+1))
 	}
 	harness.WaitReady(t, c, ns, "web", 3, readyDeadline)
-	waitEvent(t, c, ns, reconcile.ReasonUpdated, 2)
+	waitEvent(t, c, ns, widget.ReasonUpdated, 2)
 
 	// Someone edits the Service: the operator brings it back by apply.
 	services := k8sapi.For[k8sapi.Service](c, k8sapi.Services)
@@ -417,7 +417,7 @@ func waitRefusal(t *testing.T, tail *auditTail, id identity, c *k8sapi.Client, n
 		}
 		if time.Now().After(end) {
 			w, err := harness.Widgets(c).Get(ctxFor(t, 10*time.Second), ns, "w", k8sapi.GetOptions{})
-			ready := err == nil && w.Status.Phase == reconcile.PhaseReady
+			ready := err == nil && w.Status.Phase == widget.PhaseReady
 			if o.Exited() {
 				t.Logf("the operator exited:\n%s", harness.Tail(o.Log(), 1024))
 			}

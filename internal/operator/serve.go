@@ -16,6 +16,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // The limits of the metrics and probe servers. A client that holds a
@@ -185,7 +186,7 @@ func (op *operator) serve(e *endpoints) []*http.Server {
 	var rl readyzLog
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		now := time.Now()
-		checks := op.readiness(now)
+		checks := op.ctrl.Checks(now)
 		rl.note(op.log, checks, now)
 		writeReadyz(w, checks)
 	})
@@ -201,55 +202,25 @@ func shutdownServers(servers []*http.Server) {
 	}
 }
 
-// healthSource is what readiness asks of an informer.
-type healthSource interface {
-	HasSynced() bool
-	Healthy(now time.Time) error
-}
-
-// check is one readiness check's result: reason is "" when it passes.
-type check struct {
-	name, reason string
-}
-
-// readiness runs one check per watch: a watch fails while it has not
-// synced, or while it is failing or has been silent past its deadline.
-func (op *operator) readiness(now time.Time) []check {
-	var checks []check
-	for _, w := range []struct {
-		name string
-		src  healthSource
-	}{{"widgets", op.widgets}, {"deployments", op.deployments}, {"services", op.services}} {
-		c := check{name: "watch " + w.name}
-		if !w.src.HasSynced() {
-			c.reason = "not synced"
-		} else if err := w.src.Healthy(now); err != nil {
-			c.reason = err.Error()
-		}
-		checks = append(checks, c)
-	}
-	return checks
-}
-
 // writeReadyz answers "ok" when every check passes; otherwise 503 and one
 // line per check, as the API server's health endpoints do, with the
 // reasons withheld: they can name the operator's identity and its
 // permissions, and anyone who can reach the port may ask. They go to the
 // log instead.
-func writeReadyz(w http.ResponseWriter, checks []check) {
+func writeReadyz(w http.ResponseWriter, checks []reconcile.Check) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if !slices.ContainsFunc(checks, func(c check) bool { return c.reason != "" }) {
+	if !slices.ContainsFunc(checks, func(c reconcile.Check) bool { return c.Err != nil }) {
 		fmt.Fprintln(w, "ok")
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
 	var b strings.Builder
 	for _, c := range checks {
-		if c.reason == "" {
-			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+		if c.Err == nil {
+			fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
 		} else {
-			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.name)
+			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
 		}
 	}
 	b.WriteString("readyz check failed\n")
@@ -266,12 +237,12 @@ type readyzLog struct {
 	at     time.Time
 }
 
-func (l *readyzLog) note(log *slog.Logger, checks []check, now time.Time) {
+func (l *readyzLog) note(log *slog.Logger, checks []reconcile.Check, now time.Time) {
 	var names, reasons []string
 	for _, c := range checks {
-		if c.reason != "" {
-			names = append(names, c.name)
-			reasons = append(reasons, c.name+": "+c.reason)
+		if c.Err != nil {
+			names = append(names, c.Name)
+			reasons = append(reasons, c.Name+": "+c.Err.Error())
 		}
 	}
 	failed := strings.Join(names, ", ")

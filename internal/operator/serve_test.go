@@ -3,6 +3,7 @@ package operator
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // pipeListener is a fake listener whose connections are in-memory pipes,
@@ -214,13 +216,13 @@ func TestLimitListenerClosesConnectionsBeyondMax(t *testing.T) {
 func TestReadyzWithholdsReasons(t *testing.T) {
 	secret := `watch: failing for 3s: services is forbidden: User "system:serviceaccount:widget-system:widget-operator" cannot list`
 	rec := httptest.NewRecorder()
-	writeReadyz(rec, []check{{name: "watch widgets"}, {name: "watch deployments", reason: "not synced"}, {name: "watch services", reason: secret}})
+	writeReadyz(rec, []reconcile.Check{{Name: "watch widgets"}, {Name: "watch deployments", Err: errors.New("not synced")}, {Name: "watch services", Err: errors.New(secret)}})
 	want := "[+]watch widgets ok\n[-]watch deployments failed: reason withheld\n[-]watch services failed: reason withheld\nreadyz check failed\n"
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != want {
 		t.Errorf("readyz = %d %q, want 503 %q", rec.Code, rec.Body.String(), want)
 	}
 	rec = httptest.NewRecorder()
-	writeReadyz(rec, []check{{name: "watch widgets"}, {name: "watch services"}})
+	writeReadyz(rec, []reconcile.Check{{Name: "watch widgets"}, {Name: "watch services"}})
 	if rec.Code != http.StatusOK || rec.Body.String() != "ok\n" {
 		t.Errorf("readyz = %d %q, want 200 ok", rec.Code, rec.Body.String())
 	}
@@ -231,8 +233,8 @@ func TestReadyzLogsReasonsOnChange(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	var l readyzLog
 	now := time.Unix(1000, 0)
-	ok := []check{{name: "watch widgets"}}
-	failing := []check{{name: "watch widgets", reason: "watch: failing for 1s: forbidden"}}
+	ok := []reconcile.Check{{Name: "watch widgets"}}
+	failing := []reconcile.Check{{Name: "watch widgets", Err: errors.New("watch: failing for 1s: forbidden")}}
 	l.note(log, ok, now)
 	if buf.Len() != 0 {
 		t.Fatalf("logged while ready: %s", buf.String())

@@ -1,9 +1,10 @@
-package reconcile
+package widget
 
 import (
 	"maps"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // FieldManager is the field manager name of every write the operator makes.
@@ -54,7 +55,7 @@ func SelectorLabels(name string) map[string]string {
 // ControllerRef returns the controller owner reference to w that the
 // objects made for it carry.
 func ControllerRef(w *Widget) k8sapi.OwnerReference {
-	return NewControllerRef(&w.ObjectMeta, WidgetAPIVersion, WidgetKind)
+	return reconcile.NewControllerRef(&w.ObjectMeta, WidgetAPIVersion, WidgetKind)
 }
 
 // DesiredDeployment returns the Deployment that runs w, named after it.

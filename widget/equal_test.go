@@ -1,10 +1,11 @@
-package reconcile
+package widget
 
 import (
 	"testing"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // The equality helpers decide whether the reconciler writes. Each is tested
@@ -60,10 +61,10 @@ func TestStatusEqual(t *testing.T) {
 func TestConditionsEqualOrder(t *testing.T) {
 	a := []k8sapi.Condition{{Type: "A"}, {Type: "B"}}
 	b := []k8sapi.Condition{{Type: "B"}, {Type: "A"}}
-	if conditionsEqual(a, b) {
+	if reconcile.ConditionsEqual(a, b) {
 		t.Error("conditionsEqual ignores order; status writes keep the order they were given")
 	}
-	if !conditionsEqual(nil, []k8sapi.Condition{}) {
+	if !reconcile.ConditionsEqual(nil, []k8sapi.Condition{}) {
 		t.Error("conditionsEqual(nil, empty) = false, want true")
 	}
 }

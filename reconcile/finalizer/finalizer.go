@@ -1,4 +1,7 @@
-package reconcile
+// Package finalizer guards the clean-up work of a controller with a
+// finalizer on its object, safe against concurrent edits of the object's
+// finalizers.
+package finalizer
 
 import (
 	"context"
@@ -8,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // JSONPatcher sends a JSON patch (RFC 6902, Content-Type
@@ -55,13 +59,13 @@ func HasFinalizer(obj k8sapi.Object, name string) bool {
 //     succeeds remove the finalizer; do not proceed;
 //   - obj being deleted, finalizer missing: do not proceed.
 //
-// A failed cleanup or patch is returned as an *Error (the caller retries
-// with back-off) and proceed is false. Run never modifies obj; the cache
+// A failed cleanup or patch is returned as a *reconcile.Error (the caller
+// retries with back-off) and proceed is false. Run never modifies obj; the cache
 // sees the patched object through its watch.
 func (f *Finalizer) Run(ctx context.Context, obj k8sapi.Object, cleanup func(context.Context) error) (proceed bool, err error) {
 	m := obj.GetObjectMeta()
 	fail := func(op string, err error) (bool, error) {
-		return false, &Error{Op: op, Namespace: m.Namespace, Name: m.Name, Err: err}
+		return false, &reconcile.Error{Op: op, Namespace: m.Namespace, Name: m.Name, Err: err}
 	}
 	i := slices.Index(m.Finalizers, f.Name)
 	deleting := m.DeletionTimestamp != nil

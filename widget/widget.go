@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"bytes"
@@ -153,14 +153,14 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 		Port     json.RawMessage `json:"port"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("reconcile: decode widget spec: %w", err)
+		return fmt.Errorf("widget: decode spec: %w", err)
 	}
 	var problems []string
 	// A field the operator does not know is a mistake it can name: a typo
 	// such as "replica", or a CRD newer than the operator.
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return fmt.Errorf("reconcile: decode widget spec: %w", err)
+		return fmt.Errorf("widget: decode spec: %w", err)
 	}
 	var unknown []string
 	for k := range fields {
@@ -176,7 +176,7 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 	case "", "null":
 	case "string":
 		if err := json.Unmarshal(raw.Image, &s.Image); err != nil {
-			return fmt.Errorf("reconcile: decode widget spec: %w", err)
+			return fmt.Errorf("widget: decode spec: %w", err)
 		}
 	default:
 		problems = append(problems, "spec.image: must be a string, got "+describeJSON(raw.Image))

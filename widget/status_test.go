@@ -1,10 +1,11 @@
-package reconcile
+package widget
 
 import (
 	"testing"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 func TestStatusFor(t *testing.T) {
@@ -79,18 +80,18 @@ func TestStatusForKeepsTransitionTime(t *testing.T) {
 	// Scaling from 3 ready to 2 ready keeps Ready False once it is False.
 	d.Status.ReadyReplicas = 2
 	st = StatusFor(w, d, nil, t0)
-	c, _ := FindCondition(st.Conditions, ConditionReady)
+	c, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
 	if c.Status != "False" || !c.LastTransitionTime.Equal(t0Trunc) {
 		t.Errorf("Ready = %+v, want False since %v", c, t0Trunc)
 	}
-	if o, ok := FindCondition(st.Conditions, "Other"); !ok || !o.LastTransitionTime.Equal(tOld) {
+	if o, ok := reconcile.FindCondition(st.Conditions, "Other"); !ok || !o.LastTransitionTime.Equal(tOld) {
 		t.Errorf("other condition lost: %+v", st.Conditions)
 	}
 	w.Status = st
 	d.Status.ReadyReplicas = 1
 	later := t0.Add(time.Hour)
 	st = StatusFor(w, d, nil, later)
-	c, _ = FindCondition(st.Conditions, ConditionReady)
+	c, _ = reconcile.FindCondition(st.Conditions, ConditionReady)
 	if !c.LastTransitionTime.Equal(t0Trunc) || c.Message != "1/3 replicas ready, 3 updated, available: true" {
 		t.Errorf("Ready = %+v, want the message updated and the time kept", c)
 	}

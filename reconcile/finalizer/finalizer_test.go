@@ -1,13 +1,23 @@
-package reconcile
+package finalizer
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
+
+// obj is an object of any kind: metadata only.
+type obj struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+}
+
+var tOld = time.Date(2025, 2, 1, 8, 0, 0, 0, time.UTC)
 
 // recordingPatcher records each JSON patch as "ns/name <body>".
 type recordingPatcher struct {
@@ -53,7 +63,7 @@ func TestFinalizerRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := widget()
+			w := &obj{ObjectMeta: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
 			w.Finalizers, w.ResourceVersion = slices.Clone(tt.finalizers), tt.rv
 			if tt.deleting {
 				w.DeletionTimestamp = &tOld
@@ -72,14 +82,14 @@ func TestFinalizerRun(t *testing.T) {
 				t.Errorf("object modified: finalizers %q", w.Finalizers)
 			}
 			if err != nil {
-				var re *Error
+				var re *reconcile.Error
 				if !errors.As(err, &re) || re.Name != "web" {
 					t.Errorf("error %v is not a *reconcile.Error naming the object", err)
 				}
 			}
 		})
 	}
-	w := widget()
+	w := &obj{ObjectMeta: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
 	if HasFinalizer(w, fin) {
 		t.Error("HasFinalizer on an object without finalizers = true")
 	}

@@ -1,10 +1,11 @@
-package reconcile
+package widget
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // Problem is a reason the operator cannot run a Widget as it stands. It
@@ -36,7 +37,7 @@ func StatusFor(w *Widget, d *k8sapi.Deployment, problem *Problem, now time.Time)
 	cond.Type = ConditionReady
 	cond.ObservedGeneration = w.Generation
 	st.Phase = phase
-	st.Conditions, _ = SetCondition(w.Status.Conditions, cond, now)
+	st.Conditions, _ = reconcile.SetCondition(w.Status.Conditions, cond, now)
 	return st
 }
 
@@ -86,5 +87,5 @@ func deploymentCondition(d *k8sapi.Deployment, t string) *k8sapi.DeploymentCondi
 // with time.Time.Equal.
 func StatusEqual(a, b WidgetStatus) bool {
 	return a.ReadyReplicas == b.ReadyReplicas && a.Phase == b.Phase &&
-		a.ObservedGeneration == b.ObservedGeneration && conditionsEqual(a.Conditions, b.Conditions)
+		a.ObservedGeneration == b.ObservedGeneration && reconcile.ConditionsEqual(a.Conditions, b.Conditions)
 }

@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 var (
@@ -395,7 +396,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	if phase() != PhaseReady {
 		t.Fatalf("phase = %q, want Ready", phase())
 	}
-	readySince, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	readySince, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 
 	// Scale up to 5.
 	now = now.Add(time.Minute)
@@ -407,7 +408,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	if got := *c.deployments["default/web"].Spec.Replicas; got != 5 {
 		t.Errorf("deployment replicas = %d, want 5", got)
 	}
-	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if !cond.LastTransitionTime.Equal(now.Truncate(time.Second)) || cond.LastTransitionTime.Equal(readySince.LastTransitionTime) {
 		t.Errorf("Ready went False at %v, want %v", cond.LastTransitionTime, now.Truncate(time.Second))
 	}
@@ -449,7 +450,7 @@ func TestReconcileMalformedWidget(t *testing.T) {
 		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
 	}
 	bad := c.widgets["default/bad"].Status
-	if cond, _ := FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
+	if cond, _ := reconcile.FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
 		t.Errorf("bad widget status = %+v", bad)
 	}
 	if got := *c.deployments["default/good"].Spec.Replicas; got != 2 {
@@ -487,7 +488,7 @@ func TestReconcileNilRecorderAndClock(t *testing.T) {
 	if want := calls("PatchWidgetStatus default/web"); !slices.Equal(c.calls, want) {
 		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
 	}
-	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if cond.LastTransitionTime.IsZero() || cond.Message != "spec.image: must not be empty" {
 		t.Errorf("condition = %+v", cond)
 	}
@@ -532,7 +533,7 @@ func BenchmarkReconcileCreate(b *testing.B) {
 func TestReconcileConflictFoundByCreate(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
-	c.fail["ApplyService"] = &NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
+	c.fail["ApplyService"] = &reconcile.NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)

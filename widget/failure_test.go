@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 func apiErr(code int, reason, msg string, causes ...k8sapi.StatusCause) *k8sapi.APIError {
@@ -29,39 +30,6 @@ var (
 	errQuota = apiErr(403, "Forbidden", `deployments.apps "web" is forbidden: exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=0, limited: count/deployments.apps=0`)
 	errRBAC  = apiErr(403, "Forbidden", `services is forbidden: User "system:serviceaccount:widget-system:widget-operator" cannot create resource "services" in API group "" in the namespace "default"`)
 )
-
-func TestClassify(t *testing.T) {
-	terminating := apiErr(403, "Forbidden", "unable to create new content in namespace default because it is being terminated",
-		k8sapi.StatusCause{Type: "NamespaceTerminating", Field: "metadata.namespace"})
-	for _, tt := range []struct {
-		err  error
-		want Class
-	}{
-		{terminating, Moot},
-		{fmt.Errorf("reconcile: apply deployment: %w", terminating), Moot},
-		{apiErr(404, "NotFound", "namespaces \"gone\" not found"), Moot},
-		{errRejected, Permanent},
-		{&Error{Op: "apply deployment", Err: errRejected}, Permanent},
-		{apiErr(400, "BadRequest", "malformed"), Permanent},
-		{&TerminalError{Err: errTransient}, Permanent},
-		{&Error{Op: "split key", Err: k8sapi.ErrInvalidKey}, Permanent},
-		{errQuota, Waiting},
-		{errRBAC, Waiting},
-		{apiErr(409, "Conflict", "the object has been modified"), Transient},
-		{apiErr(429, "TooManyRequests", "slow down"), Transient},
-		{apiErr(500, "InternalError", "etcd"), Transient},
-		{apiErr(503, "ServiceUnavailable", ""), Transient},
-		{apiErr(504, "Timeout", ""), Transient},
-		{apiErr(401, "Unauthorized", ""), Transient},
-		{errTransient, Transient},
-		{context.DeadlineExceeded, Transient},
-		{errors.New("NamespaceTerminating"), Transient},
-	} {
-		if got := Classify(tt.err); got != tt.want {
-			t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
-		}
-	}
-}
 
 func TestTrimMessage(t *testing.T) {
 	if s := trimMessage("short"); s != "short" {
@@ -123,7 +91,7 @@ func TestReconcileChildRejected(t *testing.T) {
 	now := t0
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
 	res, err := r.Reconcile(context.Background(), "default/web")
-	if !IsTerminal(err) || Classify(err) != Permanent || !errors.Is(err, errRejected) || res != (queue.Result{}) {
+	if !reconcile.IsTerminal(err) || reconcile.Classify(err) != reconcile.Permanent || !errors.Is(err, errRejected) || res != (queue.Result{}) {
 		t.Fatalf("Reconcile = %+v, %v; want a terminal error", res, err)
 	}
 	const msg = `Deployment default/web refused by the API server (422 Invalid): spec.template.spec.containers[0].image: Invalid value: "bad": not allowed here`
@@ -132,7 +100,7 @@ func TestReconcileChildRejected(t *testing.T) {
 		t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
 	}
 	st := c.widgets["default/web"].Status
-	if cond, _ := FindCondition(st.Conditions, ConditionReady); st.Phase != PhaseFailed || cond.Reason != ReasonChildRejected || cond.Message != msg {
+	if cond, _ := reconcile.FindCondition(st.Conditions, ConditionReady); st.Phase != PhaseFailed || cond.Reason != ReasonChildRejected || cond.Message != msg {
 		t.Fatalf("status %+v", st)
 	}
 
@@ -169,7 +137,7 @@ func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyService"] = apiErr(422, "Invalid", "Service \"web\" is invalid: spec.ports[1].name: Duplicate value: \"http\"")
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
-	if _, err := r.Reconcile(context.Background(), "default/web"); !IsTerminal(err) {
+	if _, err := r.Reconcile(context.Background(), "default/web"); !reconcile.IsTerminal(err) {
 		t.Fatalf("err = %v, want terminal", err)
 	}
 	c.calls = nil
@@ -180,7 +148,7 @@ func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
 	d.ResourceVersion = "999"
 	c.deployments["default/web"] = &d
 	c.calls = nil
-	if _, err := r.Reconcile(context.Background(), "default/web"); !IsTerminal(err) {
+	if _, err := r.Reconcile(context.Background(), "default/web"); !reconcile.IsTerminal(err) {
 		t.Fatalf("err = %v, want terminal", err)
 	}
 	if want := calls("ApplyService default/web"); !slices.Equal(c.calls, want) {
@@ -210,11 +178,11 @@ func TestReconcileWaiting(t *testing.T) {
 			b := &fixedBackoff{d: MaxWait}
 			r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }, WaitBackoff: b}
 			res, err := r.Reconcile(context.Background(), "default/web")
-			if Classify(err) != Waiting || IsTerminal(err) || res.RequeueAfter != MaxWait {
+			if reconcile.Classify(err) != reconcile.Waiting || reconcile.IsTerminal(err) || res.RequeueAfter != MaxWait {
 				t.Fatalf("Reconcile = %+v, %v; want Waiting and a retry in %v", res, err, MaxWait)
 			}
 			st := c.widgets["default/web"].Status
-			cond, _ := FindCondition(st.Conditions, ConditionReady)
+			cond, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
 			wantMsg := tt.kind + " default/web refused by the API server (403 Forbidden): " + tt.said
 			if st.Phase != PhaseFailed || cond.Reason != tt.reason || cond.Message != wantMsg {
 				t.Fatalf("status %+v", st)
@@ -236,7 +204,7 @@ func TestReconcileWaiting(t *testing.T) {
 			now = now.Add(MaxWait)
 			c.calls = nil
 			res, err = r.Reconcile(context.Background(), "default/web")
-			if Classify(err) != Waiting || res.RequeueAfter != MaxWait || len(c.writes()) != 1 || !strings.HasPrefix(c.writes()[0], tt.method) {
+			if reconcile.Classify(err) != reconcile.Waiting || res.RequeueAfter != MaxWait || len(c.writes()) != 1 || !strings.HasPrefix(c.writes()[0], tt.method) {
 				t.Fatalf("due: %+v, %v, writes %q", res, err, c.writes())
 			}
 
@@ -297,7 +265,7 @@ func TestReconcileTransientGrace(t *testing.T) {
 	for _, after := range []time.Duration{0, 10 * time.Second, 59 * time.Second} {
 		now = t0.Add(after)
 		res, err := r.Reconcile(context.Background(), "default/web")
-		if Classify(err) != Transient || res != (queue.Result{}) {
+		if reconcile.Classify(err) != reconcile.Transient || res != (queue.Result{}) {
 			t.Fatalf("at %v: %+v, %v", after, res, err)
 		}
 		if n := countPrefix(c.calls, "PatchWidgetStatus"); n != 0 {
@@ -306,11 +274,11 @@ func TestReconcileTransientGrace(t *testing.T) {
 	}
 	now = t0.Add(TransientGrace)
 	c.calls = nil
-	if _, err := r.Reconcile(context.Background(), "default/web"); Classify(err) != Transient {
+	if _, err := r.Reconcile(context.Background(), "default/web"); reconcile.Classify(err) != reconcile.Transient {
 		t.Fatalf("err = %v", err)
 	}
 	st := c.widgets["default/web"].Status
-	cond, _ := FindCondition(st.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
 	if st.Phase != PhaseFailed || cond.Reason != ReasonReconcileError || !strings.Contains(cond.Message, "etcd leader changed") ||
 		!strings.Contains(cond.Message, "failing since 2025-03-01T10:00:00Z") {
 		t.Fatalf("status %+v", st)
@@ -373,7 +341,7 @@ func TestReconcileRefusalMessageTrimmed(t *testing.T) {
 	c.fail["ApplyDeployment"] = apiErr(422, "Invalid", "", causes...)
 	r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
 	r.Reconcile(context.Background(), "default/web")
-	cond, _ := FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if len(cond.Message) > MaxMessageBytes || !strings.Contains(cond.Message, "spec.f0: Invalid value") || !strings.HasSuffix(cond.Message, "...") {
 		t.Fatalf("message of %d bytes: %q", len(cond.Message), cond.Message)
 	}
@@ -416,13 +384,13 @@ func TestRetryQuota(t *testing.T) {
 	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
 	c.fail["ApplyDeployment"] = errQuota
 	for _, key := range []string{"default/web", "other/web"} {
-		if _, err := r.Reconcile(context.Background(), key); Classify(err) != Waiting {
+		if _, err := r.Reconcile(context.Background(), key); reconcile.Classify(err) != reconcile.Waiting {
 			t.Fatalf("%s: %v, want a Waiting refusal", key, err)
 		}
 	}
 	delete(c.fail, "ApplyDeployment")
 	c.fail["ApplyService"] = errRBAC
-	if _, err := r.Reconcile(context.Background(), "default/rbac"); Classify(err) != Waiting {
+	if _, err := r.Reconcile(context.Background(), "default/rbac"); reconcile.Classify(err) != reconcile.Waiting {
 		t.Fatalf("default/rbac: %v, want a Waiting refusal", err)
 	}
 	if got := r.RetryQuota("default"); !slices.Equal(got, []string{"default/web"}) {

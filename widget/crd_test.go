@@ -1,4 +1,4 @@
-package reconcile_test
+package widget_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
 // TestAPIServerCRDAgreesWithValidate sends Widgets to the real API server
@@ -82,11 +82,11 @@ func TestAPIServerCRDAgreesWithValidate(t *testing.T) {
 			if err != nil && !(errors.As(err, &se) && (se.Code == http.StatusUnprocessableEntity || se.Code == http.StatusBadRequest)) {
 				t.Fatal(err)
 			}
-			var w reconcile.Widget
+			var w widget.Widget
 			if err := json.Unmarshal([]byte(body), &w); err != nil {
 				t.Fatal(err)
 			}
-			ours := reconcile.ValidateWidget(&w)
+			ours := widget.ValidateWidget(&w)
 			switch {
 			case err == nil && ours != "":
 				t.Errorf("the CRD accepts it, ValidateWidget refuses it: %s", ours)

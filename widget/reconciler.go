@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // API is what the Reconciler reads and writes. The reads should be served
@@ -119,29 +120,29 @@ type refusal struct {
 //     returns a *TerminalError. The write is not sent again until the
 //     Widget's generation or one of its children changes.
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
-//     QuotaExceeded or Forbidden; Reconcile returns the *Error and a
+//     QuotaExceeded or Forbidden; Reconcile returns the *reconcile.Error and a
 //     [queue.Result].RequeueAfter, the time to the next attempt
 //     (WaitBackoff). A reconcile before then, with nothing changed,
 //     sends nothing; Retry ends the wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
-//   - Transient: Reconcile returns the *Error, for the caller to retry
+//   - Transient: Reconcile returns the *reconcile.Error, for the caller to retry
 //     with backoff, and records a Warning Event with reason
 //     ReconcileError, unless ctx ended. Once the failures have lasted
 //     TransientGrace, the status says Failed with reason ReconcileError
 //     too.
 //
-// A failed read returns an *Error. Invalid specs and conflicts return no
+// A failed read returns an *reconcile.Error. Invalid specs and conflicts return no
 // error: retrying cannot fix them, a change to the Widget or its children
-// will. A key that is not "namespace/name" returns an *Error wrapping
+// will. A key that is not "namespace/name" returns an *reconcile.Error wrapping
 // [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
-		return queue.Result{}, &Error{Op: "split key", Name: key, Err: err}
+		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
 	fail := func(op string, err error) (queue.Result, error) {
-		return queue.Result{}, &Error{Op: op, Namespace: ns, Name: name, Err: err}
+		return queue.Result{}, &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
 	}
 	w, err := r.Client.GetWidget(ctx, ns, name)
 	if err != nil {
@@ -192,45 +193,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		var created, updated []string
 		var werr error
 		var op, kind string
-		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
-			got, err := r.Client.ApplyDeployment(ctx, want)
-			var nc *NotControlledError
+		// outcome notes how the write of a child of kind went; true when
+		// it was written.
+		outcome := func(err error, wop, wkind string, isNew bool) bool {
+			var nc *reconcile.NotControlledError
 			switch {
 			case errors.As(err, &nc):
-				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
+				problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
 			case err != nil:
-				werr, op, kind = err, "apply deployment", "Deployment"
+				werr, op, kind = err, wop, wkind
 			default:
-				created, updated = noteApplied(created, updated, "Deployment", d == nil)
-				if got != nil {
-					d = got
-				}
+				created, updated = noteApplied(created, updated, wkind, isNew)
+				return true
+			}
+			return false
+		}
+		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
+			got, err := r.Client.ApplyDeployment(ctx, want)
+			if outcome(err, "apply deployment", "Deployment", d == nil) && got != nil {
+				d = got
 			}
 		}
 		if want := DesiredService(w); problem == nil && werr == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
 			_, err := r.Client.ApplyService(ctx, want)
-			var nc *NotControlledError
-			switch {
-			case errors.As(err, &nc):
-				problem = &Problem{Reason: ReasonOwnershipConflict, Message: conflictMessage(nc.Kind, &nc.Existing)}
-			case err != nil:
-				werr, op, kind = err, "apply service", "Service"
-			default:
-				created, updated = noteApplied(created, updated, "Service", svc == nil)
-			}
+			outcome(err, "apply service", "Service", svc == nil)
 		}
 		r.applied(w, created, updated)
 		if werr != nil {
-			e := &Error{Op: op, Namespace: ns, Name: name, Err: werr}
-			switch class := Classify(werr); class {
-			case Moot:
+			e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
+			switch class := reconcile.Classify(werr); class {
+			case reconcile.Moot:
 				r.forget(key)
 				return queue.Result{}, nil
-			case Permanent, Waiting:
+			case reconcile.Permanent, reconcile.Waiting:
 				problem = refusalProblem(class, kind, key, werr)
 				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
-				retErr = &TerminalError{Err: e}
-				if class == Waiting {
+				retErr = &reconcile.TerminalError{Err: e}
+				if class == reconcile.Waiting {
 					wait := r.waitBackoff().When(key, now)
 					rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
 				}
@@ -253,7 +252,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		r.forget(key)
 	}
 
-	if d != nil && !IsControlledBy(&d.ObjectMeta, w.UID) {
+	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
 		d = nil // not ours: its status says nothing about this Widget
 	}
 	st := StatusFor(w, d, problem, now)
@@ -265,15 +264,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		return fail("encode widget status", err)
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
-		if Classify(err) == Moot {
+		if reconcile.Classify(err) == reconcile.Moot {
 			r.forget(key)
 			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
 	}
 	if st.Phase == PhaseFailed {
-		newC, _ := FindCondition(st.Conditions, ConditionReady)
-		oldC, had := FindCondition(w.Status.Conditions, ConditionReady)
+		newC, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
+		oldC, had := reconcile.FindCondition(w.Status.Conditions, ConditionReady)
 		if !had || oldC.Reason != newC.Reason || oldC.Message != newC.Message {
 			r.event(w, "Warning", newC.Reason, newC.Message)
 		}
@@ -377,10 +376,7 @@ func (r *Reconciler) waitBackoff() queue.RateLimiter {
 }
 
 // rvOf is the resourceVersion of a child, or "" for none.
-func rvOf[T any, P interface {
-	*T
-	k8sapi.Object
-}](obj P) string {
+func rvOf[T any, P reconcile.Object[T]](obj P) string {
 	if obj == nil {
 		return ""
 	}
@@ -431,11 +427,7 @@ func (r *Reconciler) now() time.Time {
 
 // conflictMessage says why the existing child m is not the Widget's.
 func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
-	msg := fmt.Sprintf("%s %s exists and ", kind, k8sapi.Key(m.Namespace, m.Name))
-	if c := m.ControllerOf(); c != nil {
-		return msg + fmt.Sprintf("is controlled by %s %s (uid %s)", c.Kind, c.Name, c.UID)
-	}
-	return msg + "has no controller"
+	return (&reconcile.NotControlledError{Kind: kind, Existing: *m}).Reason()
 }
 
 // conflicts returns a message naming each existing child that w does not
@@ -443,7 +435,7 @@ func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
 func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
 	var msg string
 	check := func(kind string, m *k8sapi.ObjectMeta) {
-		if IsControlledBy(m, w.UID) {
+		if reconcile.IsControlledBy(m, w.UID) {
 			return
 		}
 		if msg != "" {

@@ -1,4 +1,4 @@
-package reconcile
+package widget
 
 import (
 	"encoding/json"
