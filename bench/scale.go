@@ -92,6 +92,11 @@ type Config struct {
 	// Idle is the window over which idle CPU is measured, after Settle.
 	// Zero skips the idle measurement.
 	Idle time.Duration
+	// Restart, after the idle window, stops the operator and starts it
+	// again over the converged Widgets: the time to its first /readyz 200
+	// and its requests over Settle plus half the first convergence time
+	// (a fixed window: a restart should write nothing) go in the Result.
+	Restart bool
 	// Timeout bounds the wait for convergence. Zero means 2 minutes plus
 	// 100 ms per Widget.
 	Timeout time.Duration
@@ -120,6 +125,10 @@ type Result struct {
 	// Requests counts the operator's API requests from its start to the
 	// end of the measurement.
 	Requests Requests
+	// RestartReady is the time from the second start (Config.Restart) to
+	// the first /readyz 200; RestartRequests its requests over the window.
+	RestartReady    time.Duration
+	RestartRequests Requests
 }
 
 // Requests counts API requests by kind.
@@ -176,6 +185,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Operator: cfg.Operator.Name, N: cfg.N}
+	if cfg.Operator.Binary == "" {
+		return res, runFloor(ctx, cfg, p, admin, kc, res, logf)
+	}
 
 	// Readiness with zero Widgets.
 	logf("readiness")
@@ -193,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	logf("creating %d widgets", cfg.N)
-	if err := createWidgets(ctx, admin, cfg.N); err != nil {
+	if _, err := createWidgets(ctx, admin, cfg.N); err != nil {
 		return nil, err
 	}
 	tr := newTracker(admin, cfg.N)
@@ -259,7 +271,91 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Requests = CountRequests(events, cfg.Operator.User(), t0, end)
 	logf("requests: %d (%d lists, %d watches, %d writes, %d other)", res.Requests.Total,
 		res.Requests.Lists, res.Requests.Watches, res.Requests.Writes, res.Requests.Other)
+	if cfg.Restart {
+		op.stop()
+		if err := restart(ctx, cfg, p, kc, work, res, logf); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// restart starts the operator again over the converged Widgets, times its
+// readiness and counts its requests over a fixed window: Settle plus half
+// the first convergence time, long enough for a pass over every Widget.
+func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work string, res *Result, logf func(string, ...any)) error {
+	logf("restarting the operator")
+	op, err := startOperator(cfg.Operator, kc, work, "restart")
+	if err != nil {
+		return err
+	}
+	defer op.stop()
+	if res.RestartReady, err = op.waitReady(ctx, cfg.Timeout); err != nil {
+		return fmt.Errorf("bench: %s restart: %w\n%s", cfg.Operator.Name, err, op.tail())
+	}
+	// A fixed window to see the absence of writes.
+	time.Sleep(cfg.Settle + res.Converge/2)
+	end := time.Now()
+	events, err := auditAfter(ctx, p, end)
+	if err != nil {
+		return err
+	}
+	res.RestartRequests = CountRequests(events, cfg.Operator.User(), op.started, end)
+	logf("restart: ready in %v; %d requests, %d writes", res.RestartReady.Round(time.Millisecond),
+		res.RestartRequests.Total, res.RestartRequests.Writes)
+	return nil
+}
+
+// runFloor measures the raw-write floor (see Floor): the Widgets are
+// created, then the floor's writes are timed until the tracker sees every
+// Widget converged.
+func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8sapi.Client, kc string, res *Result, logf func(string, ...any)) error {
+	kcfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: kc})
+	if err != nil {
+		return err
+	}
+	client, err := k8sapi.New(kcfg)
+	if err != nil {
+		return err
+	}
+	logf("creating %d widgets", cfg.N)
+	widgets, err := createWidgets(ctx, admin, cfg.N)
+	if err != nil {
+		return err
+	}
+	tr := newTracker(admin, cfg.N)
+	trCtx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	if err := tr.start(trCtx); err != nil {
+		return err
+	}
+	logf("writing")
+	t0 := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- floor(ctx, client, widgets, FloorWorkers) }()
+	select {
+	case <-tr.done:
+	case err := <-errc:
+		if err != nil {
+			return err
+		}
+		select {
+		case <-tr.done:
+		case <-time.After(cfg.Timeout):
+			return fmt.Errorf("bench: floor: written but not converged within %v: %s", cfg.Timeout, tr.describe())
+		}
+	case <-time.After(cfg.Timeout):
+		return fmt.Errorf("bench: floor: not converged within %v: %s", cfg.Timeout, tr.describe())
+	}
+	res.Converge = tr.at.Sub(t0)
+	end := time.Now()
+	events, err := auditAfter(ctx, p, end)
+	if err != nil {
+		return err
+	}
+	res.Requests = CountRequests(events, cfg.Operator.User(), t0, end)
+	logf("converged in %v; %d writes", res.Converge.Round(time.Millisecond), res.Requests.Writes)
+	return nil
 }
 
 // RepoRoot is the repository's top folder.
@@ -333,11 +429,13 @@ func adminClient(p *controlplane.Plane) (*k8sapi.Client, error) {
 	return k8sapi.New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), CertData: cert, KeyData: key, UserAgent: "widget-bench"})
 }
 
-// createWidgets creates n Widgets, w-00000 and on, with a few workers.
-func createWidgets(ctx context.Context, c *k8sapi.Client, n int) error {
+// createWidgets creates n Widgets, w-00000 and on, with a few workers,
+// and returns them as created.
+func createWidgets(ctx context.Context, c *k8sapi.Client, n int) ([]*widget.Widget, error) {
 	widgets := k8sapi.For[widget.Widget](c, widget.Widgets)
 	next := make(chan int)
 	errs := make(chan error, 8)
+	created := make([]*widget.Widget, n)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -348,12 +446,14 @@ func createWidgets(ctx context.Context, c *k8sapi.Client, n int) error {
 					ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
 					Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
 				}
-				if _, err := widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{}); err != nil {
+				got, err := widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
+				if err != nil {
 					select {
 					case errs <- err:
 					default:
 					}
 				}
+				created[i] = got
 			}
 		})
 	}
@@ -375,9 +475,9 @@ loop:
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("bench: creating widgets: %w", err)
+		return nil, fmt.Errorf("bench: creating widgets: %w", err)
 	}
-	return nil
+	return created, nil
 }
 
 // tracker watches, as the admin user, for the moment every Widget has a

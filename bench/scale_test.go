@@ -11,8 +11,9 @@ import (
 // TestScaleSmoke runs the operator alone at N = 100 on a bare control plane
 // and checks that it converges with exactly three writes per Widget (the
 // Deployment create, the Service create and the status patch), at most one
-// Event per Widget, and no request other than lists and watches. The full comparison with figures is
-// bench/cmd/compare (make bench).
+// Event per Widget, and no request other than lists and watches; then that
+// a restart over the converged Widgets writes nothing. The full comparison
+// with figures is bench/cmd/compare (make bench).
 func TestScaleSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -26,7 +27,7 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{N: n, Operator: Ours(bin), Log: testWriter{t}})
+	res, err := Run(ctx, Config{N: n, Operator: Ours(bin), Restart: true, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,29 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	if r.Other != 0 {
 		t.Errorf("%d requests that are neither lists, watches nor the writes (want none): %s", r.Other, r)
+	}
+	if rr := res.RestartRequests; rr.Writes != 0 || rr.Events != 0 || rr.Other != 0 || rr.Lists == 0 {
+		t.Errorf("after a restart over converged Widgets: %s; want lists and watches only", rr)
+	}
+}
+
+// TestFloorSmoke runs the raw-write floor at N = 100: it converges with
+// exactly the three writes per Widget and no other request.
+func TestFloorSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	const n = 100
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{N: n, Operator: Floor(), Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("converged %v; requests: %s", res.Converge.Round(time.Millisecond), res.Requests)
+	r := res.Requests
+	if r.Writes != 3*n || r.Total != 3*n || r.By["patch widgets/status"] != n {
+		t.Errorf("requests %s; want exactly %d creates of each child and %d status patches, nothing else", r, n, n)
 	}
 }
 

@@ -51,12 +51,13 @@ type Size struct {
 }
 
 func main() {
-	ns := flag.String("n", "100,1000,5000", "comma-separated Widget counts")
+	ns := flag.String("n", "1000,5000,10000", "comma-separated Widget counts")
 	runs := flag.Int("runs", 3, "runs per N and operator")
-	idle := flag.Duration("idle", 30*time.Second, "idle CPU window")
+	idle := flag.Duration("idle", 60*time.Second, "idle CPU window")
 	out := flag.String("out", filepath.Join(bench.RepoRoot(), "bench", "results"), "output folder")
 	unit := flag.Bool("unit", true, "run the unit benchmarks")
 	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
+	withFloor := flag.Bool("floor", true, "measure the raw-write floor")
 	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
 	profile := flag.String("profile", "", "instead of comparing, run this bench/cmd/opprof binary once per N and write CPU profiles to -out")
 	flag.Parse()
@@ -67,13 +68,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *from); err != nil {
+	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nlist string, runs int, idle time.Duration, out string, unit, withCR bool, from string) error {
+func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, from string) error {
 	if from != "" {
 		data, err := os.ReadFile(from)
 		if err != nil {
@@ -142,15 +143,17 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR bo
 		rep.Sizes = append(rep.Sizes, s)
 	}
 
+	if withFloor {
+		ops = append(ops, bench.Floor())
+	}
 	for _, n := range ns {
 		for i := range runs {
-			order := slices.Clone(ops)
-			if i%2 == 1 {
-				slices.Reverse(order)
-			}
+			// Each run starts with another operator: the first goes
+			// first in run 1, the second in run 2, and so on.
+			order := append(slices.Clone(ops[i%len(ops):]), ops[:i%len(ops)]...)
 			for _, op := range order {
 				logf("N=%d run %d/%d: %s", n, i+1, runs, op.Name)
-				res, err := bench.Run(ctx, bench.Config{N: n, Operator: op, Idle: idle, Log: os.Stderr})
+				res, err := bench.Run(ctx, bench.Config{N: n, Operator: op, Idle: idle, Restart: true, Log: os.Stderr})
 				if err != nil {
 					msg := fmt.Sprintf("N=%d run %d %s: %v", n, i+1, op.Name, err)
 					logf("FAILED %s", msg)

@@ -15,6 +15,17 @@ import (
 const (
 	ours   = "widget-operator"
 	theirs = "controller-runtime"
+	floor  = bench.FloorName
+)
+
+// targetSizes are the Ns at which the targets apply.
+var targetSizes = []int{1000, 5000, 10000}
+
+// Targets on the RSS slope, the idle CPU and the time against the floor.
+const (
+	slopeTarget = 4.0  // KiB of peak RSS per Widget, ours
+	idleTarget  = 0.01 // seconds of CPU over the idle window: one tick
+	floorTarget = 1.1  // time to converge, ours/floor
 )
 
 // metric is one row of the tables.
@@ -22,7 +33,8 @@ type metric struct {
 	name   string
 	value  func(*bench.Result) float64
 	format func(float64) string
-	target float64 // the most ours/theirs may be at N = 1,000; 0 for none
+	target float64 // the most ours/theirs may be at targetSizes; 0 for none
+	floor  bool    // the floor measures it too
 }
 
 func seconds(v float64) string { return fmt.Sprintf("%.2f s", v) }
@@ -30,17 +42,39 @@ func mib(v float64) string     { return fmt.Sprintf("%.1f MiB", v) }
 func count(v float64) string   { return fmt.Sprintf("%.0f", v) }
 
 var metrics = []metric{
-	{"time to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, seconds, 0.8},
-	{"CPU to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, 0.4},
-	{"peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }, mib, 0.35},
-	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, 0},
-	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, 0},
-	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, 0},
-	{"API requests", func(r *bench.Result) float64 { return float64(r.Requests.Total) }, count, 0},
-	{"  writes", func(r *bench.Result) float64 { return float64(r.Requests.Writes) }, count, 0},
-	{"  lists + watches", func(r *bench.Result) float64 { return float64(r.Requests.Lists + r.Requests.Watches) }, count, 0},
-	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, 0},
+	{"time to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, seconds, 0.5, true},
+	{"CPU to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, 0.35, false},
+	{"peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }, mib, 0.3, false},
+	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, 0, false},
+	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, 0, false},
+	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, 0, false},
+	{"API requests", func(r *bench.Result) float64 { return float64(r.Requests.Total) }, count, 0, true},
+	{"  writes", func(r *bench.Result) float64 { return float64(r.Requests.Writes) }, count, 0, true},
+	{"  lists + watches", func(r *bench.Result) float64 { return float64(r.Requests.Lists + r.Requests.Watches) }, count, 0, true},
+	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, 0, true},
+	{"restart: time to /readyz", func(r *bench.Result) float64 { return r.RestartReady.Seconds() }, seconds, 0.5, false},
+	{"restart: writes", func(r *bench.Result) float64 { return float64(r.RestartRequests.Writes) }, count, 0, false},
 }
+
+// slope is the growth of op's median peak RSS per Widget, in KiB, between
+// the smallest and the largest N; ok is false with fewer than two Ns.
+func slope(runs []*bench.Result, op string) (float64, bool) {
+	var ns []int
+	for _, n := range countsOf(runs) {
+		if _, ok := median(runs, op, n, peakRSS); ok {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) < 2 {
+		return 0, false
+	}
+	lo, hi := ns[0], ns[len(ns)-1]
+	a, _ := median(runs, op, lo, peakRSS)
+	b, _ := median(runs, op, hi, peakRSS)
+	return (b - a) * 1024 / float64(hi-lo), true
+}
+
+func peakRSS(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }
 
 // median of the metric over the runs of op at n; ok is false when there
 // are none.
@@ -126,50 +160,89 @@ func markdown(rep *Report) string {
 			}
 			return k
 		}
-		fmt.Fprintf(&b, "## N = %d (runs: %d ours, %d theirs)\n\n", n, runsOf(ours), runsOf(theirs))
-		b.WriteString("| metric | widget-operator | controller-runtime | ours/theirs | target at N = 1,000 |\n|---|---:|---:|---:|---|\n")
+		fmt.Fprintf(&b, "## N = %d (runs: %d ours, %d theirs, %d floor)\n\n", n, runsOf(ours), runsOf(theirs), runsOf(floor))
+		b.WriteString("| metric | widget-operator | controller-runtime | raw-write floor | ours/theirs | ours/floor | target |\n|---|---:|---:|---:|---:|---:|---|\n")
+		targeted := slices.Contains(targetSizes, n)
 		for _, m := range metrics {
 			o, okO := median(rep.Runs, ours, n, m.value)
 			t, okT := median(rep.Runs, theirs, n, m.value)
+			f, okF := median(rep.Runs, floor, n, m.value)
+			okF = okF && m.floor
 			cell := func(v float64, ok bool) string {
 				if !ok {
 					return "–"
 				}
 				return m.format(v)
 			}
-			rt, tg := "–", ""
+			rt, rf, tg := "–", "–", ""
 			if okO && okT {
 				rt = ratio(o, t)
 			}
+			if okO && okF {
+				rf = ratio(o, f)
+			}
+			var goals []string
 			if m.target > 0 {
-				tg = fmt.Sprintf("≤ %.2f", m.target)
-				if n == 1000 && okO && okT && t > 0 {
-					tg += " " + verdict(o/t <= m.target)
+				g := fmt.Sprintf("≤ %.2f× theirs", m.target)
+				if targeted && okO && okT && t > 0 {
+					g += " " + verdict(o/t <= m.target)
 				}
+				goals = append(goals, g)
 			}
-			if m.name == "idle CPU" {
-				tg = "0 (ours)"
+			switch m.name {
+			case "time to converge":
+				g := fmt.Sprintf("≤ %.1f× floor", floorTarget)
+				if targeted && okO && okF && f > 0 {
+					g += " " + verdict(o/f <= floorTarget)
+				}
+				goals = append(goals, g)
+			case "idle CPU":
+				g := fmt.Sprintf("≤ %.2f s (ours)", idleTarget)
 				if okO {
-					tg += " " + verdict(o == 0)
+					g += " " + verdict(o <= idleTarget)
 				}
-			}
-			if m.name == "  writes" {
-				tg = fmt.Sprintf("= %d (ours)", 3*n)
+				goals = append(goals, g)
+			case "  writes":
+				g := fmt.Sprintf("= %d (ours)", 3*n)
 				if okO {
-					tg += " " + verdict(o == float64(3*n))
+					g += " " + verdict(o == float64(3*n))
 				}
+				goals = append(goals, g)
+			case "restart: writes":
+				g := "0 (ours)"
+				if okO {
+					g += " " + verdict(o == 0)
+				}
+				goals = append(goals, g)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.TrimSpace(m.name), cell(o, okO), cell(t, okT), rt, tg)
+			tg = strings.Join(goals, "; ")
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimSpace(m.name), cell(o, okO), cell(t, okT), cell(f, okF), rt, rf, tg)
+		}
+		b.WriteString("\n")
+	}
+	if ns := countsOf(rep.Runs); len(ns) > 1 {
+		fmt.Fprintf(&b, "## Peak RSS per Widget, N = %d to %d\n\n| operator | KiB per Widget | target |\n|---|---:|---|\n", ns[0], ns[len(ns)-1])
+		for _, op := range []string{ours, theirs} {
+			v, ok := slope(rep.Runs, op)
+			if !ok {
+				continue
+			}
+			tg := ""
+			if op == ours {
+				tg = fmt.Sprintf("≤ %.0f %s", slopeTarget, verdict(v <= slopeTarget))
+			}
+			fmt.Fprintf(&b, "| %s | %.1f | %s |\n", op, v, tg)
 		}
 		b.WriteString("\n")
 	}
 	if len(rep.Runs) > 0 {
 		fmt.Fprintf(&b, "Idle CPU is measured over %v, to /proc's resolution of 10 ms.\n\n", rep.Idle)
-		b.WriteString("## Every run\n\n| N | operator | converge | CPU | peak RSS | steady RSS | idle CPU | ready | requests |\n|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("## Every run\n\n| N | operator | converge | CPU | peak RSS | steady RSS | idle CPU | ready | requests | restart: ready, requests |\n|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, r := range rep.Runs {
-			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %.1f MiB | %.1f MiB | %.2f s | %.3f s | %d: %s |\n",
+			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %.1f MiB | %.1f MiB | %.2f s | %.3f s | %d: %s | %.3f s, %d: %s |\n",
 				r.N, r.Operator, r.Converge.Seconds(), r.CPU.Seconds(), float64(r.PeakRSS)/(1<<20),
-				float64(r.SteadyRSS)/(1<<20), r.IdleCPU.Seconds(), r.Ready.Seconds(), r.Requests.Total, r.Requests)
+				float64(r.SteadyRSS)/(1<<20), r.IdleCPU.Seconds(), r.Ready.Seconds(), r.Requests.Total, r.Requests,
+				r.RestartReady.Seconds(), r.RestartRequests.Total, r.RestartRequests)
 		}
 		b.WriteString("\n")
 	}
@@ -192,28 +265,31 @@ func verdict(ok bool) string {
 	return "**missed**"
 }
 
-// chart draws two panels, peak RSS and CPU seconds against N (log scale),
-// one line per operator.
+// chart draws three panels against N (log scale), one line per operator:
+// peak RSS, CPU seconds and time to converge, the last with the floor.
 func chart(rep *Report) string {
-	const w, h, pw, ph, left, top = 900, 380, 340, 260, 70, 50
+	const w, h, pw, ph, left, top = 1300, 380, 320, 260, 70, 50
 	ns := countsOf(rep.Runs)
-	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728"}
+	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728", floor: "#7f7f7f"}
+	both, all := []string{ours, theirs}, []string{ours, theirs, floor}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" text-anchor="middle">widget-operator vs controller-runtime, %s (medians)</text>`+"\n", w/2, esc(rep.Date))
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" text-anchor="middle">widget-operator vs controller-runtime and the raw-write floor, %s (medians)</text>`+"\n", w/2, esc(rep.Date))
 	panels := []struct {
 		title string
 		value func(*bench.Result) float64
+		ops   []string
 	}{
-		{"peak RSS (MiB)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }},
-		{"CPU seconds to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }},
+		{"peak RSS (MiB)", peakRSS, both},
+		{"CPU seconds to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, both},
+		{"seconds to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, all},
 	}
 	for pi, p := range panels {
 		x0 := left + pi*(pw+left+60)
 		y0 := top
 		ymax := 0.0
-		for _, op := range []string{ours, theirs} {
+		for _, op := range p.ops {
 			for _, n := range ns {
 				if v, ok := median(rep.Runs, op, n, p.value); ok {
 					ymax = math.Max(ymax, v)
@@ -246,7 +322,7 @@ func chart(rep *Report) string {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", xOf(n), y0+ph+16, n)
 		}
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">Widgets (N)</text>`+"\n", x0+pw/2, y0+ph+34)
-		for _, op := range []string{ours, theirs} {
+		for _, op := range p.ops {
 			var pts []string
 			for _, n := range ns {
 				if v, ok := median(rep.Runs, op, n, p.value); ok {
@@ -260,8 +336,8 @@ func chart(rep *Report) string {
 			}
 		}
 	}
-	for i, op := range []string{ours, theirs} {
-		x := w/2 - 150 + i*170
+	for i, op := range all {
+		x := w/2 - 250 + i*170
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, h-18, colors[op], x+20, h-13, op)
 	}
 	b.WriteString("</svg>\n")
