@@ -49,13 +49,14 @@ func TestSharding(t *testing.T) {
 	})
 
 	type replica struct {
-		name, id string
-		o        *harness.Operator
+		name, id, metrics string
+		o                 *harness.Operator
 	}
 	start := func(name string) *replica {
-		r := &replica{name: name}
+		r := &replica{name: name, metrics: freeAddr(t)}
 		r.o = env.StartOperator(t, p, "--namespace", ns, "--shards", strconv.Itoa(shards),
-			"--leader-election-namespace", harness.OperatorNamespace, "--leader-election-id", prefix)
+			"--leader-election-namespace", harness.OperatorNamespace, "--leader-election-id", prefix,
+			"--metrics-bind-address", r.metrics)
 		t.Cleanup(r.o.Stop)
 		eventually(t, 60*time.Second, func() (bool, string) {
 			rec, ok := firstLog(t, r.o, "sharding")
@@ -152,6 +153,16 @@ func TestSharding(t *testing.T) {
 	eventually(t, leaseDuration+margin, spread(map[string]int{a.id: shards}))
 	create(330, 10)
 	eventually(t, 2*time.Minute, converged(340))
+
+	// a's metrics: all shards held, and every move counted (6 taken at
+	// start, 4 given to b and c, 4 taken from them, 1 lost and retaken).
+	m, _ := scrape(t, a.metrics)
+	if v, ok := m.value("widget_operator_shards_held"); !ok || v != shards {
+		t.Errorf("widget_operator_shards_held = %v (found %v), want %d", v, ok, shards)
+	}
+	if v, ok := m.value("widget_operator_shard_transitions_total"); !ok || v < 15 {
+		t.Errorf("widget_operator_shard_transitions_total = %v (found %v), want at least 15", v, ok)
+	}
 
 	// No Widget written by two replicas within one lease duration.
 	type write struct {
