@@ -94,7 +94,7 @@ lines:
 		total=$$((total + n)); printf '%6d  %s\n' "$$n" "$${d#$$PWD/}"; \
 	done; printf '%6d  lines linked into cmd/widget-operator\n' "$$total"
 
-## mutate: mutation testing of queue, watch, reconcile and k8sapi with
+## mutate: mutation testing of queue, watch, reconcile, widget and k8sapi with
 ## their unit tests alone; prints a score per package and the survivors.
 ## Not part of make test (about an hour on 2 cores).
 mutate:

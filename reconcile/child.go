@@ -21,10 +21,7 @@ import (
 // returns a [*NotControlledError]. Otherwise it applies over it.
 //
 // want is marshalled as the apply body, and, for a create, into a T.
-func ApplyChild[T any, P interface {
-	*T
-	k8sapi.Object
-}](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
+func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
 	meta := want.GetObjectMeta()
 	known, _ := cache.Get(meta.Namespace, meta.Name)
 	if known == nil {

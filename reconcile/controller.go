@@ -163,6 +163,14 @@ type named struct {
 	len  func() int
 }
 
+// Object is the constraint of P, the pointer type of T, in the generic
+// functions of this package: *T, with object metadata. It is inferred, as
+// in reconcile.WatchPrimary(c, cfg).
+type Object[T any] interface {
+	*T
+	k8sapi.Object
+}
+
 // Check is one readiness check of a [Controller]: one of its caches.
 type Check struct {
 	Name string // "watch " and the cache's Config.Name, such as "watch widgets"
@@ -173,11 +181,8 @@ type Check struct {
 // object queues its own key. The controller runs the cache, waits for it
 // to sync before it reconciles, checks it in [Controller.Checks] and logs
 // the resourceVersion the cache holds with each reconcile. cfg.Handler is
-// replaced. P is inferred: reconcile.WatchPrimary(c, cfg).
-func WatchPrimary[T any, P interface {
-	*T
-	k8sapi.Object
-}](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
+// replaced.
+func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
 	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
 		return []string{k8sapi.Key(m.Namespace, m.Name)}
@@ -198,10 +203,7 @@ func WatchPrimary[T any, P interface {
 // as Deployments owned by a custom resource. A cluster-scoped owner
 // (owner.Namespaced false) has the key of its name alone. The controller
 // runs the cache as WatchPrimary's; cfg.Handler is replaced.
-func WatchOwned[T any, P interface {
-	*T
-	k8sapi.Object
-}](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
+func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
 	apiVersion := owner.GroupVersion()
 	return WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
@@ -220,10 +222,7 @@ func WatchOwned[T any, P interface {
 // object queues the keys that keys returns for it (the new object's, for
 // an update). The controller runs the cache as WatchPrimary's;
 // cfg.Handler is replaced.
-func WatchMapped[T any, P interface {
-	*T
-	k8sapi.Object
-}](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
+func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
 	c.init()
 	cfg.Handler = watch.OnChange(func(obj *T) {
 		for _, key := range keys(obj) {

@@ -145,4 +145,26 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
+
+	// The child's own object, outside the cache (no label yet): the
+	// create is refused, and ApplyChild applies over it; the cache reads
+	// the answer at once.
+	c3, err := tc.Create(ctx, ns, newThing("c"), k8sapi.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reconcile.NewControllerRef(&c3.ObjectMeta, things.GroupVersion(), "Thing")
+	if _, err := cms.Create(ctx, ns, &configMap{ObjectMeta: k8sapi.ObjectMeta{Name: "c-cm", OwnerReferences: []k8sapi.OwnerReference{ref}}}, k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := &configMap{TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: "c-cm", Labels: kitLabels, OwnerReferences: []k8sapi.OwnerReference{ref}},
+		Data:       map[string]string{"from": "c"}}
+	got, err := reconcile.ApplyChild(ctx, r.children, cms, kitManager, "ConfigMap", want)
+	if err != nil || got.Data["from"] != "c" || got.Labels["kit.widget.test/managed"] != "true" {
+		t.Fatalf("ApplyChild over our own object = %+v, %v", got, err)
+	}
+	if cached, ok := r.children.Get(ns, "c-cm"); !ok || cached.ResourceVersion != got.ResourceVersion {
+		t.Errorf("the cache does not read the write back: %+v", cached)
+	}
 }

@@ -376,10 +376,7 @@ func (r *Reconciler) waitBackoff() queue.RateLimiter {
 }
 
 // rvOf is the resourceVersion of a child, or "" for none.
-func rvOf[T any, P interface {
-	*T
-	k8sapi.Object
-}](obj P) string {
+func rvOf[T any, P reconcile.Object[T]](obj P) string {
 	if obj == nil {
 		return ""
 	}

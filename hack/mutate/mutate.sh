@@ -5,7 +5,7 @@
 # MUTATE_PKGS picks the packages; the tool is pinned in this folder's go.mod.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pkgs=${MUTATE_PKGS:-"queue watch reconcile k8sapi"}
+pkgs=${MUTATE_PKGS:-"queue watch reconcile widget k8sapi"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd hack/mutate && GOTOOLCHAIN=local go build -o "$work/gremlins" github.com/go-gremlins/gremlins/cmd/gremlins)
