@@ -26,10 +26,10 @@ type credentials interface {
 
 // newCredentials returns the credentials c describes, by the precedence
 // [Config.AuthMethod] reports: an exec plugin, a token file, a static token,
-// then basic credentials, with c.Impersonate's headers added. A client
-// certificate is not a credential here: it is part of the TLS
-// configuration. A token file is read once now, so that a missing file
-// fails early unless BearerToken gives a first token.
+// then basic credentials. A client certificate is not a credential here:
+// it is part of the TLS configuration, and impersonation is added by the
+// Client. A token file is read once now, so that a missing file fails
+// early unless BearerToken gives a first token.
 //
 // To a plain http:// server nothing is sent, as kubectl does: see
 // [Config.WithheldAuth].
@@ -37,32 +37,13 @@ func newCredentials(c *Config) (credentials, error) {
 	if err := c.Impersonate.check(); err != nil {
 		return nil, fmt.Errorf("k8sapi: config: %w", err)
 	}
-	if plainHTTP(c.Host) {
-		return noCredentials{}, nil
-	}
-	creds, err := baseCredentials(c)
-	if err != nil || c.Impersonate.UserName == "" {
-		return creds, err
-	}
-	h := c.Impersonate.header()
-	if src, ok := creds.(certSource); ok {
-		return impersonatingCertSource{impersonating{creds, h}, src}, nil
-	}
-	return impersonating{creds, h}, nil
-}
-
-// plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
-func plainHTTP(host string) bool {
-	scheme, _, ok := strings.Cut(host, "://")
-	return ok && strings.EqualFold(scheme, "http")
-}
-
-func baseCredentials(c *Config) (credentials, error) {
 	switch {
+	case plainHTTP(c.Host):
+		return noCredentials{}, nil
 	case c.Exec != nil:
 		return newExecCredentials(c)
 	case c.BearerTokenFile != "":
-		t := &tokenFileCredentials{path: c.BearerTokenFile, now: time.Now, token: c.BearerToken}
+		t := newTokenFile(c.BearerTokenFile, c.BearerToken)
 		if _, err := t.get(); err != nil {
 			return nil, err
 		}
@@ -79,6 +60,12 @@ func baseCredentials(c *Config) (credentials, error) {
 		return staticCredentials{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))}, nil
 	}
 	return noCredentials{}, nil
+}
+
+// plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
+func plainHTTP(host string) bool {
+	scheme, _, ok := strings.Cut(host, "://")
+	return ok && strings.EqualFold(scheme, "http")
 }
 
 // checkHeaderValue rejects a token that cannot go into a header, without
@@ -108,24 +95,69 @@ func (s staticCredentials) authorize(_ context.Context, req *http.Request) error
 func (staticCredentials) refresh() bool { return false }
 
 const (
-	// tokenFileMaxAge is how long a token read from a file is used before
-	// the file is read again.
-	tokenFileMaxAge = time.Minute
+	// fileMaxAge is how long a token or client certificate read from
+	// files is used before the files are read again.
+	fileMaxAge = time.Minute
 	// maxTokenFileSize bounds the bytes read from a token file.
 	maxTokenFileSize = 64 << 10
 )
 
-// tokenFileCredentials sends the token in a file, such as a projected
-// service-account token that the kubelet rotates. The file is re-read when
-// the token is a minute old and after refresh; a failed read keeps the last
-// good token. Safe for concurrent use.
-type tokenFileCredentials struct {
-	path string
+// fileValue is a value read from files, such as a projected
+// service-account token that the kubelet rotates: read again once it is
+// fileMaxAge old and after refresh. A failed read keeps the last good
+// value; its error is returned only while there is none. Safe for
+// concurrent use.
+type fileValue[T any] struct {
+	read func() (T, error)
 	now  func() time.Time
 
 	mu     sync.Mutex
-	token  string    // last good token; empty before the first good read
-	readAt time.Time // when the file was last read, zero to force a read
+	val    T
+	good   bool      // val is a good value
+	readAt time.Time // when the files were last read, zero to force a read
+}
+
+func (f *fileValue[T]) get() (T, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	if f.good && !f.readAt.IsZero() && now.Sub(f.readAt) < fileMaxAge && !now.Before(f.readAt) {
+		return f.val, nil
+	}
+	f.readAt = now
+	v, err := f.read()
+	if err == nil {
+		f.val, f.good = v, true
+	} else if !f.good {
+		return v, err
+	}
+	return f.val, nil
+}
+
+// refresh makes the next get read the files.
+func (f *fileValue[T]) refresh() bool {
+	f.mu.Lock()
+	f.readAt = time.Time{}
+	f.mu.Unlock()
+	return true
+}
+
+// tokenFileCredentials sends the token in a file.
+type tokenFileCredentials struct{ fileValue[string] }
+
+// newTokenFile returns the credentials of the token file at path, with
+// initial, when not empty, as the token to send while the file cannot be
+// read.
+func newTokenFile(path, initial string) *tokenFileCredentials {
+	t := &tokenFileCredentials{fileValue[string]{now: time.Now, val: initial, good: initial != ""}}
+	t.read = func() (string, error) {
+		tok, err := readTokenFile(path)
+		if err != nil {
+			return "", fmt.Errorf("k8sapi: %w", err)
+		}
+		return tok, nil
+	}
+	return t
 }
 
 func (t *tokenFileCredentials) authorize(_ context.Context, req *http.Request) error {
@@ -135,30 +167,6 @@ func (t *tokenFileCredentials) authorize(_ context.Context, req *http.Request) e
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	return nil
-}
-
-func (t *tokenFileCredentials) refresh() bool {
-	t.mu.Lock()
-	t.readAt = time.Time{}
-	t.mu.Unlock()
-	return true
-}
-
-func (t *tokenFileCredentials) get() (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	if t.token != "" && !t.readAt.IsZero() && now.Sub(t.readAt) < tokenFileMaxAge && !now.Before(t.readAt) {
-		return t.token, nil
-	}
-	tok, err := readTokenFile(t.path)
-	t.readAt = now
-	if err == nil {
-		t.token = tok
-	} else if t.token == "" {
-		return "", fmt.Errorf("k8sapi: %w", err)
-	}
-	return t.token, nil
 }
 
 // readTokenFile reads a token; its errors lack the package prefix, for the
@@ -257,28 +265,4 @@ func escapeHeaderKey(k string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
-}
-
-// impersonating adds the Impersonate-* headers to what its credentials
-// send.
-type impersonating struct {
-	credentials
-	header http.Header
-}
-
-func (im impersonating) authorize(ctx context.Context, req *http.Request) error {
-	if err := im.credentials.authorize(ctx, req); err != nil {
-		return err
-	}
-	for k, vs := range im.header {
-		req.Header[k] = vs
-	}
-	return nil
-}
-
-// impersonatingCertSource keeps the client certificate of credentials that
-// supply one.
-type impersonatingCertSource struct {
-	impersonating
-	certSource
 }

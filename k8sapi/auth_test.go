@@ -80,7 +80,8 @@ func TestTokenFileRotation(t *testing.T) {
 	}
 	write("one\n")
 	clock := newCredClock()
-	creds := &tokenFileCredentials{path: path, now: clock.now}
+	creds := newTokenFile(path, "")
+	creds.now = clock.now
 
 	if got := authHeader(t, creds); got != "Bearer one" {
 		t.Fatalf("first read: %q", got)

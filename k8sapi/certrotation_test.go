@@ -192,7 +192,7 @@ func TestCertFilesReloaded(t *testing.T) {
 	if err := os.WriteFile(keyPath, []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(2 * certFileMaxAge)
+	clock.advance(2 * fileMaxAge)
 	if cn := presented(t, c); cn != "b" {
 		t.Fatalf("after a bad read presented %q, want b", cn)
 	}

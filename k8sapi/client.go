@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -55,13 +56,15 @@ const (
 // too large asks for fewer objects per page (ListOptions.Limit), as
 // package watch does.
 type Client struct {
-	base       string // scheme://host[/prefix], escaped, no trailing slash
-	namespace  string
-	userAgent  string
-	creds      credentials
-	transport  http.RoundTripper
-	limiter    *TokenBucket // nil: no limit
-	maxRetries int
+	base      string // scheme://host[/prefix], escaped, no trailing slash
+	namespace string
+	userAgent string
+	creds     credentials
+	// impersonate holds the Impersonate-* headers; nil for none.
+	impersonate http.Header
+	transport   http.RoundTripper
+	limiter     *TokenBucket // nil: no limit
+	maxRetries  int
 
 	// Body limits: Config.ObjectLimit and ListPageLimit, or the defaults.
 	objectLimit, listLimit int64
@@ -93,17 +96,17 @@ func New(cfg *Config) (*Client, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		tlsConfig, err := newTLSConfig(cfg, creds)
+		tlsConfig, err := newTLSConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
+		t, err := newTransport(cfg, tlsConfig)
+		if err != nil {
+			return nil, err
+		}
+		rt = t
 		if certs != nil {
-			rt, err = newCertTransport(cfg, tlsConfig, certs)
-		} else {
-			rt, err = newTransport(cfg, tlsConfig)
-		}
-		if err != nil {
-			return nil, err
+			rt = &certTransport{certs: certs, base: t}
 		}
 	}
 	if cfg.WrapTransport != nil {
@@ -111,8 +114,8 @@ func New(cfg *Config) (*Client, error) {
 	}
 	c := &Client{
 		base:        base,
-		namespace:   cfg.Namespace,
-		userAgent:   cfg.UserAgent,
+		namespace:   cmp.Or(cfg.Namespace, "default"),
+		userAgent:   cmp.Or(cfg.UserAgent, defaultUserAgent()),
 		creds:       creds,
 		transport:   rt,
 		maxRetries:  cfg.MaxRetries,
@@ -122,6 +125,9 @@ func New(cfg *Config) (*Client, error) {
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
 	}
+	if cfg.Impersonate.UserName != "" && !plainHTTP(cfg.Host) {
+		c.impersonate = cfg.Impersonate.header()
+	}
 	if cfg.QPS > 0 {
 		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
 	}
@@ -130,12 +136,6 @@ func New(cfg *Config) (*Client, error) {
 	}
 	if cfg.ListPageLimit > 0 {
 		c.listLimit = cfg.ListPageLimit
-	}
-	if c.namespace == "" {
-		c.namespace = "default"
-	}
-	if c.userAgent == "" {
-		c.userAgent = defaultUserAgent()
 	}
 	switch {
 	case c.maxRetries == 0:
@@ -192,10 +192,6 @@ type operation struct {
 	body        []byte
 	contentType string
 	accept      string // empty means application/json
-}
-
-func (o *operation) fill(verb, resource, namespace, name *string) {
-	*verb, *resource, *namespace, *name = o.verb, o.resource, o.namespace, o.name
 }
 
 func (o *operation) requestError(err error) error {
@@ -283,6 +279,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, target string) (
 	if err := c.creds.authorize(ctx, req); err != nil {
 		return nil, err
 	}
+	maps.Copy(req.Header, c.impersonate)
 	return req, nil
 }
 
@@ -325,39 +322,20 @@ func readBody(op *operation, resp *http.Response, limit int64) ([]byte, error) {
 
 // readAtMost reads r to the end if it holds at most limit bytes, and
 // fails with ErrBodyTooLarge otherwise, having read limit+1 bytes at most.
-// size is the expected length, or -1. The buffer doubles as it grows, so
-// that at most about twice the body's size is allocated in all.
+// size is the expected length, or -1. The buffer is allocated once when
+// size is known, and otherwise doubles as it grows, so that at most about
+// twice the body's size is allocated in all.
 func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
 	n := int64(64 << 10)
 	if size >= 0 {
-		n = size + 1 // +1 so that the end is seen without growing
+		n = size + bytes.MinRead // room to read the end without growing
 	}
-	b := make([]byte, 0, min(n, limit))
-	var probe [1]byte
-	for {
-		if len(b) == cap(b) {
-			if int64(cap(b)) >= limit {
-				// Full: one more byte means too large.
-				m, err := io.ReadFull(r, probe[:])
-				if m > 0 {
-					return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
-				}
-				if err == io.EOF {
-					return b, nil
-				}
-				return nil, err
-			}
-			nb := make([]byte, len(b), min(2*int64(cap(b)), limit))
-			copy(nb, b)
-			b = nb
-		}
-		m, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+m]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, limit+bytes.MinRead)))
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, err
 	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
+	}
+	return buf.Bytes(), nil
 }

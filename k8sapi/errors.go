@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -53,54 +54,31 @@ type APIError struct {
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: <code> <reason>: <message>".
 // It never contains request headers or credentials.
 func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString("k8sapi: ")
-	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
-	b.WriteString(": ")
+	s := "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": "
 	if e.Code != 0 {
-		b.WriteString(strconv.Itoa(e.Code))
-		b.WriteByte(' ')
+		s += strconv.Itoa(e.Code) + " "
 	}
-	b.WriteString(printable(e.reason(), 64))
-	msg := e.Status.Message
-	if e.Body != "" {
-		msg = e.Body
+	s += printable(e.reason(), 64)
+	if msg := cmp.Or(e.Body, e.Status.Message); msg != "" {
+		s += ": " + printable(msg, 512)
 	}
-	if msg != "" {
-		b.WriteString(": ")
-		b.WriteString(printable(msg, 512))
-	}
-	return b.String()
+	return s
 }
 
 // reason is the Status's reason, or the one the HTTP code implies.
 func (e *APIError) reason() string {
-	if e.Status.Reason != "" {
-		return e.Status.Reason
-	}
-	return reasonForCode(e.Code)
+	return cmp.Or(e.Status.Reason, reasonForCode[e.Code])
 }
 
-// writeTarget writes "op resource ns/name", leaving out what is empty.
-func writeTarget(b *strings.Builder, op, resource, namespace, name string) {
-	b.WriteString(op)
+// target returns "op resource ns/name", leaving out what is empty.
+func target(op, resource, namespace, name string) string {
 	if resource != "" {
-		b.WriteByte(' ')
-		b.WriteString(resource)
+		op += " " + resource
 	}
-	switch {
-	case namespace != "" && name != "":
-		b.WriteByte(' ')
-		b.WriteString(namespace)
-		b.WriteByte('/')
-		b.WriteString(name)
-	case namespace != "":
-		b.WriteByte(' ')
-		b.WriteString(namespace)
-	case name != "":
-		b.WriteByte(' ')
-		b.WriteString(name)
+	if id := strings.Trim(namespace+"/"+name, "/"); id != "" {
+		op += " " + id
 	}
+	return op
 }
 
 // RequestError is the error returned when a request got no answer from the
@@ -116,12 +94,7 @@ type RequestError struct {
 
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: <cause>".
 func (e *RequestError) Error() string {
-	var b strings.Builder
-	b.WriteString("k8sapi: ")
-	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
-	b.WriteString(": ")
-	b.WriteString(strings.TrimPrefix(e.Err.Error(), "k8sapi: "))
-	return b.String()
+	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": " + strings.TrimPrefix(e.Err.Error(), "k8sapi: ")
 }
 
 // Unwrap returns the cause.
@@ -140,75 +113,30 @@ type DecodeError struct {
 
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: decode: <cause>".
 func (e *DecodeError) Error() string {
-	var b strings.Builder
-	b.WriteString("k8sapi: ")
-	writeTarget(&b, e.Op, e.Resource, e.Namespace, e.Name)
-	b.WriteString(": decode: ")
-	b.WriteString(printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512))
-	return b.String()
+	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": decode: " + printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512)
 }
 
 // Unwrap returns the cause.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// Status reasons the helpers below test for.
-const (
-	reasonNotFound        = "NotFound"
-	reasonAlreadyExists   = "AlreadyExists"
-	reasonConflict        = "Conflict"
-	reasonGone            = "Gone"
-	reasonExpired         = "Expired"
-	reasonForbidden       = "Forbidden"
-	reasonUnauthorized    = "Unauthorized"
-	reasonInvalid         = "Invalid"
-	reasonTooManyRequests = "TooManyRequests"
-	reasonServerTimeout   = "ServerTimeout"
-	reasonTimeout         = "Timeout"
-	reasonBadRequest      = "BadRequest"
-	reasonMethodNotAllow  = "MethodNotAllowed"
-	reasonInternalError   = "InternalError"
-	reasonServiceUnavail  = "ServiceUnavailable"
-	reasonUnsupportedType = "UnsupportedMediaType"
-	reasonNotAcceptable   = "NotAcceptable"
-	reasonRequestTooLarge = "RequestEntityTooLarge"
-)
-
 // reasonForCode is the reason the server uses for an HTTP status code, for
 // errors whose body carried none.
-func reasonForCode(code int) string {
-	switch code {
-	case http.StatusBadRequest:
-		return reasonBadRequest
-	case http.StatusUnauthorized:
-		return reasonUnauthorized
-	case http.StatusForbidden:
-		return reasonForbidden
-	case http.StatusNotFound:
-		return reasonNotFound
-	case http.StatusMethodNotAllowed:
-		return reasonMethodNotAllow
-	case http.StatusNotAcceptable:
-		return reasonNotAcceptable
-	case http.StatusConflict:
-		return reasonConflict
-	case http.StatusGone:
-		return reasonGone
-	case http.StatusRequestEntityTooLarge:
-		return reasonRequestTooLarge
-	case http.StatusUnsupportedMediaType:
-		return reasonUnsupportedType
-	case http.StatusUnprocessableEntity:
-		return reasonInvalid
-	case http.StatusTooManyRequests:
-		return reasonTooManyRequests
-	case http.StatusInternalServerError:
-		return reasonInternalError
-	case http.StatusServiceUnavailable:
-		return reasonServiceUnavail
-	case http.StatusGatewayTimeout:
-		return reasonTimeout
-	}
-	return ""
+var reasonForCode = map[int]string{
+	http.StatusBadRequest:            "BadRequest",
+	http.StatusUnauthorized:          "Unauthorized",
+	http.StatusForbidden:             "Forbidden",
+	http.StatusNotFound:              "NotFound",
+	http.StatusMethodNotAllowed:      "MethodNotAllowed",
+	http.StatusNotAcceptable:         "NotAcceptable",
+	http.StatusConflict:              "Conflict",
+	http.StatusGone:                  "Gone",
+	http.StatusRequestEntityTooLarge: "RequestEntityTooLarge",
+	http.StatusUnsupportedMediaType:  "UnsupportedMediaType",
+	http.StatusUnprocessableEntity:   "Invalid",
+	http.StatusTooManyRequests:       "TooManyRequests",
+	http.StatusInternalServerError:   "InternalError",
+	http.StatusServiceUnavailable:    "ServiceUnavailable",
+	http.StatusGatewayTimeout:        "Timeout",
 }
 
 // apiErrorOf returns the *APIError err wraps, or nil.
@@ -227,16 +155,16 @@ func hasReason(err error, reason string) bool {
 
 // IsNotFound reports whether err wraps an [*APIError] saying the object or
 // resource does not exist (reason NotFound, or 404 without a reason).
-func IsNotFound(err error) bool { return hasReason(err, reasonNotFound) }
+func IsNotFound(err error) bool { return hasReason(err, "NotFound") }
 
 // IsAlreadyExists reports whether err wraps an [*APIError] saying a create
 // found the object already there (409, reason AlreadyExists).
-func IsAlreadyExists(err error) bool { return hasReason(err, reasonAlreadyExists) }
+func IsAlreadyExists(err error) bool { return hasReason(err, "AlreadyExists") }
 
 // IsConflict reports whether err wraps an [*APIError] saying a write lost a
 // race, usually because its resourceVersion is stale (409, reason
 // Conflict, or 409 without a reason). AlreadyExists is not a Conflict.
-func IsConflict(err error) bool { return hasReason(err, reasonConflict) }
+func IsConflict(err error) bool { return hasReason(err, "Conflict") }
 
 // IsGone reports whether err wraps an [*APIError] saying the requested
 // resourceVersion or continue token is too old: code 410, reason Expired
@@ -250,7 +178,7 @@ func IsGone(err error) bool {
 	switch {
 	case e.Code == http.StatusGone, e.Status.Code == http.StatusGone:
 		return true
-	case e.Status.Reason == reasonExpired, e.Status.Reason == reasonGone:
+	case e.Status.Reason == "Expired", e.Status.Reason == "Gone":
 		return true
 	}
 	return strings.Contains(e.Status.Message, "too old resource version")
@@ -258,23 +186,23 @@ func IsGone(err error) bool {
 
 // IsForbidden reports whether err wraps an [*APIError] saying the client
 // may not do this (403, reason Forbidden).
-func IsForbidden(err error) bool { return hasReason(err, reasonForbidden) }
+func IsForbidden(err error) bool { return hasReason(err, "Forbidden") }
 
 // IsUnauthorized reports whether err wraps an [*APIError] saying the
 // client's credentials were missing or rejected (401, reason Unauthorized).
-func IsUnauthorized(err error) bool { return hasReason(err, reasonUnauthorized) }
+func IsUnauthorized(err error) bool { return hasReason(err, "Unauthorized") }
 
 // IsInvalid reports whether err wraps an [*APIError] saying the object
 // failed validation (422, reason Invalid); Status.Details.Causes lists the
 // fields.
-func IsInvalid(err error) bool { return hasReason(err, reasonInvalid) }
+func IsInvalid(err error) bool { return hasReason(err, "Invalid") }
 
 // IsTooManyRequests reports whether err wraps an [*APIError] saying the
 // server is throttling the client (429, reason TooManyRequests). The
 // client retries these itself; the error is seen once retries ran out.
 func IsTooManyRequests(err error) bool {
 	e := apiErrorOf(err)
-	return e != nil && (e.Code == http.StatusTooManyRequests || e.reason() == reasonTooManyRequests)
+	return e != nil && (e.Code == http.StatusTooManyRequests || e.reason() == "TooManyRequests")
 }
 
 // IsServerTimeout reports whether err wraps an [*APIError] saying the
@@ -286,7 +214,7 @@ func IsServerTimeout(err error) bool {
 		return false
 	}
 	r := e.reason()
-	return r == reasonServerTimeout || r == reasonTimeout || e.Code == http.StatusGatewayTimeout
+	return r == "ServerTimeout" || r == "Timeout" || e.Code == http.StatusGatewayTimeout
 }
 
 // newAPIError builds the error for a failed response from its code,
@@ -296,7 +224,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 	if len(body) > 0 && json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
 		return statusError(op, code, st, header)
 	}
-	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode(code)}, header)
+	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode[code]}, header)
 	e.Body = snippet(body, 256)
 	e.Status.Message = e.Body
 	return e
@@ -305,8 +233,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 // statusError builds the error for a Status the server sent, with a
 // failed response's headers (nil for a watch ERROR event).
 func statusError(op *operation, code int, st Status, header http.Header) *APIError {
-	e := &APIError{Code: code, Status: st}
-	op.fill(&e.Op, &e.Resource, &e.Namespace, &e.Name)
+	e := &APIError{Op: op.verb, Resource: op.resource, Namespace: op.namespace, Name: op.name, Code: code, Status: st}
 	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
 		e.RetryAfter = min(time.Duration(d.RetryAfterSeconds)*time.Second, maxRetryAfter)
 	} else if header != nil {
@@ -318,17 +245,11 @@ func statusError(op *operation, code int, st Status, header http.Header) *APIErr
 // parseRetryAfter reads a Retry-After header in seconds. Anything else,
 // including the HTTP-date form the API server never sends, means zero.
 func parseRetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n <= 0 {
 		return 0
 	}
-	if n > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter
-	}
-	return time.Duration(n) * time.Second
+	return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 }
 
 // snippet returns at most max bytes of b as printable text: invalid UTF-8

@@ -125,10 +125,7 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 			ProxyURL:                 c.ProxyURL,
 		}
 	}
-	infoJSON, err := json.Marshal(info)
-	if err != nil {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
-	}
+	infoJSON, _ := json.Marshal(info) // strings, bools and bytes: it cannot fail
 	env := append(os.Environ(), x.Env...)
 	env = append(env, "KUBERNETES_EXEC_INFO="+string(infoJSON))
 	e := &execCredentials{command: x.Command, version: x.APIVersion, now: time.Now}
@@ -161,9 +158,6 @@ func (e *execCredentials) refresh() bool {
 }
 
 func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certificate, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	r, err := e.get(ctx)
 	if err != nil {
 		return nil, err
@@ -263,7 +257,7 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	}
 	switch {
 	case st.ClientCertificateData != "" && st.ClientKeyData != "":
-		cert, err := keyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
+		cert, err := tls.X509KeyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
 		if err != nil {
 			return nil, fail("client certificate: %w", err)
 		}

@@ -14,12 +14,8 @@ import (
 // server's 410 when a continue token expired (see [IsGone]). The objects
 // point into the current page and may be kept.
 func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*T, error] {
-	if opts.Limit <= 0 {
-		opts.Limit = 500
-	}
 	return func(yield func(*T, error) bool) {
-		for {
-			page, err := t.List(ctx, namespace, opts)
+		for page, err := range t.pages(ctx, namespace, opts) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -29,8 +25,26 @@ func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) i
 					return
 				}
 			}
+		}
+	}
+}
+
+// pages iterates over the pages of a list, opts.Limit (zero means 500)
+// objects each, following the continue tokens. A failure ends it with one
+// (nil, err) pair.
+func (t Typed[T]) pages(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*List[T], error] {
+	if opts.Limit <= 0 {
+		opts.Limit = 500
+	}
+	return func(yield func(*List[T], error) bool) {
+		for {
+			page, err := t.List(ctx, namespace, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
 			next := page.Metadata.Continue
-			if next == "" {
+			if !yield(page, nil) || next == "" {
 				return
 			}
 			if next == opts.Continue {
@@ -38,6 +52,7 @@ func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) i
 				yield(nil, op.decodeError(errors.New("server returned the same continue token twice")))
 				return
 			}
+			// The token carries the version; the server rejects both.
 			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
 		}
 	}

@@ -66,12 +66,11 @@ type kcCluster struct {
 	serverName, proxyURL string
 }
 
+// kcExec is an exec plugin as the file gives it: its Command not yet
+// resolved, its Dir not set.
 type kcExec struct {
-	apiVersion, command string
-	args, env           []string
-	interactiveMode     string
-	provideClusterInfo  bool
-	installHint         string
+	ExecConfig
+	installHint string
 }
 
 type kcUser struct {
@@ -120,23 +119,15 @@ func LoadKubeconfig(paths []string, context string) (*Config, error) {
 	}
 	kc := newKubeconfig()
 	for _, p := range paths {
-		data, err := readKubeconfig(p)
+		data, err := readFileLimit(p, maxKubeconfigSize)
 		if err != nil {
-			return nil, err
+			return nil, &ConfigError{Path: p, Err: pathCause(err)}
 		}
 		if err := kc.merge(p, data); err != nil {
 			return nil, err
 		}
 	}
 	return kc.config(strings.Join(paths, string(os.PathListSeparator)), context)
-}
-
-func readKubeconfig(path string) ([]byte, error) {
-	data, err := readFileLimit(path, maxKubeconfigSize)
-	if err != nil {
-		return nil, &ConfigError{Path: path, Err: pathCause(err)}
-	}
-	return data, nil
 }
 
 // readFileLimit reads a file of at most limit bytes. A larger one is an
@@ -209,38 +200,11 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 				kc.currentContext = s
 			}
 		case "clusters":
-			err = d.named(v, "clusters", "cluster", func(name string, n *yaml.Node, line int) error {
-				c, err := d.cluster(n, name)
-				if err == nil {
-					c.line = line
-					if _, ok := kc.clusters[name]; !ok {
-						kc.clusters[name] = c
-					}
-				}
-				return err
-			})
+			err = named(&d, v, "clusters", "cluster", kc.clusters, d.cluster)
 		case "users":
-			err = d.named(v, "users", "user", func(name string, n *yaml.Node, line int) error {
-				u, err := d.user(n, name)
-				if err == nil {
-					u.line = line
-					if _, ok := kc.users[name]; !ok {
-						kc.users[name] = u
-					}
-				}
-				return err
-			})
+			err = named(&d, v, "users", "user", kc.users, d.user)
 		case "contexts":
-			err = d.named(v, "contexts", "context", func(name string, n *yaml.Node, line int) error {
-				c, err := d.context(n, name)
-				if err == nil {
-					c.line = line
-					if _, ok := kc.contexts[name]; !ok {
-						kc.contexts[name] = c
-					}
-				}
-				return err
-			})
+			err = named(&d, v, "contexts", "context", kc.contexts, d.context)
 		}
 		// Other keys (apiVersion, kind, preferences, extensions) carry
 		// nothing this package uses.
@@ -302,145 +266,133 @@ func (d *decoder) base64(n *yaml.Node, field string) ([]byte, error) {
 	return b, nil
 }
 
+// want checks that n is null or of kind k.
+func (d *decoder) want(n *yaml.Node, k yaml.Kind, field string) error {
+	if n.IsNull() || n.Kind == k {
+		return nil
+	}
+	return d.errorf(n, "%s: want a %s, got a %s", field, k, n.Kind)
+}
+
 func (d *decoder) mapping(n *yaml.Node, field string) ([]yaml.Entry, error) {
-	if n.IsNull() {
-		return nil, nil
-	}
-	if n.Kind != yaml.Map {
-		return nil, d.errorf(n, "%s: want a map, got a %s", field, n.Kind)
-	}
-	return n.Entries, nil
+	return n.Entries, d.want(n, yaml.Map, field)
 }
 
 func (d *decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {
-	if n.IsNull() {
-		return nil, nil
-	}
-	if n.Kind != yaml.List {
-		return nil, d.errorf(n, "%s: want a list, got a %s", field, n.Kind)
-	}
-	return n.Items, nil
+	return n.Items, d.want(n, yaml.List, field)
 }
 
-// named decodes a list of {name: ..., <inner>: {...}} entries.
-func (d *decoder) named(n *yaml.Node, field, inner string, each func(name string, n *yaml.Node, line int) error) error {
+// named decodes a list of {name: ..., <inner>: {...}} entries with
+// decode, and adds to m those whose name it does not hold yet.
+func named[T any](d *decoder, n *yaml.Node, field, inner string, m map[string]*T, decode func(n *yaml.Node, name string, line int) (*T, error)) error {
 	items, err := d.list(n, field)
 	if err != nil {
 		return err
 	}
 	seen := make(map[string]int)
 	for i, it := range items {
-		entries, err := d.mapping(it, fmt.Sprintf("%s[%d]", field, i))
+		if err := d.want(it, yaml.Map, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			return err
+		}
+		name, err := d.str(it.Get("name"), fmt.Sprintf("%s[%d].name", field, i))
 		if err != nil {
 			return err
 		}
-		var name string
-		var body *yaml.Node
-		hasName := false
-		for _, e := range entries {
-			switch e.Key {
-			case "name":
-				if name, err = d.str(e.Value, fmt.Sprintf("%s[%d].name", field, i)); err != nil {
-					return err
-				}
-				hasName = true
-			case inner:
-				body = e.Value
-			}
-		}
-		if !hasName || name == "" {
+		if name == "" {
 			return d.errorf(it, "%s[%d]: no name", field, i)
 		}
 		if first, dup := seen[name]; dup {
 			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
 		}
 		seen[name] = it.Line
+		body := it.Get(inner)
 		if body == nil {
 			body = &yaml.Node{Kind: yaml.Scalar, Line: it.Line}
 		}
-		if err := each(name, body, it.Line); err != nil {
+		v, err := decode(body, name, it.Line)
+		if err != nil {
+			return err
+		}
+		if _, ok := m[name]; !ok {
+			m[name] = v
+		}
+	}
+	return nil
+}
+
+// fields decodes the entries of map n, called what in errors, into the
+// destinations of their keys: a *string, a *bool, a *[]byte (base64), a
+// *[]string, or a function. Other keys are ignored. An entry's field name
+// in errors is prefix and its key.
+func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
+	entries, err := d.mapping(n, what)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		field := prefix + e.Key
+		switch p := dst[e.Key].(type) {
+		case *string:
+			*p, err = d.str(e.Value, field)
+		case *bool:
+			*p, err = d.boolean(e.Value, field)
+		case *[]byte:
+			*p, err = d.base64(e.Value, field)
+		case *[]string:
+			*p, err = d.strings(e.Value, field)
+		case func(v *yaml.Node, field string) error:
+			err = p(e.Value, field)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d *decoder) cluster(n *yaml.Node, name string) (*kcCluster, error) {
-	entries, err := d.mapping(n, "cluster "+strconv.Quote(name))
-	if err != nil {
-		return nil, err
-	}
-	c := &kcCluster{file: d.file}
-	for _, e := range entries {
-		field := fmt.Sprintf("cluster %q: %s", name, e.Key)
-		switch e.Key {
-		case "server":
-			c.server, err = d.str(e.Value, field)
-		case "certificate-authority":
-			c.caFile, err = d.str(e.Value, field)
-		case "certificate-authority-data":
-			c.caData, err = d.base64(e.Value, field)
-		case "insecure-skip-tls-verify":
-			c.insecure, err = d.boolean(e.Value, field)
-		case "tls-server-name":
-			c.serverName, err = d.str(e.Value, field)
-		case "proxy-url":
-			c.proxyURL, err = d.str(e.Value, field)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+func (d *decoder) cluster(n *yaml.Node, name string, line int) (*kcCluster, error) {
+	c := &kcCluster{file: d.file, line: line}
+	return c, d.fields(n, "cluster "+strconv.Quote(name), fmt.Sprintf("cluster %q: ", name), map[string]any{
+		"server":                     &c.server,
+		"certificate-authority":      &c.caFile,
+		"certificate-authority-data": &c.caData,
+		"insecure-skip-tls-verify":   &c.insecure,
+		"tls-server-name":            &c.serverName,
+		"proxy-url":                  &c.proxyURL,
+	})
 }
 
-func (d *decoder) user(n *yaml.Node, name string) (*kcUser, error) {
-	entries, err := d.mapping(n, "user "+strconv.Quote(name))
-	if err != nil {
-		return nil, err
-	}
-	u := &kcUser{file: d.file}
-	for _, e := range entries {
-		field := fmt.Sprintf("user %q: %s", name, e.Key)
-		switch e.Key {
-		case "token":
-			u.token, err = d.str(e.Value, field)
-		case "tokenFile":
-			u.tokenFile, err = d.str(e.Value, field)
-		case "client-certificate":
-			u.certFile, err = d.str(e.Value, field)
-		case "client-key":
-			u.keyFile, err = d.str(e.Value, field)
-		case "client-certificate-data":
-			u.certData, err = d.base64(e.Value, field)
-		case "client-key-data":
-			u.keyData, err = d.base64(e.Value, field)
-		case "username":
-			u.username, err = d.str(e.Value, field)
-		case "password":
-			u.password, err = d.str(e.Value, field)
-		case "exec":
-			if !e.Value.IsNull() {
-				u.exec, err = d.exec(e.Value, field)
+func (d *decoder) user(n *yaml.Node, name string, line int) (*kcUser, error) {
+	u := &kcUser{file: d.file, line: line}
+	return u, d.fields(n, "user "+strconv.Quote(name), fmt.Sprintf("user %q: ", name), map[string]any{
+		"token":                   &u.token,
+		"tokenFile":               &u.tokenFile,
+		"client-certificate":      &u.certFile,
+		"client-key":              &u.keyFile,
+		"client-certificate-data": &u.certData,
+		"client-key-data":         &u.keyData,
+		"username":                &u.username,
+		"password":                &u.password,
+		"exec": func(v *yaml.Node, field string) (err error) {
+			if !v.IsNull() {
+				u.exec, err = d.exec(v, field)
 			}
-		case "auth-provider":
-			if !e.Value.IsNull() {
-				err = d.errorf(e.Value, "%s: auth providers are not supported; use an exec plugin", field)
+			return err
+		},
+		"auth-provider": func(v *yaml.Node, field string) error {
+			if v.IsNull() {
+				return nil
 			}
-		case "as":
-			u.impersonate.UserName, err = d.str(e.Value, field)
-		case "as-uid":
-			u.impersonate.UID, err = d.str(e.Value, field)
-		case "as-groups":
-			u.impersonate.Groups, err = d.strings(e.Value, field)
-		case "as-user-extra":
-			u.impersonate.Extra, err = d.extra(e.Value, field)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return u, nil
+			return d.errorf(v, "%s: auth providers are not supported; use an exec plugin", field)
+		},
+		"as":        &u.impersonate.UserName,
+		"as-uid":    &u.impersonate.UID,
+		"as-groups": &u.impersonate.Groups,
+		"as-user-extra": func(v *yaml.Node, field string) (err error) {
+			u.impersonate.Extra, err = d.extra(v, field)
+			return err
+		},
+	})
 }
 
 // strings decodes a list of strings; null is an empty list.
@@ -478,103 +430,86 @@ func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error)
 }
 
 func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
-	entries, err := d.mapping(n, field)
+	x := &kcExec{}
+	err := d.fields(n, field, field+".", map[string]any{
+		"apiVersion": &x.APIVersion,
+		"command":    &x.Command,
+		"args":       &x.Args,
+		"env": func(v *yaml.Node, f string) (err error) {
+			x.Env, err = d.env(v, f)
+			return err
+		},
+		"interactiveMode":    &x.InteractiveMode,
+		"provideClusterInfo": &x.ProvideClusterInfo,
+		"installHint":        &x.installHint,
+	})
 	if err != nil {
 		return nil, err
 	}
-	x := &kcExec{}
-	for _, e := range entries {
-		f := field + "." + e.Key
-		switch e.Key {
-		case "apiVersion":
-			x.apiVersion, err = d.str(e.Value, f)
-		case "command":
-			x.command, err = d.str(e.Value, f)
-		case "args":
-			x.args, err = d.strings(e.Value, f)
-		case "env":
-			var items []*yaml.Node
-			if items, err = d.list(e.Value, f); err != nil {
-				return nil, err
-			}
-			for i, it := range items {
-				fi := fmt.Sprintf("%s[%d]", f, i)
-				if it.Kind != yaml.Map {
-					return nil, d.errorf(it, "%s: want a map with name and value", fi)
-				}
-				name, err := d.str(it.Get("name"), fi+".name")
-				if err != nil {
-					return nil, err
-				}
-				if name == "" || strings.ContainsAny(name, "=\x00") {
-					return nil, d.errorf(it, "%s: invalid or missing name", fi)
-				}
-				val, err := d.str(it.Get("value"), fi+".value")
-				if err != nil {
-					return nil, err
-				}
-				if v := it.Get("value"); v != nil && v.Kind == yaml.Scalar && strings.ContainsRune(val, 0) {
-					return nil, d.errorf(v, "%s.value: contains a NUL byte", fi)
-				}
-				x.env = append(x.env, name+"="+val)
-			}
-		case "interactiveMode":
-			x.interactiveMode, err = d.str(e.Value, f)
-		case "provideClusterInfo":
-			x.provideClusterInfo, err = d.boolean(e.Value, f)
-		case "installHint":
-			x.installHint, err = d.str(e.Value, f)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	switch x.apiVersion {
+	switch x.APIVersion {
 	case execV1, execV1beta1:
 	case "":
 		return nil, d.errorf(n, "%s: apiVersion is missing", field)
 	default:
-		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.apiVersion, execV1, execV1beta1)
+		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.APIVersion, execV1, execV1beta1)
 	}
-	if x.command == "" {
+	if x.Command == "" {
 		return nil, d.errorf(n, "%s: command is missing", field)
 	}
-	switch x.interactiveMode {
+	switch x.InteractiveMode {
 	case "":
-		if x.apiVersion == execV1 {
+		if x.APIVersion == execV1 {
 			return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 		}
-		x.interactiveMode = "IfAvailable"
+		x.InteractiveMode = "IfAvailable"
 	case "Never", "IfAvailable":
 	case "Always":
 		return nil, d.errorf(n, "%s: interactiveMode Always needs a terminal, which the client never gives a plugin", field)
 	default:
-		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.interactiveMode)
+		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.InteractiveMode)
 	}
 	return x, nil
 }
 
-func (d *decoder) context(n *yaml.Node, name string) (*kcContext, error) {
-	entries, err := d.mapping(n, "context "+strconv.Quote(name))
+// env decodes an exec plugin's env: a list of {name, value} maps, as
+// "name=value" strings.
+func (d *decoder) env(n *yaml.Node, f string) ([]string, error) {
+	items, err := d.list(n, f)
 	if err != nil {
 		return nil, err
 	}
-	c := &kcContext{file: d.file}
-	for _, e := range entries {
-		field := fmt.Sprintf("context %q: %s", name, e.Key)
-		switch e.Key {
-		case "cluster":
-			c.cluster, err = d.str(e.Value, field)
-		case "user":
-			c.user, err = d.str(e.Value, field)
-		case "namespace":
-			c.namespace, err = d.str(e.Value, field)
+	var env []string
+	for i, it := range items {
+		fi := fmt.Sprintf("%s[%d]", f, i)
+		if it.Kind != yaml.Map {
+			return nil, d.errorf(it, "%s: want a map with name and value", fi)
 		}
+		name, err := d.str(it.Get("name"), fi+".name")
 		if err != nil {
 			return nil, err
 		}
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return nil, d.errorf(it, "%s: invalid or missing name", fi)
+		}
+		val, err := d.str(it.Get("value"), fi+".value")
+		if err != nil {
+			return nil, err
+		}
+		if v := it.Get("value"); v != nil && v.Kind == yaml.Scalar && strings.ContainsRune(val, 0) {
+			return nil, d.errorf(v, "%s.value: contains a NUL byte", fi)
+		}
+		env = append(env, name+"="+val)
 	}
-	return c, nil
+	return env, nil
+}
+
+func (d *decoder) context(n *yaml.Node, name string, line int) (*kcContext, error) {
+	c := &kcContext{file: d.file, line: line}
+	return c, d.fields(n, "context "+strconv.Quote(name), fmt.Sprintf("context %q: ", name), map[string]any{
+		"cluster":   &c.cluster,
+		"user":      &c.user,
+		"namespace": &c.namespace,
+	})
 }
 
 // resolve makes a path from a kubeconfig absolute, relative to the folder
@@ -586,8 +521,13 @@ func (f *kcFile) resolve(p string) string {
 	return filepath.Join(f.dir, p)
 }
 
-// readFile reads a PEM file a kubeconfig entry names.
-func (f *kcFile) readFile(line int, what, p string) ([]byte, error) {
+// dataOrFile returns data when it is not empty, or else the content of
+// the PEM file p (none when p is empty) that the entry at line names as
+// what.
+func (f *kcFile) dataOrFile(data []byte, p string, line int, what string) ([]byte, error) {
+	if len(data) > 0 || p == "" {
+		return data, nil
+	}
 	b, err := readFileLimit(f.resolve(p), maxPEMFileSize)
 	if err != nil {
 		return nil, &ConfigError{Path: f.path, Line: line, Err: fmt.Errorf("%s: %w", what, err)}
@@ -651,15 +591,9 @@ func (c *kcCluster) apply(cfg *Config, name string) error {
 	cfg.Host = c.server
 	cfg.ServerName = c.serverName
 	cfg.Insecure = c.insecure
-	switch {
-	case len(c.caData) > 0:
-		cfg.CAData = c.caData
-	case c.caFile != "":
-		b, err := c.file.readFile(c.line, fmt.Sprintf("cluster %q: certificate-authority", name), c.caFile)
-		if err != nil {
-			return err
-		}
-		cfg.CAData = b
+	var err error
+	if cfg.CAData, err = c.file.dataOrFile(c.caData, c.caFile, c.line, fmt.Sprintf("cluster %q: certificate-authority", name)); err != nil {
+		return err
 	}
 	if c.insecure && (len(c.caData) > 0 || c.caFile != "") {
 		return fail("insecure-skip-tls-verify and a certificate authority cannot both be set")
@@ -713,21 +647,11 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 	}
 	cfg.Impersonate = u.impersonate
 	var err error
-	switch {
-	case len(u.certData) > 0:
-		cfg.CertData = u.certData
-	case u.certFile != "":
-		if cfg.CertData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-certificate", name), u.certFile); err != nil {
-			return err
-		}
+	if cfg.CertData, err = u.file.dataOrFile(u.certData, u.certFile, u.line, fmt.Sprintf("user %q: client-certificate", name)); err != nil {
+		return err
 	}
-	switch {
-	case len(u.keyData) > 0:
-		cfg.KeyData = u.keyData
-	case u.keyFile != "":
-		if cfg.KeyData, err = u.file.readFile(u.line, fmt.Sprintf("user %q: client-key", name), u.keyFile); err != nil {
-			return err
-		}
+	if cfg.KeyData, err = u.file.dataOrFile(u.keyData, u.keyFile, u.line, fmt.Sprintf("user %q: client-key", name)); err != nil {
+		return err
 	}
 	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
 		return fail("a client certificate needs both a certificate and a key")
@@ -736,22 +660,15 @@ func (u *kcUser) apply(cfg *Config, name string) error {
 		// Files are read again when they change: see Config.CertFile.
 		cfg.CertFile, cfg.KeyFile = u.file.resolve(u.certFile), u.file.resolve(u.keyFile)
 	}
-	if x := u.exec; x != nil {
-		cmd := x.command
+	if u.exec != nil {
+		x := u.exec.ExecConfig
 		// A command with a path separator is a file relative to the
 		// kubeconfig; a bare name is looked up in $PATH.
-		if strings.ContainsRune(cmd, '/') || strings.ContainsRune(cmd, filepath.Separator) {
-			cmd = u.file.resolve(cmd)
+		if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
+			x.Command = u.file.resolve(x.Command)
 		}
-		cfg.Exec = &ExecConfig{
-			APIVersion:         x.apiVersion,
-			Command:            cmd,
-			Args:               x.args,
-			Env:                x.env,
-			Dir:                u.file.dir,
-			InteractiveMode:    x.interactiveMode,
-			ProvideClusterInfo: x.provideClusterInfo,
-		}
+		x.Dir = u.file.dir
+		cfg.Exec = &x
 	}
 	return nil
 }

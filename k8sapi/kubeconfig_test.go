@@ -242,7 +242,7 @@ current-context: x
 	if string(cfg.CertData) != string(certPEM) || string(cfg.KeyData) != string(keyPEM) {
 		t.Error("cert/key data not decoded")
 	}
-	if _, err := newTLSConfig(cfg, noCredentials{}); err != nil {
+	if _, err := newTLSConfig(cfg); err != nil {
 		t.Errorf("newTLSConfig: %v", err)
 	}
 }

@@ -159,13 +159,9 @@ func (o WriteOptions) query() url.Values {
 }
 
 func (o PatchOptions) query() url.Values {
-	q := url.Values{}
-	set(q, "fieldManager", o.FieldManager)
+	q := WriteOptions{FieldManager: o.FieldManager, DryRun: o.DryRun}.query()
 	if o.Force {
 		q.Set("force", "true")
-	}
-	if o.DryRun {
-		q.Set("dryRun", "All")
 	}
 	return q
 }

@@ -1,9 +1,6 @@
 package k8sapi
 
-import (
-	"net/url"
-	"strings"
-)
+import "net/url"
 
 // Resource names a kind of object on the API server.
 type Resource struct {
@@ -43,28 +40,19 @@ func (r Resource) GroupVersion() string {
 // cluster-scoped resources; empty namespace on a namespaced resource means
 // all namespaces (valid for list and watch only).
 func (r Resource) Path(namespace, name, subresource string) string {
-	var b strings.Builder
-	if r.Group == "" {
-		b.WriteString("/api/")
-	} else {
-		b.WriteString("/apis/")
-		b.WriteString(url.PathEscape(r.Group))
-		b.WriteByte('/')
+	p := "/api/" + url.PathEscape(r.Version)
+	if r.Group != "" {
+		p = "/apis/" + url.PathEscape(r.Group) + "/" + url.PathEscape(r.Version)
 	}
-	b.WriteString(url.PathEscape(r.Version))
 	if r.Namespaced && namespace != "" {
-		b.WriteString("/namespaces/")
-		b.WriteString(url.PathEscape(namespace))
+		p += "/namespaces/" + url.PathEscape(namespace)
 	}
-	b.WriteByte('/')
-	b.WriteString(url.PathEscape(r.Resource))
+	p += "/" + url.PathEscape(r.Resource)
 	if name != "" {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(name))
+		p += "/" + url.PathEscape(name)
 		if subresource != "" {
-			b.WriteByte('/')
-			b.WriteString(url.PathEscape(subresource))
+			p += "/" + url.PathEscape(subresource)
 		}
 	}
-	return b.String()
+	return p
 }

@@ -58,13 +58,13 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		errs = append(errs, err)
 	}
 	// TLS.
-	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: secretKeyPEM}, noCredentials{})
+	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: secretKeyPEM})
 	errs = append(errs, err)
-	_, err = newTLSConfig(&Config{CertData: secretKeyPEM, KeyData: secretKeyPEM}, noCredentials{})
+	_, err = newTLSConfig(&Config{CertData: secretKeyPEM, KeyData: secretKeyPEM})
 	errs = append(errs, err)
-	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: []byte(secret)}, noCredentials{})
+	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: []byte(secret)})
 	errs = append(errs, err)
-	_, err = newTLSConfig(&Config{CAData: []byte(secret)}, noCredentials{})
+	_, err = newTLSConfig(&Config{CAData: []byte(secret)})
 	errs = append(errs, err)
 
 	encoded := base64.StdEncoding.EncodeToString([]byte(secret))

@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -30,7 +29,7 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 		if c.CertFile == "" || c.KeyFile == "" {
 			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
 		}
-		f := &certFiles{certPath: c.CertFile, keyPath: c.KeyFile, now: time.Now}
+		f := newCertFiles(c.CertFile, c.KeyFile)
 		if _, err := f.clientCertificate(context.Background()); err != nil {
 			return nil, nil, err
 		}
@@ -38,54 +37,26 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 	case len(c.CertData) > 0:
 		return nil, creds, nil
 	}
-	if src, ok := creds.(certSource); ok {
-		return src, creds, nil
+	src, _ := creds.(certSource) // an exec plugin's, or nil
+	return src, creds, nil
+}
+
+// certFiles reads a client certificate and key from files: see fileValue.
+type certFiles struct{ fileValue[*tls.Certificate] }
+
+func newCertFiles(certPath, keyPath string) *certFiles {
+	f := &certFiles{fileValue[*tls.Certificate]{now: time.Now}}
+	f.read = func() (*tls.Certificate, error) {
+		cert, err := readKeyPair(certPath, keyPath)
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
+		}
+		return &cert, nil
 	}
-	return nil, creds, nil
+	return f
 }
 
-const (
-	// certFileMaxAge is how long a pair read from files is used before
-	// the files are read again.
-	certFileMaxAge = time.Minute
-)
-
-// certFiles reads a client certificate and key from files, again when the
-// pair is a minute old and after refresh. A failed read keeps the last
-// good pair. Safe for concurrent use.
-type certFiles struct {
-	certPath, keyPath string
-	now               func() time.Time
-
-	mu     sync.Mutex
-	cert   *tls.Certificate // last good pair; nil before the first
-	readAt time.Time        // when the files were last read, zero to force a read
-}
-
-func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.now()
-	if f.cert != nil && !f.readAt.IsZero() && now.Sub(f.readAt) < certFileMaxAge && !now.Before(f.readAt) {
-		return f.cert, nil
-	}
-	f.readAt = now
-	cert, err := readKeyPair(f.certPath, f.keyPath)
-	if err == nil {
-		f.cert = &cert
-	} else if f.cert == nil {
-		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
-	}
-	return f.cert, nil
-}
-
-// refresh makes the next clientCertificate read the files.
-func (f *certFiles) refresh() bool {
-	f.mu.Lock()
-	f.readAt = time.Time{}
-	f.mu.Unlock()
-	return true
-}
+func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) { return f.get() }
 
 // readKeyPair reads and parses a certificate and key file. Its errors name
 // the files, never their content.
@@ -98,7 +69,7 @@ func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	cert, err := keyPair(certPEM, keyPEM)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
 	}
@@ -129,9 +100,8 @@ func (w withCertFiles) refresh() bool {
 
 // newTLSConfig builds the client TLS configuration: TLS 1.2 or later, the
 // configured CA (system roots when none), ServerName, Insecure, and a client
-// certificate from CertData/KeyData or, failing that, from the exec plugin
-// via creds. Errors never include key material.
-func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
+// certificate from CertData/KeyData. Errors never include key material.
+func newTLSConfig(c *Config) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         c.ServerName,
@@ -147,24 +117,17 @@ func newTLSConfig(c *Config, creds credentials) (*tls.Config, error) {
 		}
 		tc.RootCAs = pool
 	}
-	switch {
-	case c.CertFile != "" || c.KeyFile != "":
-		// The certificate is set per transport: see certTransport.
-	case len(c.CertData) > 0 || len(c.KeyData) > 0:
+	// Certificates from files or an exec plugin are set per transport:
+	// see certTransport.
+	if c.CertFile == "" && c.KeyFile == "" && (len(c.CertData) > 0 || len(c.KeyData) > 0) {
 		if len(c.CertData) == 0 || len(c.KeyData) == 0 {
 			return nil, errors.New("k8sapi: TLS: a client certificate needs both CertData and KeyData")
 		}
-		cert, err := keyPair(c.CertData, c.KeyData)
+		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
 		if err != nil {
 			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
-	default:
-		if src, ok := creds.(certSource); ok {
-			tc.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				return src.clientCertificate(cri.Context())
-			}
-		}
 	}
 	return tc, nil
 }
@@ -193,14 +156,4 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 		return nil, errors.New("k8sapi: TLS: the CA data holds no PEM certificate")
 	}
 	return pool, nil
-}
-
-// keyPair parses a PEM certificate and key. Its errors come from
-// crypto/tls, whose messages never quote the key.
-func keyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return cert, nil
 }

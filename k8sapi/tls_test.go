@@ -18,7 +18,7 @@ func certPEMOf(srv *httptest.Server) []byte {
 
 func TestTLSConfig(t *testing.T) {
 	certPEM, keyPEM := selfSignedPair(t, "client")
-	tc, err := newTLSConfig(&Config{ServerName: "api.internal", CAData: certPEM, CertData: certPEM, KeyData: keyPEM}, noCredentials{})
+	tc, err := newTLSConfig(&Config{ServerName: "api.internal", CAData: certPEM, CertData: certPEM, KeyData: keyPEM})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestTLSConfig(t *testing.T) {
 		t.Errorf("got %+v", tc)
 	}
 	// No CA: the system roots (nil pool).
-	tc, err = newTLSConfig(&Config{Insecure: true}, noCredentials{})
+	tc, err = newTLSConfig(&Config{Insecure: true})
 	if err != nil || tc.RootCAs != nil || !tc.InsecureSkipVerify {
 		t.Errorf("insecure: %+v, %v", tc, err)
 	}
@@ -50,7 +50,7 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := newTLSConfig(&tt.cfg, noCredentials{})
+			_, err := newTLSConfig(&tt.cfg)
 			if err == nil || !strings.HasPrefix(err.Error(), "k8sapi: TLS: ") || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("error %v, want %q", err, tt.msg)
 			}
@@ -66,7 +66,7 @@ func TestTLSVerifiesAgainstCAOnly(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	get := func(ca []byte) error {
-		tc, err := newTLSConfig(&Config{CAData: ca}, noCredentials{})
+		tc, err := newTLSConfig(&Config{CAData: ca})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,28 +77,11 @@ func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
 // old certificate, each one refused with a 401. Safe for concurrent use.
 type certTransport struct {
 	certs certSource
-	build func(cert *tls.Certificate) *http.Transport
+	base  *http.Transport // cloned for each certificate
 
 	mu   sync.Mutex
 	cur  *http.Transport // nil before the first request
 	leaf []byte          // DER of the certificate cur presents; nil for none
-}
-
-// newCertTransport returns a certTransport whose transports are built
-// from c and tlsConfig, each presenting one certificate from certs.
-func newCertTransport(c *Config, tlsConfig *tls.Config, certs certSource) (*certTransport, error) {
-	if _, err := newTransport(c, tlsConfig); err != nil {
-		return nil, err
-	}
-	build := func(cert *tls.Certificate) *http.Transport {
-		tc := tlsConfig.Clone()
-		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return cert, nil
-		}
-		t, _ := newTransport(c, tc) // c was checked above
-		return t
-	}
-	return &certTransport{certs: certs, build: build}, nil
 }
 
 func (t *certTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -126,7 +109,10 @@ func (t *certTransport) transportFor(cert *tls.Certificate) *http.Transport {
 		return cur
 	}
 	old := t.cur
-	t.cur, t.leaf = t.build(cert), leaf
+	t.cur, t.leaf = t.base.Clone(), leaf
+	t.cur.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return cert, nil
+	}
 	cur := t.cur
 	t.mu.Unlock()
 	if old != nil {

@@ -107,12 +107,7 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 	if err != nil {
 		return nil, err
 	}
-	op.query = opts.query()
-	out := new(T)
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.send(ctx, op, opts.query())
 }
 
 // List reads one page of objects: all of them unless opts.Limit is set,
@@ -136,12 +131,8 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 // last page's. If a continue token expires part way, it returns the
 // server's 410 error (see [IsGone]); start again without opts.Continue.
 func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	if opts.Limit <= 0 {
-		opts.Limit = 500
-	}
 	var all *List[T]
-	for {
-		page, err := t.List(ctx, namespace, opts)
+	for page, err := range t.pages(ctx, namespace, opts) {
 		if err != nil {
 			return nil, err
 		}
@@ -151,19 +142,10 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 			all.Items = append(all.Items, page.Items...)
 			all.Metadata = page.Metadata
 		}
-		next := page.Metadata.Continue
-		if next == "" {
-			all.Metadata.Continue = ""
-			all.Metadata.RemainingItemCount = nil
-			return all, nil
-		}
-		if next == opts.Continue {
-			op := operation{verb: "list", resource: t.Resource.Resource, namespace: namespace}
-			return nil, op.decodeError(errors.New("server returned the same continue token twice"))
-		}
-		// The token carries the version; the server rejects both.
-		opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
 	}
+	all.Metadata.Continue = ""
+	all.Metadata.RemainingItemCount = nil
+	return all, nil
 }
 
 // Create creates obj and returns the server's copy. With opts.Subresource
@@ -222,7 +204,8 @@ func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values
 	return t.send(ctx, op, q)
 }
 
-// send sends op, whose body is set, with query q and decodes the answer.
+// send sends op, whose body if any is set, with query q and decodes the
+// answer.
 func (t Typed[T]) send(ctx context.Context, op *operation, q url.Values) (*T, error) {
 	op.query = q
 	out := new(T)
@@ -255,12 +238,8 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 	if data == nil {
 		data = []byte{}
 	}
-	op.body, op.contentType, op.query = data, string(pt), opts.query()
-	out := new(T)
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	op.body, op.contentType = data, string(pt)
+	return t.send(ctx, op, opts.query())
 }
 
 // Apply is server-side apply: it sends obj, marshalled to JSON, as an
@@ -269,13 +248,12 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 // opts.FieldManager is required; opts.Force takes over fields other
 // managers own.
 func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, opts PatchOptions) (*T, error) {
+	op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 	if obj == nil {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 		return nil, op.requestError(errors.New("nil object"))
 	}
 	data, err := json.Marshal(obj)
 	if err != nil {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 	}
 	return t.Patch(ctx, namespace, name, ApplyPatch, data, opts)

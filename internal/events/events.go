@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -274,21 +275,18 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	r.created.Add(1)
 	r.succeeded()
 	if len(r.series) >= maxTracked {
-		r.expireSeries(it.at)
+		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.window })
 	}
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
 
-// expireSeries forgets series past their window; if none are, it forgets
-// them all, so the cache stays bounded.
-func (r *Recorder) expireSeries(now time.Time) {
-	for k, s := range r.series {
-		if now.Sub(s.last) > r.window {
-			delete(r.series, k)
-		}
-	}
-	if len(r.series) >= maxTracked {
-		clear(r.series)
+// expire forgets the entries of m that stale reports: series past their
+// window, buckets full again (which behave like new ones). If none are, it
+// forgets them all, so that m stays bounded.
+func expire[K comparable, V any](m map[K]V, stale func(V) bool) {
+	maps.DeleteFunc(m, func(_ K, v V) bool { return stale(v) })
+	if len(m) >= maxTracked {
+		clear(m)
 	}
 }
 
@@ -354,23 +352,10 @@ func (r *Recorder) allow(obj string, now time.Time) bool {
 	b := r.limits[obj]
 	if b == nil {
 		if len(r.limits) >= maxTracked {
-			r.expireLimits(now)
+			expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
 		}
 		b = k8sapi.NewTokenBucket(1/r.refill.Seconds(), r.burst)
 		r.limits[obj] = b
 	}
 	return b.Allow(now)
-}
-
-// expireLimits forgets buckets that are full again, which behave like new
-// ones; if none are, it forgets them all.
-func (r *Recorder) expireLimits(now time.Time) {
-	for k, b := range r.limits {
-		if b.Full(now) {
-			delete(r.limits, k)
-		}
-	}
-	if len(r.limits) >= maxTracked {
-		clear(r.limits)
-	}
 }

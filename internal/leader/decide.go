@@ -17,24 +17,23 @@ type record struct {
 }
 
 func recordOf(l *k8sapi.Lease) record {
-	var r record
 	s := l.Spec
-	if s.HolderIdentity != nil {
-		r.holder = *s.HolderIdentity
+	return record{
+		holder:      deref(s.HolderIdentity),
+		durationSec: deref(s.LeaseDurationSeconds),
+		acquire:     deref(s.AcquireTime).Time,
+		renew:       deref(s.RenewTime).Time,
+		transitions: deref(s.LeaseTransitions),
 	}
-	if s.LeaseDurationSeconds != nil {
-		r.durationSec = *s.LeaseDurationSeconds
+}
+
+// deref returns *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	if s.AcquireTime != nil {
-		r.acquire = s.AcquireTime.Time
-	}
-	if s.RenewTime != nil {
-		r.renew = s.RenewTime.Time
-	}
-	if s.LeaseTransitions != nil {
-		r.transitions = *s.LeaseTransitions
-	}
-	return r
+	return *p
 }
 
 // equal reports whether two records are the same version of the lease's

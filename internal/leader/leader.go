@@ -380,11 +380,7 @@ func (e *Elector) update(ctx context.Context, start time.Time, lease *k8sapi.Lea
 		e.failed("writing the lease", err)
 		return false
 	}
-	e.last = got
-	e.observed, e.observedAt = recordOf(got), start
-	e.setHolder(e.identity)
-	e.succeeded()
-	return true
+	return e.wrote(got, start)
 }
 
 func (e *Elector) create(ctx context.Context, start time.Time) bool {
@@ -397,6 +393,12 @@ func (e *Elector) create(ctx context.Context, start time.Time) bool {
 		e.failed("creating the lease", err)
 		return false
 	}
+	return e.wrote(got, start)
+}
+
+// wrote records got, the Lease as this replica just wrote it in an
+// attempt that started at start, and reports success.
+func (e *Elector) wrote(got *k8sapi.Lease, start time.Time) bool {
 	e.last = got
 	e.observed, e.observedAt = recordOf(got), start
 	e.setHolder(e.identity)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -129,7 +130,7 @@ func cgroupPaths(root fs.FS) (v2, v1 string, err error) {
 		switch {
 		case id == "0" && controllers == "":
 			v2 = p
-		case v1 == "" && containsField(controllers, "memory"):
+		case v1 == "" && slices.Contains(strings.Split(controllers, ","), "memory"):
 			v1 = p
 		}
 	}
@@ -137,13 +138,4 @@ func cgroupPaths(root fs.FS) (v2, v1 string, err error) {
 		return "", "", fmt.Errorf("memlimit: /proc/self/cgroup: %w", err)
 	}
 	return v2, v1, nil
-}
-
-func containsField(list, want string) bool {
-	for f := range strings.SplitSeq(list, ",") {
-		if f == want {
-			return true
-		}
-	}
-	return false
 }

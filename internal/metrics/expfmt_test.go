@@ -41,7 +41,7 @@ func parseExposition(t *testing.T, text string) []parsedFamily {
 		switch {
 		case strings.HasPrefix(line, "# HELP "):
 			name, help, ok := strings.Cut(line[len("# HELP "):], " ")
-			if !ok || !validMetricName(name) {
+			if !ok || !validName(name, false) {
 				fail("bad HELP")
 			}
 			h, err := unescape(help, false)
@@ -101,7 +101,7 @@ func parseSample(t *testing.T, fail func(string, ...any), line string) parsedSam
 		fail("no value")
 	}
 	s.name = line[:i]
-	if !validMetricName(s.name) {
+	if !validName(s.name, false) {
 		fail("bad metric name")
 	}
 	rest := line[i:]
@@ -113,7 +113,7 @@ func parseSample(t *testing.T, fail func(string, ...any), line string) parsedSam
 				fail("label without =")
 			}
 			name := rest[:eq]
-			if !validLabelName(name) && name != "le" {
+			if !validName(name, true) && name != "le" {
 				fail("bad label name %q", name)
 			}
 			rest = rest[eq+1:]

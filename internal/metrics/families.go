@@ -71,11 +71,7 @@ func NewControllerMetrics() *ControllerMetrics {
 }
 
 func (m *ControllerMetrics) families() []family {
-	var fs []family
-	for _, c := range []Collector{m.ReconcileTotal, m.ReconcileErrors, m.TerminalReconcileErrors, m.ReconcilePanics, m.ReconcileTime, m.MaxConcurrentReconciles, m.ActiveWorkers} {
-		fs = append(fs, c.families()...)
-	}
-	return fs
+	return collectors{m.ReconcileTotal, m.ReconcileErrors, m.TerminalReconcileErrors, m.ReconcilePanics, m.ReconcileTime, m.MaxConcurrentReconciles, m.ActiveWorkers}.families()
 }
 
 // Controller returns the series of one controller, creating them at zero
@@ -168,11 +164,7 @@ func NewWorkqueueMetrics() *WorkqueueMetrics {
 }
 
 func (m *WorkqueueMetrics) families() []family {
-	var fs []family
-	for _, c := range []Collector{m.Depth, m.Adds, m.QueueDuration, m.WorkDuration, m.Retries, m.UnfinishedWork, m.LongestRunningProcessor} {
-		fs = append(fs, c.families()...)
-	}
-	return fs
+	return collectors{m.Depth, m.Adds, m.QueueDuration, m.WorkDuration, m.Retries, m.UnfinishedWork, m.LongestRunningProcessor}.families()
 }
 
 // Queue returns the queue.Metrics of one queue, to set as
@@ -254,7 +246,7 @@ func NewWatchMetrics(now func() time.Time) *WatchMetrics {
 }
 
 func (m *WatchMetrics) families() []family {
-	return []family{m.relists, m.reconnects, m.events, m.age}
+	return collectors{m.relists, m.reconnects, m.events, m.age}.families()
 }
 
 // Add starts reporting src under the label resource="resource", such as
@@ -311,7 +303,7 @@ func NewAPIMetrics() *APIMetrics {
 }
 
 func (m *APIMetrics) families() []family {
-	return append(m.Requests.families(), m.Duration.families()...)
+	return collectors{m.Requests, m.Duration}.families()
 }
 
 // RoundTripper returns next wrapped to count every request and time it

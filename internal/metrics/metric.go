@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -30,15 +29,14 @@ type desc struct {
 
 func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
 	d := &desc{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: buckets}
-	switch {
-	case !validMetricName(name):
+	if !validName(name, false) {
 		d.err = fmt.Errorf("metrics: invalid metric name %q", name)
 	}
 	seen := make(map[string]bool, len(labels))
 	for _, l := range labels {
 		switch {
 		case d.err != nil:
-		case !validLabelName(l):
+		case !validName(l, true):
 			d.err = fmt.Errorf("metrics: %s: invalid label name %q", name, l)
 		case typ == typeHistogram && l == "le":
 			d.err = fmt.Errorf("metrics: %s: label name \"le\" is reserved for histogram buckets", name)
@@ -77,63 +75,24 @@ func (a *atomicFloat) add(v float64) {
 	}
 }
 
-// Counter is a value that only goes up, such as a number of requests. Its
-// methods are safe for concurrent use and do not lock.
-type Counter struct {
-	d *desc // set for a counter made by NewCounter; nil for a vec's child
-	n atomic.Uint64
-	f atomicFloat
-}
-
-// NewCounter returns an unlabelled counter; register it with
-// [Registry.Register].
-func NewCounter(name, help string) *Counter {
-	return &Counter{d: newDesc(name, help, typeCounter, nil, nil)}
-}
+// Counter is a value that only goes up, such as a number of requests: a
+// child of a [CounterVec]. Its methods are safe for concurrent use and do
+// not lock.
+type Counter struct{ n atomic.Uint64 }
 
 // Inc adds one.
 func (c *Counter) Inc() { c.n.Add(1) }
 
-// Add adds v. It panics if v is negative: a counter never goes down.
-func (c *Counter) Add(v float64) {
-	if v < 0 {
-		panic("metrics: counter cannot decrease")
-	}
-	if v == math.Trunc(v) && v < 1<<53 {
-		c.n.Add(uint64(v))
-		return
-	}
-	c.f.add(v)
-}
-
 // Value returns the current count.
-func (c *Counter) Value() float64 { return float64(c.n.Load()) + c.f.load() }
+func (c *Counter) Value() float64 { return float64(c.n.Load()) }
 
-func (c *Counter) families() []family {
-	if c.d == nil {
-		return nil
-	}
-	return []family{&singleFamily{d: c.d, value: c.Value}}
-}
-
-// Gauge is a value that goes up and down, such as a number of workers.
-// Its methods are safe for concurrent use and do not lock.
-type Gauge struct {
-	d *desc // nil for a vec's child
-	v atomicFloat
-}
-
-// NewGauge returns an unlabelled gauge; register it with
-// [Registry.Register].
-func NewGauge(name, help string) *Gauge {
-	return &Gauge{d: newDesc(name, help, typeGauge, nil, nil)}
-}
+// Gauge is a value that goes up and down, such as a number of workers: a
+// child of a [GaugeVec]. Its methods are safe for concurrent use and do
+// not lock.
+type Gauge struct{ v atomicFloat }
 
 // Set sets the gauge to v.
 func (g *Gauge) Set(v float64) { g.v.store(v) }
-
-// Add adds v, which may be negative.
-func (g *Gauge) Add(v float64) { g.v.add(v) }
 
 // Inc adds one.
 func (g *Gauge) Inc() { g.v.add(1) }
@@ -144,43 +103,13 @@ func (g *Gauge) Dec() { g.v.add(-1) }
 // Value returns the current value.
 func (g *Gauge) Value() float64 { return g.v.load() }
 
-func (g *Gauge) families() []family {
-	if g.d == nil {
-		return nil
-	}
-	return []family{&singleFamily{d: g.d, value: g.Value}}
-}
-
-// Histogram counts observations, such as durations, in buckets. Its
-// methods are safe for concurrent use, do not lock and do not allocate.
+// Histogram counts observations, such as durations, in buckets: a child
+// of a [HistogramVec]. Its methods are safe for concurrent use, do not
+// lock and do not allocate.
 type Histogram struct {
-	d      *desc // nil for a vec's child
 	bounds []float64
 	counts []atomic.Uint64 // per bucket, not cumulative; last is +Inf
 	sum    atomicFloat
-}
-
-// NewHistogram returns an unlabelled histogram with the given bucket upper
-// bounds, which must be sorted and distinct; a final +Inf is implied and
-// may be left out. Register it with [Registry.Register].
-func NewHistogram(name, help string, buckets []float64) *Histogram {
-	d := newDesc(name, help, typeHistogram, nil, trimInf(buckets))
-	h := newHistogram(d.buckets)
-	h.d = d
-	return h
-}
-
-func newHistogram(bounds []float64) *Histogram {
-	return &Histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1)}
-}
-
-// trimInf returns a copy of b without a trailing +Inf.
-func trimInf(b []float64) []float64 {
-	b = slices.Clone(b)
-	if n := len(b); n > 0 && math.IsInf(b[n-1], 1) {
-		b = b[:n-1]
-	}
-	return b
 }
 
 func checkBuckets(name string, b []float64) error {
@@ -220,13 +149,6 @@ func (h *Histogram) snapshot() histSnapshot {
 	return s
 }
 
-func (h *Histogram) families() []family {
-	if h.d == nil {
-		return nil
-	}
-	return []family{&singleFamily{d: h.d, hist: h.snapshot}}
-}
-
 // ExponentialBuckets returns count bucket bounds starting at start, each
 // factor times the previous, computed by repeated multiplication so that
 // the bounds (and so the le labels) match other Prometheus clients'. It
@@ -243,7 +165,3 @@ func ExponentialBuckets(start, factor float64, count int) []float64 {
 	}
 	return b
 }
-
-// errNoFamilies is returned by Register for a value that holds no family,
-// such as a child of a vec.
-var errNoFamilies = errors.New("metrics: nothing to register: a vec's child is registered through its vec")

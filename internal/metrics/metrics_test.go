@@ -21,9 +21,10 @@ func trickyRegistry(t *testing.T) *Registry {
 	t.Helper()
 	r := NewRegistry()
 	cv := NewCounterVec("test_requests_total", "Requests.\nSecond line with a \\ backslash and \"quotes\".", "path", "code")
-	cv.WithLabelValues(`C:\dir`, "500").Add(2)
+	cv.WithLabelValues(`C:\dir`, "500").Inc()
+	cv.WithLabelValues(`C:\dir`, "500").Inc()
 	cv.WithLabelValues("say \"hi\"\nbye", "200").Inc()
-	cv.WithLabelValues("", "200").Add(1.5)
+	cv.WithLabelValues("", "200").Inc()
 	cv.WithLabelValues("bad\xffutf8", "404").Inc()
 	gv := NewGaugeVec("test_temperature", "Temperature.", "room")
 	gv.WithLabelValues("b").Set(math.Inf(1))
@@ -36,12 +37,12 @@ func trickyRegistry(t *testing.T) *Registry {
 		hv.WithLabelValues("read").Observe(v)
 	}
 	hv.WithLabelValues("write")
-	h := NewHistogram("test_plain_seconds", "Plain histogram.", ExponentialBuckets(10e-9, 10, 3))
-	h.Observe(1e-8)
-	c := NewCounter("test_a_total", "First by name.")
-	c.Inc()
-	g := NewGauge("test_z", "Last by name.")
-	g.Set(3)
+	h := NewHistogramVec("test_plain_seconds", "Plain histogram.", ExponentialBuckets(10e-9, 10, 3))
+	h.WithLabelValues().Observe(1e-8)
+	c := NewCounterVec("test_a_total", "First by name.")
+	c.WithLabelValues().Inc()
+	g := NewGaugeVec("test_z", "Last by name.")
+	g.WithLabelValues().Set(3)
 	fv := NewGaugeFuncVec("test_func", "Func-backed.", "k")
 	fv.Bind(func() float64 { return 7 }, "y")
 	fv.Bind(func() float64 { return 8 }, "x")
@@ -126,15 +127,14 @@ func TestRegisterErrors(t *testing.T) {
 		c    Collector
 		want string
 	}{
-		{"bad metric name", NewCounter("1abc", "h"), "invalid metric name"},
-		{"empty metric name", NewGauge("", "h"), "invalid metric name"},
+		{"bad metric name", NewCounterVec("1abc", "h"), "invalid metric name"},
+		{"empty metric name", NewGaugeVec("", "h"), "invalid metric name"},
 		{"bad label", NewCounterVec("x_total", "h", "a-b"), "invalid label name"},
 		{"reserved label", NewCounterVec("x_total", "h", "__name"), "invalid label name"},
 		{"duplicate label", NewGaugeVec("x", "h", "a", "a"), "duplicate label"},
 		{"le on histogram", NewHistogramVec("x", "h", []float64{1}, "le"), "reserved"},
-		{"unsorted buckets", NewHistogram("x", "h", []float64{2, 1}), "strictly increasing"},
-		{"NaN bucket", NewHistogram("x", "h", []float64{math.NaN()}), "finite"},
-		{"vec child", NewCounterVec("x_total", "h", "a").WithLabelValues("v"), "nothing to register"},
+		{"unsorted buckets", NewHistogramVec("x", "h", []float64{2, 1}), "strictly increasing"},
+		{"NaN bucket", NewHistogramVec("x", "h", []float64{math.NaN()}), "finite"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := NewRegistry().Register(tc.c)
@@ -147,16 +147,16 @@ func TestRegisterErrors(t *testing.T) {
 
 func TestRegisterNameClash(t *testing.T) {
 	r := NewRegistry()
-	if err := r.Register(NewHistogram("rpc", "h", nil)); err != nil {
+	if err := r.Register(NewHistogramVec("rpc", "h", nil)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Collector{NewCounter("rpc", "h"), NewGauge("rpc_count", "h"), NewCounter("rpc_bucket", "h")} {
+	for _, c := range []Collector{NewCounterVec("rpc", "h"), NewGaugeVec("rpc_count", "h"), NewCounterVec("rpc_bucket", "h")} {
 		if err := r.Register(c); err == nil {
-			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.families()[0].desc().name)
+			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.families()[0].d.name)
 		}
 	}
 	// A failed Register adds nothing.
-	if err := r.Register(NewGauge("rpc_other", "h")); err != nil {
+	if err := r.Register(NewGaugeVec("rpc_other", "h")); err != nil {
 		t.Errorf("unrelated name refused: %v", err)
 	}
 	out := scrape(t, r)
@@ -173,20 +173,6 @@ func TestWrongLabelCountPanics(t *testing.T) {
 		}
 	}()
 	v.WithLabelValues("only one")
-}
-
-func TestDelete(t *testing.T) {
-	r := NewRegistry()
-	v := NewGaugeVec("g", "h", "a")
-	r.MustRegister(v)
-	v.WithLabelValues("x").Set(1)
-	v.WithLabelValues("bad\xff").Set(2)
-	if !v.Delete("x") || v.Delete("x") || !v.Delete("bad\xff") {
-		t.Errorf("Delete results wrong")
-	}
-	if out := scrape(t, r); strings.Contains(out, "g{") {
-		t.Errorf("deleted series still written:\n%s", out)
-	}
 }
 
 func TestHandler(t *testing.T) {
@@ -212,8 +198,9 @@ func TestConcurrent(t *testing.T) {
 	r := NewRegistry()
 	cv := NewCounterVec("c_total", "h", "w")
 	hv := NewHistogramVec("h_seconds", "h", []float64{0.5, 1}, "w")
-	g := NewGauge("g", "h")
-	r.MustRegister(cv, hv, g)
+	gv := NewGaugeVec("g", "h")
+	g := gv.WithLabelValues()
+	r.MustRegister(cv, hv, gv)
 	const workers, n = 4, 1000
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -223,9 +210,9 @@ func TestConcurrent(t *testing.T) {
 			lv := string(rune('a' + w))
 			for i := range n {
 				cv.WithLabelValues(lv).Inc()
-				cv.WithLabelValues("shared").Add(0.5)
+				cv.WithLabelValues("shared").Inc()
 				hv.WithLabelValues("shared").Observe(float64(i%3) / 2)
-				g.Add(1)
+				g.Inc()
 			}
 		}()
 	}
@@ -234,11 +221,11 @@ func TestConcurrent(t *testing.T) {
 		defer wg.Done()
 		for i := range 20 {
 			parseExposition(t, scrape(t, r))
-			r.Register(NewGauge("late_"+string(rune('a'+i)), "h"))
+			r.Register(NewGaugeVec("late_"+string(rune('a'+i)), "h"))
 		}
 	}()
 	wg.Wait()
-	if got := cv.WithLabelValues("shared").Value(); got != workers*n/2 {
+	if got := cv.WithLabelValues("shared").Value(); got != workers*n {
 		t.Errorf("shared counter = %v", got)
 	}
 	if got := g.Value(); got != workers*n {
@@ -289,7 +276,7 @@ func TestRuntimeCollector(t *testing.T) {
 }
 
 func BenchmarkHistogramObserve(b *testing.B) {
-	h := NewHistogram("x", "h", ReconcileTimeBuckets)
+	h := NewHistogramVec("x", "h", ReconcileTimeBuckets).WithLabelValues()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		v := 0.0
@@ -301,7 +288,7 @@ func BenchmarkHistogramObserve(b *testing.B) {
 }
 
 func BenchmarkCounterInc(b *testing.B) {
-	c := NewCounter("x_total", "h")
+	c := NewCounterVec("x_total", "h").WithLabelValues()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -7,24 +7,25 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 )
 
 // ContentType is the Content-Type of the text exposition format 0.0.4.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Collector is anything a [Registry] can hold: the metric types of this
-// package (*Counter, *Gauge, *Histogram, the vecs, *FuncVec), the
-// collectors it returns (such as [NewRuntimeCollector]) and the standard
-// family sets. Children of a vec are not collectors of their own.
+// Collector is anything a [Registry] can hold: the vecs and *FuncVec of
+// this package, the collectors it returns (such as
+// [NewRuntimeCollector]) and the standard family sets.
 type Collector interface {
 	families() []family
 }
 
-// family is one metric family as the registry sees it.
-type family interface {
-	desc() *desc
-	collect() []series
+// family is one metric family as the registry sees it: its description,
+// and its series read at scrape time.
+type family struct {
+	d       *desc
+	collect func() []series
 }
 
 // series is one labelled sample, or one histogram.
@@ -41,45 +42,15 @@ type histSnapshot struct {
 	sum        float64
 }
 
-// singleFamily is an unlabelled metric's family.
-type singleFamily struct {
-	d     *desc
-	value func() float64
-	hist  func() histSnapshot
-}
+// collectors is a set of collectors registered as one.
+type collectors []Collector
 
-func (f *singleFamily) desc() *desc { return f.d }
-
-func (f *singleFamily) collect() []series {
-	if f.hist != nil {
-		h := f.hist()
-		return []series{{hist: &h}}
+func (cs collectors) families() []family {
+	var fs []family
+	for _, c := range cs {
+		fs = append(fs, c.families()...)
 	}
-	return []series{{value: f.value()}}
-}
-
-// vecFamily is a vec's family.
-type vecFamily[M any] struct {
-	v     *vec[M]
-	value func(*M) float64
-	hist  func(*M) histSnapshot
-}
-
-func (f *vecFamily[M]) desc() *desc { return f.v.d }
-
-func (f *vecFamily[M]) collect() []series {
-	cs := f.v.children()
-	out := make([]series, len(cs))
-	for i, c := range cs {
-		out[i].values = c.values
-		if f.hist != nil {
-			h := f.hist(c.m)
-			out[i].hist = &h
-		} else {
-			out[i].value = f.value(c.m)
-		}
-	}
-	return out
+	return fs
 }
 
 // Registry holds collectors and writes their families in the text
@@ -108,14 +79,11 @@ func (r *Registry) Register(c Collector) error {
 		return fmt.Errorf("metrics: Register: nil collector")
 	}
 	fs := c.families()
-	if len(fs) == 0 {
-		return errNoFamilies
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	added := make(map[string]string)
 	for _, f := range fs {
-		d := f.desc()
+		d := f.d
 		if d.err != nil {
 			return d.err
 		}
@@ -133,7 +101,7 @@ func (r *Registry) Register(c Collector) error {
 		r.names[n] = f
 	}
 	r.families = append(r.families, fs...)
-	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.desc().name, b.desc().name) })
+	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.d.name, b.d.name) })
 	return nil
 }
 
@@ -156,7 +124,7 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	r.mu.RUnlock()
 	var b []byte
 	for _, f := range fs {
-		b = appendFamily(b, f.desc(), f.collect())
+		b = appendFamily(b, f.d, f.collect())
 	}
 	n, err := w.Write(b)
 	return int64(n), err
@@ -172,44 +140,32 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var buf bytes.Buffer
 	r.WriteTo(&buf) // a bytes.Buffer does not fail
 	w.Header().Set("Content-Type", ContentType)
-	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	if req.Method == http.MethodGet {
 		w.Write(buf.Bytes())
 	}
 }
 
 func appendFamily(b []byte, d *desc, ss []series) []byte {
-	b = append(b, "# HELP "...)
-	b = append(b, d.name...)
-	b = append(b, ' ')
-	b = appendHelp(b, d.help)
-	b = append(b, "\n# TYPE "...)
-	b = append(b, d.name...)
-	b = append(b, ' ')
-	b = append(b, d.typ...)
-	b = append(b, '\n')
+	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", d.name, helpEscaper.Replace(d.help), d.name, d.typ)
 	slices.SortFunc(ss, func(x, y series) int { return slices.Compare(x.values, y.values) })
 	for _, s := range ss {
-		if s.omit {
-			continue
-		}
-		if s.hist == nil {
+		switch h := s.hist; {
+		case s.omit:
+		case h == nil:
 			b = appendSample(b, d.name, "", d.labels, s.values, "", s.value)
-			continue
-		}
-		h := s.hist
-		var le []byte
-		for i, c := range h.cumulative {
-			le = le[:0]
-			if i < len(h.bounds) {
-				le = appendFloat(le, h.bounds[i])
-			} else {
-				le = append(le, "+Inf"...)
+		default:
+			var buf [32]byte
+			for i, c := range h.cumulative {
+				le := "+Inf"
+				if i < len(h.bounds) {
+					le = string(appendFloat(buf[:0], h.bounds[i]))
+				}
+				b = appendSample(b, d.name, "_bucket", d.labels, s.values, le, float64(c))
 			}
-			b = appendSample(b, d.name, "_bucket", d.labels, s.values, string(le), float64(c))
+			b = appendSample(b, d.name, "_sum", d.labels, s.values, "", h.sum)
+			b = appendSample(b, d.name, "_count", d.labels, s.values, "", float64(h.cumulative[len(h.cumulative)-1]))
 		}
-		b = appendSample(b, d.name, "_sum", d.labels, s.values, "", h.sum)
-		b = appendSample(b, d.name, "_count", d.labels, s.values, "", float64(h.cumulative[len(h.cumulative)-1]))
 	}
 	return b
 }
@@ -219,25 +175,23 @@ func appendFamily(b []byte, d *desc, ss []series) []byte {
 func appendSample(b []byte, name, suffix string, labels, values []string, le string, v float64) []byte {
 	b = append(b, name...)
 	b = append(b, suffix...)
-	if len(labels) > 0 || le != "" {
-		b = append(b, '{')
-		for i, l := range labels {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, l...)
-			b = append(b, `="`...)
-			b = appendLabelValue(b, values[i])
-			b = append(b, '"')
-		}
-		if le != "" {
-			if len(labels) > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `le="`...)
-			b = append(b, le...)
-			b = append(b, '"')
-		}
+	sep := byte('{')
+	for i, l := range labels {
+		b = append(b, sep)
+		b = append(b, l...)
+		b = append(b, `="`...)
+		b = append(b, labelEscaper.Replace(values[i])...)
+		b = append(b, '"')
+		sep = ','
+	}
+	if le != "" {
+		b = append(b, sep)
+		b = append(b, `le="`...)
+		b = append(b, le...)
+		b = append(b, '"')
+		sep = ','
+	}
+	if sep == ',' {
 		b = append(b, '}')
 	}
 	b = append(b, ' ')

@@ -10,24 +10,6 @@ import (
 	"time"
 )
 
-// procFamily is an unlabelled family read at scrape time; ok false leaves
-// the sample out, as when /proc is not there.
-type procFamily struct {
-	d    *desc
-	read func() (float64, bool)
-}
-
-func (f *procFamily) desc() *desc { return f.d }
-
-func (f *procFamily) collect() []series {
-	v, ok := f.read()
-	return []series{{value: v, omit: !ok}}
-}
-
-type runtimeCollector struct{ fs []family }
-
-func (c *runtimeCollector) families() []family { return c.fs }
-
 // NewRuntimeCollector returns a collector of the Go runtime's and the
 // process's basic figures, read at every scrape:
 //
@@ -44,24 +26,26 @@ func (c *runtimeCollector) families() []family { return c.fs }
 // early in main is close enough). The process_* samples other than the
 // start time are left out where /proc cannot be read.
 func NewRuntimeCollector(start time.Time) Collector {
-	gauge := func(name, help string, read func() (float64, bool)) family {
-		return &procFamily{d: newDesc(name, help, typeGauge, nil, nil), read: read}
+	read := func(typ, name, help string, f func() (float64, bool)) *FuncVec {
+		v := newFuncVec(name, help, typ, nil)
+		v.bind(f)
+		return v
 	}
 	info := NewGaugeVec("go_info", "Information about the Go environment.", "version")
 	info.WithLabelValues(runtime.Version()).Set(1)
 	startSec := float64(start.UnixNano()) / 1e9
-	return &runtimeCollector{fs: []family{
-		gauge("go_goroutines", "Number of goroutines that currently exist.", func() (float64, bool) {
-			return float64(runtime.NumGoroutine()), true
+	return collectors{
+		NewGaugeFunc("go_goroutines", "Number of goroutines that currently exist.", func() float64 {
+			return float64(runtime.NumGoroutine())
 		}),
-		info.families()[0],
-		gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
-		gauge("process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
-		gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
-		&procFamily{d: newDesc("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", typeCounter, nil, nil), read: cpuSeconds},
-		gauge("process_open_fds", "Number of open file descriptors.", openFDs),
-		gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() (float64, bool) { return startSec, true }),
-	}}
+		info,
+		read(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
+		read(typeGauge, "process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
+		read(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
+		read(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
+		read(typeGauge, "process_open_fds", "Number of open file descriptors.", openFDs),
+		NewGaugeFunc("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() float64 { return startSec }),
+	}
 }
 
 // heapAlloc reads the bytes of live and not yet swept heap objects, the

@@ -2,7 +2,13 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 )
 
 // vec holds the labelled children of one family, keyed by their label
@@ -23,79 +29,58 @@ func newVec[M any](d *desc, newM func() *M) *vec[M] {
 	return &vec[M]{d: d, newM: newM, child: make(map[string]*labelled[M])}
 }
 
-// get returns the child for values, creating it if needed. It panics if
-// the number of values is wrong: that is a programming error.
+// get returns the child for values, creating it if needed. Invalid UTF-8
+// in a value is replaced, since the format requires label values in
+// UTF-8. It panics if the number of values is wrong: that is a
+// programming error.
 func (v *vec[M]) get(values []string) *M {
 	if len(values) != len(v.d.labels) {
 		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.d.name, len(values), len(v.d.labels), v.d.labels))
 	}
+	if slices.ContainsFunc(values, func(s string) bool { return !utf8.ValidString(s) }) {
+		values = slices.Clone(values)
+		for i, s := range values {
+			values[i] = strings.ToValidUTF8(s, "\uFFFD")
+		}
+	}
 	var buf [128]byte
-	k := appendKey(buf[:0], values)
+	k := buf[:0]
+	for i, s := range values {
+		if i > 0 {
+			k = append(k, 0xff)
+		}
+		k = append(k, s...)
+	}
 	v.mu.RLock()
 	c := v.child[string(k)]
 	v.mu.RUnlock()
 	if c != nil {
 		return c.m
 	}
-	clean := make([]string, len(values))
-	for i, s := range values {
-		clean[i] = cleanValue(s)
-	}
-	key := string(appendKey(nil, clean))
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if c := v.child[key]; c != nil {
+	if c := v.child[string(k)]; c != nil {
 		return c.m
 	}
-	c = &labelled[M]{values: clean, m: v.newM()}
-	v.child[key] = c
-	// Also index the raw values, so that invalid UTF-8 finds its child
-	// without cleaning again.
-	if raw := string(k); raw != key {
-		v.child[raw] = c
-	}
+	c = &labelled[M]{values: slices.Clone(values), m: v.newM()}
+	v.child[string(k)] = c
 	return c.m
 }
 
-// delete removes the child for values and reports whether there was one.
-func (v *vec[M]) delete(values []string) bool {
-	if len(values) != len(v.d.labels) {
-		return false
-	}
-	clean := make([]string, len(values))
-	for i, s := range values {
-		clean[i] = cleanValue(s)
-	}
-	raw, key := string(appendKey(nil, values)), string(appendKey(nil, clean))
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.child[key]
-	delete(v.child, key)
-	delete(v.child, raw)
-	return ok
-}
-
-// children returns every child once.
-func (v *vec[M]) children() []*labelled[M] {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make([]*labelled[M], 0, len(v.child))
-	for k, c := range v.child {
-		if k == string(appendKey(nil, c.values)) { // skip raw aliases
-			out = append(out, c)
+// family returns the vec's family, whose series sample reads from each
+// child. sample is called without the vec's lock held.
+func (v *vec[M]) family(sample func(*M) series) family {
+	return family{v.d, func() []series {
+		v.mu.RLock()
+		cs := slices.Collect(maps.Values(v.child))
+		v.mu.RUnlock()
+		out := make([]series, len(cs))
+		for i, c := range cs {
+			out[i] = sample(c.m)
+			out[i].values = c.values
 		}
-	}
-	return out
-}
-
-func appendKey(b []byte, values []string) []byte {
-	for i, s := range values {
-		if i > 0 {
-			b = append(b, 0xff)
-		}
-		b = append(b, s...)
-	}
-	return b
+		return out
+	}}
 }
 
 // CounterVec is a family of counters told apart by label values. Its
@@ -113,12 +98,8 @@ func NewCounterVec(name, help string, labelNames ...string) *CounterVec {
 // takes a read lock.
 func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.v.get(values) }
 
-// Delete removes the series with the label values and reports whether it
-// existed.
-func (c *CounterVec) Delete(values ...string) bool { return c.v.delete(values) }
-
 func (c *CounterVec) families() []family {
-	return []family{&vecFamily[Counter]{v: c.v, value: (*Counter).Value}}
+	return []family{c.v.family(func(c *Counter) series { return series{value: c.Value()} })}
 }
 
 // GaugeVec is a family of gauges told apart by label values. Its methods
@@ -134,12 +115,8 @@ func NewGaugeVec(name, help string, labelNames ...string) *GaugeVec {
 // zero if needed. It panics if the number of values is wrong.
 func (g *GaugeVec) WithLabelValues(values ...string) *Gauge { return g.v.get(values) }
 
-// Delete removes the series with the label values and reports whether it
-// existed.
-func (g *GaugeVec) Delete(values ...string) bool { return g.v.delete(values) }
-
 func (g *GaugeVec) families() []family {
-	return []family{&vecFamily[Gauge]{v: g.v, value: (*Gauge).Value}}
+	return []family{g.v.family(func(g *Gauge) series { return series{value: g.Value()} })}
 }
 
 // HistogramVec is a family of histograms told apart by label values, all
@@ -147,37 +124,40 @@ func (g *GaugeVec) families() []family {
 type HistogramVec struct{ v *vec[Histogram] }
 
 // NewHistogramVec returns a histogram family with the given bucket upper
-// bounds (see [NewHistogram]) and label names.
+// bounds, which must be sorted and distinct (a final +Inf is implied and
+// may be left out), and label names.
 func NewHistogramVec(name, help string, buckets []float64, labelNames ...string) *HistogramVec {
-	d := newDesc(name, help, typeHistogram, labelNames, trimInf(buckets))
-	return &HistogramVec{newVec(d, func() *Histogram { return newHistogram(d.buckets) })}
+	b := slices.Clone(buckets)
+	if n := len(b); n > 0 && math.IsInf(b[n-1], 1) {
+		b = b[:n-1]
+	}
+	d := newDesc(name, help, typeHistogram, labelNames, b)
+	return &HistogramVec{newVec(d, func() *Histogram {
+		return &Histogram{bounds: b, counts: make([]atomic.Uint64, len(b)+1)}
+	})}
 }
 
 // WithLabelValues returns the histogram for the label values, creating it
 // empty if needed. It panics if the number of values is wrong.
 func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.v.get(values) }
 
-// Delete removes the series with the label values and reports whether it
-// existed.
-func (h *HistogramVec) Delete(values ...string) bool { return h.v.delete(values) }
-
 func (h *HistogramVec) families() []family {
-	return []family{&vecFamily[Histogram]{v: h.v, hist: (*Histogram).snapshot}}
+	return []family{h.v.family(func(h *Histogram) series {
+		s := h.snapshot()
+		return series{hist: &s}
+	})}
 }
 
 // FuncVec is a family of counters or gauges whose values are read from
 // functions when the registry is scraped, told apart by label values. Its
 // methods are safe for concurrent use. The functions are called without
 // any lock of this package held, possibly from several scrapes at once.
-type FuncVec struct {
-	d  *desc
-	mu sync.RWMutex
-	fs map[string]*funcSeries
-}
+type FuncVec struct{ v *vec[funcValue] }
 
-type funcSeries struct {
-	values []string
-	f      func() float64
+// funcValue is the function of one series; nil until it is bound. A
+// false ok leaves the sample out of the scrape.
+type funcValue struct {
+	f atomic.Pointer[func() (v float64, ok bool)]
 }
 
 // NewGaugeFunc returns an unlabelled gauge whose value is f(), called at
@@ -199,61 +179,41 @@ func NewCounterFunc(name, help string, f func() float64) *FuncVec {
 // NewGaugeFuncVec returns a gauge family whose series are bound to
 // functions with [FuncVec.Bind].
 func NewGaugeFuncVec(name, help string, labelNames ...string) *FuncVec {
-	return &FuncVec{d: newDesc(name, help, typeGauge, labelNames, nil), fs: make(map[string]*funcSeries)}
+	return newFuncVec(name, help, typeGauge, labelNames)
 }
 
 // NewCounterFuncVec returns a counter family whose series are bound to
 // functions with [FuncVec.Bind].
 func NewCounterFuncVec(name, help string, labelNames ...string) *FuncVec {
-	return &FuncVec{d: newDesc(name, help, typeCounter, labelNames, nil), fs: make(map[string]*funcSeries)}
+	return newFuncVec(name, help, typeCounter, labelNames)
+}
+
+func newFuncVec(name, help, typ string, labelNames []string) *FuncVec {
+	return &FuncVec{newVec(newDesc(name, help, typ, labelNames, nil), func() *funcValue { return new(funcValue) })}
 }
 
 // Bind makes f the source of the series with the label values, replacing
 // any earlier function. It panics if the number of values is wrong or f
 // is nil.
 func (v *FuncVec) Bind(f func() float64, values ...string) {
-	if len(values) != len(v.d.labels) || f == nil {
-		panic(fmt.Sprintf("metrics: %s: Bind needs a function and %d label values %q, got %d", v.d.name, len(v.d.labels), v.d.labels, len(values)))
+	if f == nil {
+		panic("metrics: " + v.v.d.name + ": Bind with a nil function")
 	}
-	clean := make([]string, len(values))
-	for i, s := range values {
-		clean[i] = cleanValue(s)
-	}
-	k := string(appendKey(nil, clean))
-	v.mu.Lock()
-	v.fs[k] = &funcSeries{values: clean, f: f}
-	v.mu.Unlock()
+	v.bind(func() (float64, bool) { return f(), true }, values...)
 }
 
-// Delete removes the series with the label values and reports whether it
-// existed.
-func (v *FuncVec) Delete(values ...string) bool {
-	clean := make([]string, len(values))
-	for i, s := range values {
-		clean[i] = cleanValue(s)
-	}
-	k := string(appendKey(nil, clean))
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.fs[k]
-	delete(v.fs, k)
-	return ok
+// bind is Bind for a function that may have no value.
+func (v *FuncVec) bind(f func() (float64, bool), values ...string) {
+	v.v.get(values).f.Store(&f)
 }
 
-func (v *FuncVec) families() []family { return []family{v} }
-
-func (v *FuncVec) desc() *desc { return v.d }
-
-func (v *FuncVec) collect() []series {
-	v.mu.RLock()
-	fs := make([]*funcSeries, 0, len(v.fs))
-	for _, s := range v.fs {
-		fs = append(fs, s)
-	}
-	v.mu.RUnlock()
-	out := make([]series, len(fs))
-	for i, s := range fs {
-		out[i] = series{values: s.values, value: s.f()}
-	}
-	return out
+func (v *FuncVec) families() []family {
+	return []family{v.v.family(func(fv *funcValue) series {
+		f := fv.f.Load()
+		if f == nil {
+			return series{omit: true}
+		}
+		x, ok := (*f)()
+		return series{value: x, omit: !ok}
+	})}
 }

@@ -95,26 +95,14 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
 		return nil, errors.New("metricsauth: Config needs a Client and a Path")
 	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.MaxEntries <= 0 {
-		cfg.MaxEntries = DefaultMaxEntries
-	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.TTL = positive(cfg.TTL, DefaultTTL)
+	cfg.MaxEntries = positive(cfg.MaxEntries, DefaultMaxEntries)
+	cfg.MaxInFlight = positive(cfg.MaxInFlight, DefaultMaxInFlight)
+	cfg.Timeout = positive(cfg.Timeout, DefaultTimeout)
+	cfg.ReviewQPS = positive(cfg.ReviewQPS, DefaultReviewQPS)
+	cfg.ReviewBurst = positive(cfg.ReviewBurst, DefaultReviewBurst)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ReviewQPS <= 0 {
-		cfg.ReviewQPS = DefaultReviewQPS
-	}
-	if cfg.ReviewBurst <= 0 {
-		cfg.ReviewBurst = DefaultReviewBurst
 	}
 	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
 		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
@@ -174,6 +162,14 @@ func (f *Filter) decide(r *http.Request) int {
 	return code
 }
 
+// positive returns v, or def when v is not positive.
+func positive[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // bearer returns the token of an "Authorization: Bearer" header.
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")
@@ -219,13 +215,6 @@ func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 		}
 	}
 	f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
-}
-
-// size returns the number of cached decisions.
-func (f *Filter) size() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.cache)
 }
 
 // userInfo is the user a TokenReview names.

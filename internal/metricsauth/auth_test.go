@@ -248,3 +248,10 @@ func TestFilterCacheKeepsAllowed(t *testing.T) {
 		t.Errorf("%d cached decisions, want at most 4", n)
 	}
 }
+
+// size returns the number of cached decisions.
+func (f *Filter) size() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cache)
+}

@@ -55,15 +55,10 @@ const (
 
 // String returns "scalar", "map" or "list".
 func (k Kind) String() string {
-	switch k {
-	case Scalar:
-		return "scalar"
-	case Map:
-		return "map"
-	case List:
-		return "list"
+	if k < Scalar || k > List {
+		return "Kind(" + strconv.Itoa(int(k)) + ")"
 	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
+	return [...]string{"scalar", "map", "list"}[k-Scalar]
 }
 
 // Node is one value of a document.
@@ -210,6 +205,15 @@ func checkChars(s string) error {
 	return nil
 }
 
+// lineEnd returns the offset of the end of the line that holds offset
+// off: its '\n', or the end of the source.
+func (p *parser) lineEnd(off int) int {
+	if i := strings.IndexByte(p.src[off:], '\n'); i >= 0 {
+		return off + i
+	}
+	return len(p.src)
+}
+
 // line returns the line at the parser's position, or nil at the end.
 func (p *parser) line() *line {
 	if p.have {
@@ -218,10 +222,7 @@ func (p *parser) line() *line {
 	if p.off >= len(p.src) {
 		return nil
 	}
-	end := len(p.src)
-	if i := strings.IndexByte(p.src[p.off:], '\n'); i >= 0 {
-		end = p.off + i
-	}
+	end := p.lineEnd(p.off)
 	raw := p.src[p.off:end]
 	t := strings.TrimLeft(raw, " ")
 	p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
@@ -239,22 +240,13 @@ func (p *parser) next() {
 // finish checks that only a comment follows offset e on its line, number
 // num, where a value of kind what ended, and moves to the next line.
 func (p *parser) finish(e, num int, what string) error {
-	end := len(p.src)
-	if i := strings.IndexByte(p.src[e:], '\n'); i >= 0 {
-		end = e + i
-	}
+	end := p.lineEnd(e)
 	rest := p.src[e:end]
 	if !onlyComment(rest) || (rest != "" && rest[0] == '#') {
 		return errorf(num, "unexpected text after a %s", what)
 	}
 	p.off, p.num, p.have = end+1, num+1, false
 	return nil
-}
-
-// blank reports whether l holds only white space or a comment.
-func blank(l *line) bool {
-	t := strings.TrimLeft(l.text, " \t")
-	return t == "" || t[0] == '#'
 }
 
 // peek returns the next line that is not blank, or nil at the end.
@@ -268,7 +260,7 @@ func (p *parser) peek() (*line, error) {
 		if l == nil {
 			return nil, nil
 		}
-		if blank(l) {
+		if onlyComment(l.text) {
 			p.next()
 			continue
 		}
@@ -582,8 +574,8 @@ func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
 		return nil, errorf(num, "a list item cannot start here")
 	}
 	v, comment := plainLine(t)
-	if err := plainColon(v, num); err != nil {
-		return nil, err
+	if hasColon(v) {
+		return nil, errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
 	}
 	if !comment {
 		var err error
@@ -605,11 +597,10 @@ func plainLine(t string) (string, bool) {
 	return strings.TrimRight(t, " \t"), false
 }
 
-func plainColon(v string, num int) error {
-	if strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":") {
-		return errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
-	}
-	return nil
+// hasColon reports whether v, a line of a plain scalar, holds a ':'
+// followed by white space or at its end, which would make it a key.
+func hasColon(v string) bool {
+	return strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":")
 }
 
 // plainMore reads the continuation lines of a plain scalar whose first
@@ -630,7 +621,7 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 			break
 		}
 		c, comment := plainLine(t)
-		if strings.Contains(c, ": ") || strings.Contains(c, ":\t") || strings.HasSuffix(c, ":") {
+		if hasColon(c) {
 			return "", errorf(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
 		if b.Len() == 0 {
@@ -709,10 +700,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		indent = -1
 		longest := 0 // the longest leading empty line
 		for off, n := p.off, p.num; off < len(p.src); n++ {
-			end := len(p.src)
-			if i := strings.IndexByte(p.src[off:], '\n'); i >= 0 {
-				end = off + i
-			}
+			end := p.lineEnd(off)
 			raw := p.src[off:end]
 			if strings.Trim(raw, " ") != "" {
 				indent = len(raw) - len(strings.TrimLeft(raw, " "))
@@ -915,53 +903,42 @@ func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, l
 	}
 }
 
+// escapes maps the character after a backslash to what it stands for,
+// for the escapes of one character.
+var escapes = map[byte]string{
+	'0':  "\x00",
+	'a':  "\a",
+	'b':  "\b",
+	't':  "\t",
+	'\t': "\t",
+	'n':  "\n",
+	'v':  "\v",
+	'f':  "\f",
+	'r':  "\r",
+	'e':  "\x1b",
+	' ':  " ",
+	'"':  "\"",
+	'/':  "/",
+	'\\': "\\",
+	'N':  "\u0085",
+	'_':  "\u00a0",
+	'L':  "\u2028",
+	'P':  "\u2029",
+}
+
+// hexDigits maps the character after a backslash to the number of hex
+// digits of the code point that follows.
+var hexDigits = map[byte]int{'x': 2, 'u': 4, 'U': 8}
+
 // escape decodes the escape sequence at the start of s (after the
 // backslash), appends it to b and returns its length.
 func escape(b *text, s string, num int) (int, error) {
-	var r string
-	switch s[0] {
-	case '0':
-		r = "\x00"
-	case 'a':
-		r = "\a"
-	case 'b':
-		r = "\b"
-	case 't', '\t':
-		r = "\t"
-	case 'n':
-		r = "\n"
-	case 'v':
-		r = "\v"
-	case 'f':
-		r = "\f"
-	case 'r':
-		r = "\r"
-	case 'e':
-		r = "\x1b"
-	case ' ', '"', '/', '\\':
-		r = s[:1]
-	case 'N':
-		r = "\u0085"
-	case '_':
-		r = "\u00a0"
-	case 'L':
-		r = "\u2028"
-	case 'P':
-		r = "\u2029"
-	}
-	if r != "" {
+	if r, ok := escapes[s[0]]; ok {
 		b.put(r)
 		return 1, nil
 	}
-	var digits int
-	switch s[0] {
-	case 'x':
-		digits = 2
-	case 'u':
-		digits = 4
-	case 'U':
-		digits = 8
-	default:
+	digits, ok := hexDigits[s[0]]
+	if !ok {
 		return 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
 	}
 	if len(s) < 1+digits {
