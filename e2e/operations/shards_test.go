@@ -143,7 +143,7 @@ func TestSharding(t *testing.T) {
 	// SIGTERM: b releases its shards, and a takes them at its next try.
 	b.o.Signal(t, syscall.SIGTERM)
 	stopped := time.Now()
-	eventually(t, retryPeriod+margin+5*time.Second, spread(map[string]int{a.id: shards}))
+	eventually(t, retryPeriod+margin, spread(map[string]int{a.id: shards}))
 	t.Logf("b's shards taken %v after its SIGTERM", time.Since(stopped).Round(time.Millisecond))
 
 	// A shard Lease deleted by hand comes back, held.
