@@ -92,6 +92,10 @@ type Config struct {
 	// Idle is the window over which idle CPU is measured, after Settle.
 	// Zero skips the idle measurement.
 	Idle time.Duration
+	// Replicas is how many processes of the operator run together; zero
+	// means 1. More than one makes sense with --shards in Operator.Args.
+	// The readiness, idle and restart figures are the first replica's.
+	Replicas int
 	// Restart, after the idle window, stops the operator and starts it
 	// again over the converged Widgets: the time to its first /readyz 200
 	// and its requests over Settle plus half the first convergence time
@@ -125,10 +129,20 @@ type Result struct {
 	// Requests counts the operator's API requests from its start to the
 	// end of the measurement.
 	Requests Requests
+	// PerReplica has the CPU and peak RSS of each replica at convergence,
+	// when there are several; CPU is then their sum and PeakRSS the
+	// largest.
+	PerReplica []ReplicaStat `json:",omitempty"`
 	// RestartReady is the time from the second start (Config.Restart) to
 	// the first /readyz 200; RestartRequests its requests over the window.
 	RestartReady    time.Duration
 	RestartRequests Requests
+}
+
+// ReplicaStat is one replica's share of a measurement.
+type ReplicaStat struct {
+	CPU     time.Duration
+	PeakRSS int64
 }
 
 // Requests counts API requests by kind.
@@ -222,6 +236,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer op.stop()
 	t0 := op.started
+	others := make([]*process, max(cfg.Replicas, 1)-1)
+	for i := range others {
+		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2)); err != nil {
+			return nil, err
+		}
+		defer others[i].stop()
+	}
 	select {
 	case <-tr.done:
 	case <-op.exited:
@@ -237,6 +258,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Converge = tr.at.Sub(t0)
 	res.CPU, res.PeakRSS, res.SteadyRSS = st.cpu, st.hwm, st.rss
+	if len(others) > 0 {
+		res.PerReplica = append(res.PerReplica, ReplicaStat{st.cpu, st.hwm})
+		for _, o := range others {
+			ost, err := readProc(o.pid())
+			if err != nil {
+				return nil, err
+			}
+			res.PerReplica = append(res.PerReplica, ReplicaStat{ost.cpu, ost.hwm})
+			res.CPU += ost.cpu
+			res.PeakRSS = max(res.PeakRSS, ost.hwm)
+		}
+	}
 	logf("converged in %v, cpu %v, peak RSS %d MiB", res.Converge.Round(time.Millisecond), res.CPU, res.PeakRSS>>20)
 
 	// A fixed window to see the absence of trailing work: the last

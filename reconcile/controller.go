@@ -49,6 +49,27 @@ type LeaderElection struct {
 	Namespace, Name string
 }
 
+// Sharding configures sharding: the keys are split into Shards shards by
+// a stable hash of the key, each shard a Lease (coordination.k8s.io/v1)
+// named <Name>-shard-<k>, and each replica holds a membership Lease
+// <Name>-member-<j> (j < Shards) besides. A replica reconciles a key only
+// while it holds the key's shard; the live replicas share the shards
+// evenly, and take those of a replica that stops renewing, with the API
+// server as their only coordinator.
+type Sharding struct {
+	// Client reads and writes the Leases, as LeaderElection.Client.
+	// Required.
+	Client *k8sapi.Client
+	// Namespace and Name: as in LeaderElection.
+	Namespace, Name string
+	// Shards is the number of shards, at least 1. Replicas beyond it
+	// hold no shard and wait.
+	Shards int
+	// Identity names this replica in the Leases. Empty means the host
+	// name and a random suffix.
+	Identity string
+}
+
 // Controller runs a [Reconciler] over a queue of keys that watch caches
 // fill: a primary resource ([WatchPrimary]), the resources it owns
 // ([WatchOwned]) and any others ([WatchMapped]).
@@ -91,6 +112,13 @@ type Controller struct {
 	// while it holds the Lease. Caches run and sync either way, so that
 	// a takeover is fast. Nil means no leader election.
 	LeaderElection *LeaderElection
+	// Sharding, when not nil, makes the controller reconcile a key only
+	// while it holds the key's shard. A shard is handed over only after
+	// the reconciles of its keys in flight have ended: they are cancelled
+	// when it is given to another replica, or when its Lease could not be
+	// renewed in time. Set LeaderElection or Sharding, not both. Nil means
+	// no sharding.
+	Sharding *Sharding
 	// ShutdownTimeout bounds how long reconciles in flight may go on
 	// once Run's ctx ends; zero means DefaultShutdownTimeout. With leader
 	// election the bound is at most the Lease's renew deadline less its
@@ -104,6 +132,16 @@ type Controller struct {
 	series   *metrics.ControllerSeries
 	watches  *metrics.WatchMetrics
 	elector  *leader.Elector // nil without leader election
+	shards   *leader.Shards  // nil without sharding
+	// shardCtx[k] is the context of the shard k while this replica holds
+	// it, nil otherwise; inFlight[k] counts the reconciles of its keys
+	// running. Both are guarded by smu; idle is signalled when a count
+	// falls to zero.
+	smu      sync.Mutex
+	idle     *sync.Cond
+	shardCtx []context.Context
+	inFlight []int
+	keys     func() []string // the primary cache's keys; nil without WatchPrimary
 
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // nil without WatchPrimary; set before Run
@@ -149,6 +187,7 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 		m := P(obj).GetObjectMeta()
 		return []string{k8sapi.Key(m.Namespace, m.Name)}
 	})
+	c.keys = cache.Store().Keys
 	c.primaryRV = func(namespace, name string) string {
 		if obj, ok := cache.Get(namespace, name); ok {
 			return P(obj).GetObjectMeta().ResourceVersion
@@ -217,11 +256,87 @@ func (c *Controller) init() error {
 		if le := c.LeaderElection; le != nil && c.initErr == nil {
 			c.elector, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name, Logger: c.Logger})
 		}
+		if sh := c.Sharding; sh != nil && c.initErr == nil {
+			c.initErr = c.initShards(sh)
+		}
 	})
 	return c.initErr
 }
 
 func (c *Controller) workers() int { return max(c.Workers, 1) }
+
+// initShards makes the shards' Leases holder and their metrics.
+func (c *Controller) initShards(sh *Sharding) error {
+	if c.LeaderElection != nil {
+		return errors.New("reconcile: set Controller.LeaderElection or Controller.Sharding, not both")
+	}
+	var err error
+	c.shards, err = leader.NewShards(leader.ShardConfig{Client: sh.Client, Namespace: sh.Namespace, Name: sh.Name,
+		Shards: sh.Shards, Identity: sh.Identity, Logger: c.Logger, Work: c.holdShard})
+	if err != nil {
+		return err
+	}
+	c.idle = sync.NewCond(&c.smu)
+	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]int, sh.Shards)
+	if c.Metrics == nil {
+		return nil
+	}
+	return errors.Join(
+		c.Metrics.Register(metrics.NewGaugeFunc("widget_operator_shards_held",
+			"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) })),
+		c.Metrics.Register(metrics.NewCounterFunc("widget_operator_shard_transitions_total",
+			"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) })))
+}
+
+// holdShard runs while this replica holds shard k (ctx ends when it must
+// stop): it queues the shard's keys, and when ctx ends, it waits for the
+// reconciles of the shard's keys in flight, which ctx cancels.
+func (c *Controller) holdShard(ctx context.Context, k int) {
+	c.smu.Lock()
+	c.shardCtx[k] = ctx
+	c.smu.Unlock()
+	if c.keys != nil {
+		for _, key := range c.keys() {
+			if leader.ShardOf(key, len(c.shardCtx)) == k {
+				c.queue.Add(key)
+			}
+		}
+	}
+	<-ctx.Done()
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.shardCtx[k] = nil
+	for c.inFlight[k] > 0 {
+		c.idle.Wait()
+	}
+}
+
+// reconcileShard reconciles key if this replica holds its shard, with a
+// context that also ends with the shard; a key of a shard it does not
+// hold is dropped: the holder queues it when it takes the shard.
+func (c *Controller) reconcileShard(ctx context.Context, key string) (queue.Result, error) {
+	k := leader.ShardOf(key, len(c.shardCtx))
+	c.smu.Lock()
+	sctx := c.shardCtx[k]
+	if sctx == nil || sctx.Err() != nil {
+		c.smu.Unlock()
+		return queue.Result{}, nil
+	}
+	c.inFlight[k]++
+	c.smu.Unlock()
+	defer func() {
+		c.smu.Lock()
+		if c.inFlight[k]--; c.inFlight[k] == 0 {
+			c.idle.Broadcast()
+		}
+		c.smu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(sctx, cancel)
+	defer stop()
+	return c.reconcileKey(ctx, key)
+}
 
 // Enqueue queues key for a reconcile, for a source of changes other than
 // the controller's caches (such as an informer it does not run). Keys
@@ -232,10 +347,17 @@ func (c *Controller) Enqueue(key string) {
 }
 
 // IsLeader reports whether the controller may reconcile: always true
-// without leader election; with it, whether it holds the Lease.
+// without leader election or sharding; with leader election, whether it
+// holds the Lease; with sharding, whether it holds a shard.
 func (c *Controller) IsLeader() bool {
 	c.init()
-	return c.elector == nil || c.elector.IsLeader()
+	switch {
+	case c.shards != nil:
+		return c.shards.Held() > 0
+	case c.elector != nil:
+		return c.elector.IsLeader()
+	}
+	return true
 }
 
 // Checks returns the readiness of each cache, in the order they were made:
@@ -302,6 +424,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("caches synced", counts...)
 
+	if c.shards != nil {
+		return c.runShards(ctx)
+	}
 	if c.elector == nil {
 		c.lead(ctx, ctx)
 		return nil
@@ -312,6 +437,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
 	}
 	return err
+}
+
+// runShards runs the workers and holds shards until ctx ends. The shards
+// are held until the workers have drained, and released then.
+func (c *Controller) runShards(ctx context.Context) error {
+	c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
+	hold, release := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.shards.Run(hold)
+	}()
+	c.lead(ctx, ctx)
+	release()
+	<-done
+	return nil
 }
 
 // waitForSync waits until every cache has delivered its first list, or
@@ -344,6 +485,9 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 		Workers: c.workers(),
 		Logger:  c.Logger,
 		Func: func(_ context.Context, key string) (queue.Result, error) {
+			if c.shards != nil {
+				return c.reconcileShard(workCtx, key)
+			}
 			return c.reconcileKey(workCtx, key)
 		},
 	}
@@ -380,7 +524,7 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 // outlive the lease and overlap the next leader's.
 func (c *Controller) drainTimeout() time.Duration {
 	d := cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
-	if c.LeaderElection == nil {
+	if c.LeaderElection == nil && c.Sharding == nil {
 		return d
 	}
 	return min(d, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)

@@ -98,7 +98,8 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 turns it off")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader with a Lease, so that only one replica reconciles")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; empty means the operator's own namespace")
-	fs.StringVar(&f.LeaderElectionID, "leader-election-id", "widget-operator.example.com", "name of the leader-election Lease")
+	fs.StringVar(&f.LeaderElectionID, "leader-election-id", "widget-operator.example.com", "name of the leader-election Lease, and prefix of the shards' Leases")
+	fs.IntVar(&f.Shards, "shards", 1, "above 1, split the Widgets into this many shards, each a Lease, shared by the replicas (instead of one leader)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.LogFormat, "log-format", "json", "log format: json or text")
 	fs.Float64Var(&f.QPS, "qps", 0, "client-side limit on API requests per second; 0 means no limit")
@@ -124,6 +125,9 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 	}
 	if f.Workers < 1 {
 		return f, false, fmt.Errorf("--workers must be at least 1, not %d", f.Workers)
+	}
+	if f.Shards < 1 || f.Shards > 64 {
+		return f, false, fmt.Errorf("--shards must be from 1 to 64, not %d", f.Shards)
 	}
 	if f.QPS < 0 || f.Burst < 0 {
 		return f, false, errors.New("--qps and --burst must not be negative")

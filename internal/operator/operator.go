@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/events"
+	"github.com/zerodep-k8s/widget-operator/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -50,6 +51,11 @@ type Options struct {
 	// leader election with a Lease.
 	LeaderElect                               bool
 	LeaderElectionNamespace, LeaderElectionID string
+	// Shards, above 1, splits the Widgets into that many shards, each a
+	// Lease <LeaderElectionID>-shard-<k> in LeaderElectionNamespace, and
+	// the replicas share them (reconcile.Sharding) instead of electing
+	// one leader. Zero or 1 means no sharding.
+	Shards int
 	// QPS and Burst limit the client's request rate; zero means no limit.
 	QPS   float64
 	Burst int
@@ -78,6 +84,15 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	opts.Version = cmp.Or(opts.Version, "dev")
 	cfg.UserAgent = "widget-operator/" + opts.Version
+	identity := ""
+	if opts.Shards > 1 {
+		// Replicas share one ServiceAccount: their identity in the
+		// User-Agent tells them apart in the API server's audit log.
+		if identity, err = leader.DefaultIdentity(); err != nil {
+			return err
+		}
+		cfg.UserAgent += " (" + identity + ")"
+	}
 	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics()
 	cfg.WrapTransport = apiMetrics.RoundTripper
@@ -91,7 +106,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	}
 	log.Info("starting widget-operator", "version", opts.Version, "scope", scope,
 		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
-		"leaderElection", opts.LeaderElect)
+		"leaderElection", opts.LeaderElect, "shards", max(opts.Shards, 1))
 	if cfg.Insecure {
 		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
 	}
@@ -123,7 +138,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 
-	op, err := newOperator(client, leaseClient, opts, log, reg)
+	op, err := newOperator(client, leaseClient, opts, identity, log, reg)
 	if err != nil {
 		eps.close()
 		return err
@@ -180,11 +195,16 @@ type operator struct {
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
 // newOperator builds the operator's parts. leaseClient is for leader
-// election only.
-func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+// election and sharding only; identity names this replica in the shards'
+// Leases.
+func newOperator(client, leaseClient *k8sapi.Client, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
 	op := &operator{log: log, registry: reg}
 	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, ShutdownTimeout: opts.ShutdownTimeout}
-	if opts.LeaderElect {
+	switch {
+	case opts.Shards > 1:
+		op.ctrl.Sharding = &reconcile.Sharding{Client: leaseClient, Namespace: opts.LeaderElectionNamespace,
+			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
+	case opts.LeaderElect:
 		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID}
 	}
 	// Our own status writes come back as updates too: a reconcile of an

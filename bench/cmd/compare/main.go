@@ -39,7 +39,9 @@ type Report struct {
 	Machine string
 	Sizes   []Size
 	Runs    []*bench.Result
-	Errors  []string `json:",omitempty"`
+	// Sharded are the runs of the sharded case, kept apart from Runs.
+	Sharded []*bench.Result `json:",omitempty"`
+	Errors  []string        `json:",omitempty"`
 	Idle    time.Duration
 }
 
@@ -58,6 +60,7 @@ func main() {
 	unit := flag.Bool("unit", true, "run the unit benchmarks")
 	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
 	withFloor := flag.Bool("floor", true, "measure the raw-write floor")
+	sharded := flag.Int("sharded", 5000, "N of the sharded case (ours with --shards=6, 1 and 3 replicas); 0 skips it")
 	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
 	profile := flag.String("profile", "", "instead of comparing, run this bench/cmd/opprof binary once per N and write CPU profiles to -out")
 	flag.Parse()
@@ -68,13 +71,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *from); err != nil {
+	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *sharded, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, from string) error {
+func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, sharded int, from string) error {
 	if from != "" {
 		data, err := os.ReadFile(from)
 		if err != nil {
@@ -166,6 +169,25 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 				if err := write(rep, out); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	if sharded > 0 {
+		for _, replicas := range []int{1, 3} {
+			op := ours
+			op.Name = fmt.Sprintf("%s --shards=6 ×%d", ours.Name, replicas)
+			op.Args = []string{"--shards=6", "--leader-election-namespace", op.Namespace}
+			logf("sharded N=%d: %s", sharded, op.Name)
+			res, err := bench.Run(ctx, bench.Config{N: sharded, Operator: op, Replicas: replicas, Log: os.Stderr})
+			if err != nil {
+				msg := fmt.Sprintf("sharded N=%d %s: %v", sharded, op.Name, err)
+				logf("FAILED %s", msg)
+				rep.Errors = append(rep.Errors, msg)
+				continue
+			}
+			rep.Sharded = append(rep.Sharded, res)
+			if err := write(rep, out); err != nil {
+				return err
 			}
 		}
 	}

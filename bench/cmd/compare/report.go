@@ -246,6 +246,26 @@ func markdown(rep *Report) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(rep.Sharded) > 0 {
+		b.WriteString("## Sharded (ours, --shards=6)\n\n" +
+			"The same scenario with 1 and 3 replicas sharing six shards. CPU is the replicas' sum; peak RSS per replica. " +
+			"All replicas share these 2 cores with the API server and etcd, which are the bottleneck here: more replicas " +
+			"spread the operator's work, they cannot make the API server faster.\n\n" +
+			"| N | replicas | converge | CPU (sum) | CPU per replica | peak RSS per replica | writes |\n|---:|---:|---:|---:|---|---|---:|\n")
+		for _, r := range rep.Sharded {
+			var cpus, rss []string
+			for _, p := range r.PerReplica {
+				cpus = append(cpus, fmt.Sprintf("%.2f s", p.CPU.Seconds()))
+				rss = append(rss, fmt.Sprintf("%.1f MiB", float64(p.PeakRSS)/(1<<20)))
+			}
+			if len(r.PerReplica) == 0 {
+				cpus, rss = []string{fmt.Sprintf("%.2f s", r.CPU.Seconds())}, []string{fmt.Sprintf("%.1f MiB", float64(r.PeakRSS)/(1<<20))}
+			}
+			fmt.Fprintf(&b, "| %d | %d | %.2f s | %.2f s | %s | %s | %d |\n", r.N, max(len(r.PerReplica), 1),
+				r.Converge.Seconds(), r.CPU.Seconds(), strings.Join(cpus, ", "), strings.Join(rss, ", "), r.Requests.Writes)
+		}
+		b.WriteString("\n")
+	}
 	if len(rep.Errors) > 0 {
 		b.WriteString("## Failed runs\n\n")
 		for _, e := range rep.Errors {
