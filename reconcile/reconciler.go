@@ -60,7 +60,7 @@ type EventRecorder interface {
 // Widget and its children it was given for (see Reconcile). That memory
 // is the only state it keeps; it is dropped when the Widget succeeds or
 // goes away.
-type Reconciler struct {
+type WidgetReconciler struct {
 	// Client reads and writes the objects. Required.
 	Client API
 	// Recorder records Events about the Widget: Normal Created and
@@ -135,7 +135,7 @@ type refusal struct {
 // error: retrying cannot fix them, a change to the Widget or its children
 // will. A key that is not "namespace/name" returns an *Error wrapping
 // [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
-func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
+func (r *WidgetReconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
 		return queue.Result{}, &Error{Op: "split key", Name: key, Err: err}
@@ -288,7 +288,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 // the server's admission. A controller calls it when what the Widget
 // waits on may have changed, such as a ResourceQuota of its namespace,
 // then queues the key.
-func (r *Reconciler) Retry(key string) {
+func (r *WidgetReconciler) Retry(key string) {
 	r.mu.Lock()
 	delete(r.refused, key)
 	r.mu.Unlock()
@@ -300,7 +300,7 @@ func (r *Reconciler) Retry(key string) {
 // controller to queue. A controller calls it when a ResourceQuota of
 // namespace changes. It looks only at the refusals it remembers, not at
 // every Widget.
-func (r *Reconciler) RetryQuota(namespace string) []string {
+func (r *WidgetReconciler) RetryQuota(namespace string) []string {
 	var keys []string
 	r.mu.Lock()
 	for key, rf := range r.refused {
@@ -319,7 +319,7 @@ func (r *Reconciler) RetryQuota(namespace string) []string {
 // standing returns the refusal of key if it still stands: the Widget and
 // its children are as they were when it was made, and, for a Waiting
 // one, its retry time has not come.
-func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
+func (r *WidgetReconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
 	r.mu.Lock()
 	rf, ok := r.refused[key]
 	r.mu.Unlock()
@@ -331,7 +331,7 @@ func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *
 
 // remember records the refusal of key; its Transient failures, if any,
 // are over.
-func (r *Reconciler) remember(key string, rf refusal) {
+func (r *WidgetReconciler) remember(key string, rf refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refused == nil {
@@ -343,7 +343,7 @@ func (r *Reconciler) remember(key string, rf refusal) {
 
 // failingSince records a Transient failure of key at now and returns when
 // the current run of them began.
-func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
+func (r *WidgetReconciler) failingSince(key string, now time.Time) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if since, ok := r.failing[key]; ok {
@@ -358,7 +358,7 @@ func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
 }
 
 // forget drops everything remembered of key: it succeeded, or is gone.
-func (r *Reconciler) forget(key string) {
+func (r *WidgetReconciler) forget(key string) {
 	r.mu.Lock()
 	delete(r.refused, key)
 	delete(r.failing, key)
@@ -366,7 +366,7 @@ func (r *Reconciler) forget(key string) {
 	r.waitBackoff().Forget(key)
 }
 
-func (r *Reconciler) waitBackoff() queue.RateLimiter {
+func (r *WidgetReconciler) waitBackoff() queue.RateLimiter {
 	r.initOnce.Do(func() {
 		r.waits = r.WaitBackoff
 		if r.waits == nil {
@@ -406,7 +406,7 @@ func noteApplied(created, updated []string, kind string, isNew bool) ([]string, 
 
 // applied records one Normal Event for the children one reconcile created
 // or brought in line, such as "Created Deployment and Service ns/name".
-func (r *Reconciler) applied(w *Widget, created, updated []string) {
+func (r *WidgetReconciler) applied(w *Widget, created, updated []string) {
 	key := k8sapi.Key(w.Namespace, w.Name)
 	if len(created) > 0 {
 		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
@@ -416,13 +416,13 @@ func (r *Reconciler) applied(w *Widget, created, updated []string) {
 	}
 }
 
-func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
+func (r *WidgetReconciler) event(w *Widget, eventType, reason, note string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
 	}
 }
 
-func (r *Reconciler) now() time.Time {
+func (r *WidgetReconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}

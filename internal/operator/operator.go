@@ -14,17 +14,15 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/events"
-	"github.com/zerodep-k8s/widget-operator/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
 // DefaultShutdownTimeout bounds how long in-flight reconciles may run after
 // the operator is told to stop.
-const DefaultShutdownTimeout = 30 * time.Second
+const DefaultShutdownTimeout = reconcile.DefaultShutdownTimeout
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "widget"
@@ -171,21 +169,16 @@ func hostOf(raw string) string {
 
 // operator holds the running parts.
 type operator struct {
-	opts   Options
-	log    *slog.Logger
-	client *k8sapi.Client
+	log *slog.Logger
 
+	ctrl        *reconcile.Controller
 	widgets     *watch.Cache[reconcile.Widget]
 	deployments *watch.Cache[k8sapi.Deployment]
 	services    *watch.Cache[k8sapi.Service]
 	quotas      *watch.Informer[resourceQuota]
-	queue       *queue.Queue
-	reconciler  *reconcile.Reconciler
+	reconciler  *reconcile.WidgetReconciler
 	recorder    *events.Recorder
-	elector     *leader.Elector // nil without leader election
 	registry    *metrics.Registry
-	series      *metrics.ControllerSeries
-	started     time.Time
 }
 
 // childSelector limits the child caches to objects this operator labels, so
@@ -195,36 +188,34 @@ const childSelector = reconcile.LabelManagedBy + "=" + reconcile.FieldManager
 // newOperator builds the operator's parts. leaseClient is for leader
 // election only.
 func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
-	op := &operator{opts: opts, log: log, client: client, registry: reg, started: time.Now()}
-	wq := metrics.NewWorkqueueMetrics()
-	op.queue = queue.New(queue.Config{Name: ControllerName, Metrics: wq.Queue(ControllerName, ControllerName)})
-	wq.PollUnfinished(ControllerName, ControllerName, op.queue.Unfinished)
-	op.widgets = watch.NewCache(watch.Config[reconcile.Widget]{
+	op := &operator{log: log, registry: reg}
+	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, ShutdownTimeout: opts.ShutdownTimeout}
+	if opts.LeaderElect {
+		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID}
+	}
+	// Our own status writes come back as updates too: a reconcile of an
+	// unchanged Widget writes nothing.
+	op.widgets = reconcile.WatchPrimary(op.ctrl, watch.Config[reconcile.Widget]{
 		Source:    watch.ClientSource[reconcile.Widget](client, reconcile.Widgets),
 		Namespace: opts.Namespace,
 		Name:      "widgets",
 		Logger:    log,
-		// Our own status writes come back as updates too: a reconcile
-		// of an unchanged Widget writes nothing.
-		Handler: watch.OnChange(func(w *reconcile.Widget) { op.queue.Add(k8sapi.Key(w.Namespace, w.Name)) }),
 	})
-	op.deployments = watch.NewCache(watch.Config[k8sapi.Deployment]{
+	op.deployments = reconcile.WatchOwned(op.ctrl, watch.Config[k8sapi.Deployment]{
 		Source:        watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
 		Name:          "deployments",
 		Logger:        log,
-		Handler:       watch.OnChange(enqueueOwner[k8sapi.Deployment](op.queue)),
-	})
-	op.services = watch.NewCache(watch.Config[k8sapi.Service]{
+	}, reconcile.Widgets, reconcile.WidgetKind)
+	op.services = reconcile.WatchOwned(op.ctrl, watch.Config[k8sapi.Service]{
 		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
 		Namespace:     opts.Namespace,
 		LabelSelector: childSelector,
 		Name:          "services",
 		Logger:        log,
-		Handler:       watch.OnChange(enqueueOwner[k8sapi.Service](op.queue)),
-	})
-	// ResourceQuotas only wake the Widgets that wait on one: the cache
+	}, reconcile.Widgets, reconcile.WidgetKind)
+	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync.
 	op.quotas = watch.New(watch.Config[resourceQuota]{
 		Source:    watch.ClientSource[resourceQuota](client, resourceQuotas),
@@ -238,44 +229,19 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, log *slog.Log
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &reconcile.Reconciler{Client: &clusterAPI{op: op}, Recorder: rec}
-
-	if opts.LeaderElect {
-		op.elector, err = leader.New(leader.Config{
-			Client:    leaseClient,
-			Namespace: opts.LeaderElectionNamespace,
-			Name:      opts.LeaderElectionID,
-			Logger:    log,
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	cm := metrics.NewControllerMetrics()
-	op.series = cm.Controller(ControllerName, opts.Workers)
-	watchMetrics := metrics.NewWatchMetrics(time.Now)
-	watchMetrics.Add("widgets", op.widgets)
-	watchMetrics.Add("deployments", op.deployments)
-	watchMetrics.Add("services", op.services)
-	reg.MustRegister(metrics.NewRuntimeCollector(op.started), cm, wq, watchMetrics,
-		metrics.NewLeaderMetric(op.isLeader),
+	op.reconciler = &reconcile.WidgetReconciler{Client: &clusterAPI{op: op, client: client}, Recorder: rec}
+	op.ctrl.Reconciler = op.reconciler
+	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
+		metrics.NewLeaderMetric(op.ctrl.IsLeader),
 		metrics.NewCounterFunc("widget_operator_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))
 	return op, nil
 }
 
-// isLeader reports whether this replica may reconcile: always true without
-// leader election.
-func (op *operator) isLeader() bool {
-	return op.elector == nil || op.elector.IsLeader()
-}
-
+// run runs the controller until ctx ends. The event writer and the
+// ResourceQuota informer run until the very end, after the workers.
 func (op *operator) run(ctx context.Context) error {
-	// Informers and the event writer run until the very end: they stop
-	// only after the workers. Followers keep their caches warm too, so
-	// that a takeover is fast.
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer func() {
@@ -284,178 +250,19 @@ func (op *operator) run(ctx context.Context) error {
 		op.log.Info("stopped")
 	}()
 	wg.Go(func() { op.recorder.Run(bgCtx) })
-	for _, run := range []func(context.Context) error{op.widgets.Run, op.deployments.Run, op.services.Run, op.quotas.Run} {
-		wg.Go(func() {
-			if err := run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
-				op.log.Error("watch stopped", "err", err)
-			}
-		})
-	}
-
-	if !op.waitForSync(ctx) {
-		return nil
-	}
-	op.log.Info("caches synced", "widgets", op.widgets.Store().Len(),
-		"deployments", op.deployments.Store().Len(), "services", op.services.Store().Len())
-
-	if op.elector == nil {
-		op.lead(ctx, ctx)
-		return nil
-	}
-	op.log.Info("waiting for leadership", "lease", op.opts.LeaderElectionID, "identity", op.elector.Identity())
-	err := op.elector.Run(ctx, func(lctx context.Context) { op.lead(ctx, lctx) }, nil)
-	if errors.Is(err, leader.ErrLeaseLost) {
-		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
-	}
-	return err
-}
-
-// lead runs the workers until lctx ends. When the process is shutting down
-// (ctx ended), reconciles in flight get up to ShutdownTimeout to finish;
-// when leadership was lost, they are cancelled at once, since another
-// replica may already be acting.
-func (op *operator) lead(ctx, lctx context.Context) {
-	op.log.Info("starting workers", "workers", op.opts.Workers)
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
-	defer cancelWork()
-	runner := &queue.Runner{
-		Queue:   op.queue,
-		Workers: op.opts.Workers,
-		Logger:  op.log,
-		Func: func(_ context.Context, key string) (queue.Result, error) {
-			return op.reconcileKey(workCtx, key)
-		},
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = runner.Run(lctx)
-	}()
-	<-lctx.Done()
-	if ctx.Err() == nil {
-		op.log.Warn("leadership lost: cancelling reconciles in flight")
-		cancelWork()
-		<-done
-		return
-	}
-	drain := op.drainTimeout()
-	op.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
-	timer := time.NewTimer(drain)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		op.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
-		cancelWork()
-		<-done
-	}
-}
-
-// drainTimeout is how long reconciles in flight may run once the process
-// is stopping: ShutdownTimeout, but with leader election no longer than
-// the renew deadline less a retry period. The lease is not renewed while
-// they finish, and the elector waits only the renew deadline for them
-// before it gives up releasing the lease; work going on past that could
-// outlive the lease and overlap the next leader's.
-func (op *operator) drainTimeout() time.Duration {
-	if op.elector == nil {
-		return op.opts.ShutdownTimeout
-	}
-	return min(op.opts.ShutdownTimeout, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
-}
-
-// waitForSync waits until every informer has delivered its first list, or
-// ctx ends. It polls: syncing is a one-off at start-up.
-func (op *operator) waitForSync(ctx context.Context) bool {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if op.widgets.HasSynced() && op.deployments.HasSynced() && op.services.HasSynced() {
-			return true
+	wg.Go(func() {
+		if err := op.quotas.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+			op.log.Error("watch stopped", "watch", "resourcequotas", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-}
-
-func (op *operator) reconcileKey(ctx context.Context, key string) (queue.Result, error) {
-	start := time.Now()
-	op.series.WorkerStarted()
-	defer op.series.WorkerDone()
-	defer func() {
-		// Count a panic, then let the queue's runner recover it, log it
-		// with the key and retry the key with backoff.
-		if r := recover(); r != nil {
-			op.series.Panicked()
-			panic(r)
-		}
-	}()
-	res, err := op.reconciler.Reconcile(ctx, key)
-	ns, name, _ := k8sapi.SplitKey(key)
-	class := reconcile.Transient
-	if err != nil {
-		class = reconcile.Classify(err)
-	}
-	if err != nil && class == reconcile.Moot {
-		// Nothing can be created in a namespace being deleted, and the
-		// Widget goes with it: retrying would only fail again.
-		op.log.Debug("nothing to do; not retrying", "controller", ControllerName, "namespace", ns, "name", name, "err", err)
-		return queue.Result{}, nil
-	}
-	rv := ""
-	if w, ok := op.widgets.Store().Get(ns, name); ok {
-		rv = w.ResourceVersion
-	}
-	result := metrics.ResultSuccess
-	switch {
-	case err != nil:
-		result = metrics.ResultError
-	case res.RequeueAfter > 0:
-		result = metrics.ResultRequeueAfter
-	}
-	op.series.Reconciled(time.Since(start), result)
-	attrs := []any{"controller", ControllerName, "namespace", ns, "name", name, "resourceVersion", rv,
-		"result", result, "duration", time.Since(start)}
-	switch {
-	case err == nil:
-		op.log.Debug("reconciled", attrs...)
-		return res, nil
-	case class == reconcile.Permanent:
-		// The Widget's status says why; a change to it or its children
-		// brings it back.
-		op.series.TerminalError()
-		op.log.Warn("reconcile failed; not retrying until the Widget or a child changes", append(attrs, "err", err)...)
-		return queue.Result{}, nil
-	case class == reconcile.Waiting && res.RequeueAfter > 0:
-		op.log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
-		return res, nil
-	}
-	op.log.Error("reconcile failed", append(attrs, "err", err)...)
-	return queue.Result{}, err
-}
-
-// enqueueOwner returns a function that queues the key of the Widget that
-// controls a child, if one does.
-func enqueueOwner[T any, P interface {
-	*T
-	k8sapi.Object
-}](q *queue.Queue) func(*T) {
-	return func(obj *T) {
-		meta := P(obj).GetObjectMeta()
-		if ref := meta.ControllerOf(); ref != nil && ref.Kind == reconcile.WidgetKind && ref.APIVersion == reconcile.WidgetAPIVersion {
-			q.Add(k8sapi.Key(meta.Namespace, ref.Name))
-		}
-	}
+	})
+	return op.ctrl.Run(ctx)
 }
 
 // retryQuotaWaiters retries at once the Widgets of namespace that wait
 // on a ResourceQuota: one of its ResourceQuotas changed.
 func (op *operator) retryQuotaWaiters(namespace string) {
 	for _, key := range op.reconciler.RetryQuota(namespace) {
-		op.queue.Add(key)
+		op.ctrl.Enqueue(key)
 	}
 }
 

@@ -201,32 +201,22 @@ func shutdownServers(servers []*http.Server) {
 	}
 }
 
-// healthSource is what readiness asks of an informer.
-type healthSource interface {
-	HasSynced() bool
-	Healthy(now time.Time) error
-}
-
 // check is one readiness check's result: reason is "" when it passes.
 type check struct {
 	name, reason string
 }
 
-// readiness runs one check per watch: a watch fails while it has not
-// synced, or while it is failing or has been silent past its deadline.
+// readiness runs one check per watch of the controller: a watch fails
+// while it has not synced, or while it is failing or has been silent past
+// its deadline.
 func (op *operator) readiness(now time.Time) []check {
 	var checks []check
-	for _, w := range []struct {
-		name string
-		src  healthSource
-	}{{"widgets", op.widgets}, {"deployments", op.deployments}, {"services", op.services}} {
-		c := check{name: "watch " + w.name}
-		if !w.src.HasSynced() {
-			c.reason = "not synced"
-		} else if err := w.src.Healthy(now); err != nil {
-			c.reason = err.Error()
+	for _, c := range op.ctrl.Checks(now) {
+		ch := check{name: c.Name}
+		if c.Err != nil {
+			ch.reason = c.Err.Error()
 		}
-		checks = append(checks, c)
+		checks = append(checks, ch)
 	}
 	return checks
 }

@@ -1,0 +1,73 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// ApplyChild writes want, a child object of kind kind (such as
+// "Deployment") and its controller owner reference, with fieldManager:
+// when cache does not hold the child, it creates it; otherwise it
+// server-side applies want (forced). The object the server returned goes
+// to cache.Wrote, so that the next read sees it, and is returned.
+//
+// A cache filtered by a label selector may miss an object of the child's
+// name that it does not select: when the create is refused because the
+// name is taken, the existing object is read, and if its controller is
+// not want's controller owner (by UID), ApplyChild writes nothing and
+// returns a [*NotControlledError]. Otherwise it applies over it.
+//
+// want is marshalled as the apply body, and, for a create, into a T.
+func ApplyChild[T any, P interface {
+	*T
+	k8sapi.Object
+}](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
+	meta := want.GetObjectMeta()
+	known, _ := cache.Get(meta.Namespace, meta.Name)
+	if known == nil {
+		obj, err := asObject[T](want)
+		if err != nil {
+			return nil, err
+		}
+		created, err := client.Create(ctx, meta.Namespace, obj, k8sapi.WriteOptions{FieldManager: fieldManager})
+		if err == nil {
+			cache.Wrote(nil, created)
+			return created, nil
+		}
+		if !k8sapi.IsAlreadyExists(err) {
+			return nil, err
+		}
+		existing, err := client.Get(ctx, meta.Namespace, meta.Name, k8sapi.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		em := P(existing).GetObjectMeta()
+		if owner := meta.ControllerOf(); owner == nil || !IsControlledBy(em, owner.UID) {
+			return nil, &NotControlledError{Kind: kind, Existing: *em}
+		}
+		// Ours, and not in the cache yet: apply over it. To the cache the
+		// write is a create (it showed nothing), so known stays nil.
+	}
+	applied, err := client.Apply(ctx, meta.Namespace, meta.Name, want, k8sapi.PatchOptions{FieldManager: fieldManager, Force: true})
+	if err != nil {
+		return nil, err
+	}
+	cache.Wrote(known, applied)
+	return applied, nil
+}
+
+// asObject turns an apply configuration into the object to create.
+func asObject[T any](want any) (*T, error) {
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	obj := new(T)
+	if err := json.Unmarshal(b, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}

@@ -1,0 +1,470 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/internal/metrics"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// Reconciler makes the world match the object named by key ("namespace/name",
+// or "name" for a cluster-scoped object). A [Controller] never calls it
+// twice at once for the same key.
+//
+// What it returns decides what comes next; see [Controller].
+type Reconciler interface {
+	Reconcile(ctx context.Context, key string) (queue.Result, error)
+}
+
+// ReconcilerFunc adapts a function to a [Reconciler].
+type ReconcilerFunc func(ctx context.Context, key string) (queue.Result, error)
+
+// Reconcile calls f(ctx, key).
+func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (queue.Result, error) {
+	return f(ctx, key)
+}
+
+// DefaultShutdownTimeout is the zero value's meaning of
+// [Controller.ShutdownTimeout].
+const DefaultShutdownTimeout = 30 * time.Second
+
+// LeaderElection configures leader election with a Lease
+// (coordination.k8s.io/v1): only the replica that holds it reconciles.
+type LeaderElection struct {
+	// Client reads and writes the Lease. Required. Give it no rate limit
+	// of its own (k8sapi.Config QPS zero): a renewal must not wait behind
+	// a burst of reconciles.
+	Client *k8sapi.Client
+	// Namespace and Name locate the Lease. Empty Namespace means the
+	// client's default namespace; Name is required.
+	Namespace, Name string
+}
+
+// Controller runs a [Reconciler] over a queue of keys that watch caches
+// fill: a primary resource ([WatchPrimary]), the resources it owns
+// ([WatchOwned]) and any others ([WatchMapped]).
+//
+// Set the fields, then make the caches with WatchPrimary, WatchOwned and
+// WatchMapped, then call Run once. Do not change the fields after the first
+// of those calls. The other methods are safe for concurrent use, with Run
+// and with each other.
+//
+// What Reconcile returns decides what happens to the key, by [Classify]:
+//
+//   - nil: done, or run again after Result.RequeueAfter if positive;
+//   - a Permanent error (a [*TerminalError], a key that is not valid
+//     ([k8sapi.ErrInvalidKey]), a 400 or 422 from the API server): not
+//     retried until the key is queued again by a change, and counted in
+//     controller_runtime_terminal_reconcile_errors_total;
+//   - a Moot error (a 404, a terminating namespace): dropped;
+//   - a Waiting error with a positive Result.RequeueAfter: run again after
+//     RequeueAfter;
+//   - any other error: retried with the queue's backoff.
+//
+// Every reconcile is logged (debug when it succeeds) and measured.
+type Controller struct {
+	// Name names the controller in logs, in the controller label of its
+	// metrics and as its queue's name. Required.
+	Name string
+	// Reconciler reconciles the keys. Required by Run; it may be set
+	// after the caches are made, since they are built before it.
+	Reconciler Reconciler
+	// Workers is the number of keys reconciled at once. Zero or negative
+	// means 1.
+	Workers int
+	// Logger receives the controller's lines. Nil means no logging.
+	Logger *slog.Logger
+	// Metrics receives the controller_runtime_* series of the controller,
+	// the workqueue_* series of its queue and the widget_operator_watch_*
+	// series of its caches. Nil means no metrics.
+	Metrics *metrics.Registry
+	// LeaderElection, when not nil, makes the controller reconcile only
+	// while it holds the Lease. Caches run and sync either way, so that
+	// a takeover is fast. Nil means no leader election.
+	LeaderElection *LeaderElection
+	// ShutdownTimeout bounds how long reconciles in flight may go on
+	// once Run's ctx ends; zero means DefaultShutdownTimeout. With leader
+	// election the bound is at most the Lease's renew deadline less its
+	// retry period (8s), so that the Lease is released after them, not
+	// left to expire. Reconciles are cut at once when the Lease is lost.
+	ShutdownTimeout time.Duration
+
+	initOnce sync.Once
+	initErr  error // of the first init: metrics or leader election
+	queue    *queue.Queue
+	series   *metrics.ControllerSeries
+	watches  *metrics.WatchMetrics
+	elector  *leader.Elector // nil without leader election
+
+	mu        sync.Mutex
+	caches    []named
+	primaryRV func(namespace, name string) string // nil without WatchPrimary
+}
+
+// cache is what the controller does with one of its caches.
+type cache interface {
+	Run(ctx context.Context) error
+	HasSynced() bool
+	Healthy(now time.Time) error
+	metrics.WatchSource
+}
+
+// named is a cache, with its name and a count of its objects for the log.
+type named struct {
+	cache
+	name string
+	len  func() int
+}
+
+// Check is one readiness check of a [Controller]: one of its caches.
+type Check struct {
+	Name string // "watch " and the cache's Config.Name, such as "watch widgets"
+	Err  error  // why it fails; nil when it passes
+}
+
+// WatchPrimary makes the cache of the primary resource: a change of an
+// object queues its own key. The controller runs the cache, waits for it
+// to sync before it reconciles, checks it in [Controller.Checks] and logs
+// the resourceVersion the cache holds with each reconcile. cfg.Handler is
+// replaced. P is inferred: reconcile.WatchPrimary(c, cfg).
+func WatchPrimary[T any, P interface {
+	*T
+	k8sapi.Object
+}](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
+	cache := add[T, P](c, cfg, func(obj *T) {
+		m := P(obj).GetObjectMeta()
+		c.queue.Add(k8sapi.Key(m.Namespace, m.Name))
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.primaryRV = func(namespace, name string) string {
+		if obj, ok := cache.Get(namespace, name); ok {
+			return P(obj).GetObjectMeta().ResourceVersion
+		}
+		return ""
+	}
+	return cache
+}
+
+// WatchOwned makes the cache of a resource the primary one owns: a change
+// of an object queues the key of its controller owner when that owner is
+// of the given resource and kind (apiVersion owner.GroupVersion()), such
+// as k8sapi.Deployments' objects owned by a Widget. A cluster-scoped owner
+// (owner.Namespaced false) has the key of its name alone. The controller
+// runs the cache as WatchPrimary's; cfg.Handler is replaced.
+func WatchOwned[T any, P interface {
+	*T
+	k8sapi.Object
+}](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
+	apiVersion := owner.GroupVersion()
+	return add[T, P](c, cfg, func(obj *T) {
+		m := P(obj).GetObjectMeta()
+		ref := m.ControllerOf()
+		if ref == nil || ref.Kind != kind || ref.APIVersion != apiVersion {
+			return
+		}
+		if owner.Namespaced {
+			c.queue.Add(k8sapi.Key(m.Namespace, ref.Name))
+		} else {
+			c.queue.Add(ref.Name)
+		}
+	})
+}
+
+// WatchMapped makes the cache of any other resource: a change of an
+// object queues the keys that keys returns for it (the new object's, for
+// an update). The controller runs the cache as WatchPrimary's;
+// cfg.Handler is replaced.
+func WatchMapped[T any, P interface {
+	*T
+	k8sapi.Object
+}](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
+	return add[T, P](c, cfg, func(obj *T) {
+		for _, key := range keys(obj) {
+			c.queue.Add(key)
+		}
+	})
+}
+
+// add makes a cache whose changes call enqueue, and adds it to c's.
+func add[T any, P interface {
+	*T
+	k8sapi.Object
+}](c *Controller, cfg watch.Config[T], enqueue func(*T)) *watch.Cache[T] {
+	c.init()
+	cfg.Handler = watch.OnChange(enqueue)
+	wc := watch.NewCache[T, P](cfg)
+	c.watches.Add(cfg.Name, wc)
+	c.mu.Lock()
+	c.caches = append(c.caches, named{wc, cfg.Name, wc.Store().Len})
+	c.mu.Unlock()
+	return wc
+}
+
+// init makes the queue and the metrics, and the elector. It runs once;
+// the queue exists even when it fails.
+func (c *Controller) init() error {
+	c.initOnce.Do(func() {
+		wq := metrics.NewWorkqueueMetrics()
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
+		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
+		cm := metrics.NewControllerMetrics()
+		c.series = cm.Controller(c.Name, c.workers())
+		c.watches = metrics.NewWatchMetrics(time.Now)
+		if c.Metrics != nil {
+			for _, m := range []metrics.Collector{cm, wq, c.watches} {
+				c.initErr = cmp.Or(c.initErr, c.Metrics.Register(m))
+			}
+		}
+		if le := c.LeaderElection; le != nil && c.initErr == nil {
+			c.elector, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name, Logger: c.Logger})
+		}
+	})
+	return c.initErr
+}
+
+func (c *Controller) workers() int { return max(c.Workers, 1) }
+
+func (c *Controller) log() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+// Enqueue queues key for a reconcile, for a source of changes other than
+// the controller's caches (such as an informer it does not run). Keys
+// queued before Run are reconciled once it starts.
+func (c *Controller) Enqueue(key string) {
+	c.init()
+	c.queue.Add(key)
+}
+
+// IsLeader reports whether the controller may reconcile: always true
+// without leader election; with it, whether it holds the Lease.
+func (c *Controller) IsLeader() bool {
+	c.init()
+	return c.elector == nil || c.elector.IsLeader()
+}
+
+// Checks returns the readiness of each cache, in the order they were made:
+// a cache fails while it has not synced, or while its watch is failing or
+// has been silent past its deadline (see watch.Informer.Healthy).
+func (c *Controller) Checks(now time.Time) []Check {
+	c.mu.Lock()
+	caches := slices.Clone(c.caches)
+	c.mu.Unlock()
+	checks := make([]Check, 0, len(caches))
+	for _, w := range caches {
+		ch := Check{Name: "watch " + w.name}
+		if !w.HasSynced() {
+			ch.Err = errNotSynced
+		} else {
+			ch.Err = w.Healthy(now)
+		}
+		checks = append(checks, ch)
+	}
+	return checks
+}
+
+var errNotSynced = errors.New("not synced")
+
+// Run runs the caches, waits for them to sync, then reconciles with
+// Workers workers (once it leads, with leader election) until ctx ends.
+// Then it stops taking keys, lets the reconciles in flight finish for up
+// to ShutdownTimeout (their ctx is cancelled after that), and stops the
+// caches last. It returns nil after such a shutdown, and an error when
+// the configuration is incomplete, the metrics cannot be registered, or
+// the Lease was lost (the process should exit, and a fresh start campaign
+// again).
+func (c *Controller) Run(ctx context.Context) error {
+	switch {
+	case c.Name == "":
+		return errors.New("reconcile: Controller.Name is required")
+	case c.Reconciler == nil:
+		return errors.New("reconcile: Controller.Reconciler is required")
+	}
+	if err := c.init(); err != nil {
+		return err
+	}
+	log := c.log()
+	c.mu.Lock()
+	caches := slices.Clone(c.caches)
+	c.mu.Unlock()
+	// The caches run until the very end: they stop only after the
+	// workers. Followers keep theirs warm too, so that a takeover is
+	// fast.
+	bgCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopCaches()
+	for _, w := range caches {
+		wg.Go(func() {
+			if err := w.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("watch stopped", "watch", w.name, "err", err)
+			}
+		})
+	}
+	if !waitForSync(ctx, caches) {
+		return nil
+	}
+	var counts []any
+	for _, w := range caches {
+		counts = append(counts, w.name, w.len())
+	}
+	log.Info("caches synced", counts...)
+
+	if c.elector == nil {
+		c.lead(ctx, ctx)
+		return nil
+	}
+	log.Info("waiting for leadership", "lease", c.LeaderElection.Name, "identity", c.elector.Identity())
+	err := c.elector.Run(ctx, func(lctx context.Context) { c.lead(ctx, lctx) }, nil)
+	if errors.Is(err, leader.ErrLeaseLost) {
+		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
+	}
+	return err
+}
+
+// waitForSync waits until every cache has delivered its first list, or
+// ctx ends. It polls: syncing is a one-off at start-up.
+func waitForSync(ctx context.Context, caches []named) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if !slices.ContainsFunc(caches, func(w named) bool { return !w.HasSynced() }) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// lead runs the workers until lctx ends. When the process is shutting down
+// (ctx ended), reconciles in flight get up to the drain timeout to finish;
+// when leadership was lost, they are cancelled at once, since another
+// replica may already be acting.
+func (c *Controller) lead(ctx, lctx context.Context) {
+	log := c.log()
+	log.Info("starting workers", "workers", c.workers())
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
+	defer cancelWork()
+	runner := &queue.Runner{
+		Queue:   c.queue,
+		Workers: c.workers(),
+		Logger:  c.Logger,
+		Func: func(_ context.Context, key string) (queue.Result, error) {
+			return c.reconcileKey(workCtx, key)
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = runner.Run(lctx)
+	}()
+	<-lctx.Done()
+	if ctx.Err() == nil {
+		log.Warn("leadership lost: cancelling reconciles in flight")
+		cancelWork()
+		<-done
+		return
+	}
+	drain := c.drainTimeout()
+	log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+	timer := time.NewTimer(drain)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+		cancelWork()
+		<-done
+	}
+}
+
+// drainTimeout is how long reconciles in flight may run once the process
+// is stopping: ShutdownTimeout, but with leader election no longer than
+// the renew deadline less a retry period. The lease is not renewed while
+// they finish, and the elector waits only the renew deadline for them
+// before it gives up releasing the lease; work going on past that could
+// outlive the lease and overlap the next leader's.
+func (c *Controller) drainTimeout() time.Duration {
+	d := cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.LeaderElection == nil {
+		return d
+	}
+	return min(d, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
+}
+
+// reconcileKey reconciles key, logs and measures it, and tells the
+// queue's runner what to do next by the class of the error.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result, error) {
+	start := time.Now()
+	c.series.WorkerStarted()
+	defer c.series.WorkerDone()
+	defer func() {
+		// Count a panic, then let the queue's runner recover it, log it
+		// with the key and retry the key with backoff.
+		if r := recover(); r != nil {
+			c.series.Panicked()
+			panic(r)
+		}
+	}()
+	res, err := c.Reconciler.Reconcile(ctx, key)
+	log := c.log()
+	ns, name, _ := k8sapi.SplitKey(key)
+	class := Transient
+	if err != nil {
+		class = Classify(err)
+	}
+	if err != nil && class == Moot {
+		// The object or its namespace is going away: retrying would
+		// only fail again.
+		log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
+		return queue.Result{}, nil
+	}
+	rv := ""
+	c.mu.Lock()
+	primaryRV := c.primaryRV
+	c.mu.Unlock()
+	if primaryRV != nil {
+		rv = primaryRV(ns, name)
+	}
+	result := metrics.ResultSuccess
+	switch {
+	case err != nil:
+		result = metrics.ResultError
+	case res.RequeueAfter > 0:
+		result = metrics.ResultRequeueAfter
+	}
+	c.series.Reconciled(time.Since(start), result)
+	attrs := []any{"controller", c.Name, "namespace", ns, "name", name, "resourceVersion", rv,
+		"result", result, "duration", time.Since(start)}
+	switch {
+	case err == nil:
+		log.Debug("reconciled", attrs...)
+		return res, nil
+	case class == Permanent:
+		// A change to the object or its children brings it back.
+		c.series.TerminalError()
+		log.Warn("reconcile failed; not retrying until the object or a child changes", append(attrs, "err", err)...)
+		return queue.Result{}, nil
+	case class == Waiting && res.RequeueAfter > 0:
+		log.Warn("reconcile failed; waiting", append(attrs, "retryAfter", res.RequeueAfter, "err", err)...)
+		return res, nil
+	}
+	log.Error("reconcile failed", append(attrs, "err", err)...)
+	return queue.Result{}, err
+}

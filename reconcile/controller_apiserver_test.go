@@ -1,0 +1,148 @@
+package reconcile_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// configMap is a ConfigMap with its data.
+type configMap struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+	Data              map[string]string `json:"data,omitempty"`
+}
+
+const kitManager = "kit-test"
+
+var kitLabels = map[string]string{"kit.widget.test/managed": "true"}
+
+// thingReconciler keeps a ConfigMap "<name>-cm" for each thing, holding
+// the thing's name, through the kit alone.
+type thingReconciler struct {
+	things   *watch.Cache[thing]
+	children *watch.Cache[configMap]
+	client   k8sapi.Typed[configMap]
+	refused  chan error // the NotControlledErrors of ApplyChild
+}
+
+func (r *thingReconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
+	ns, name, err := k8sapi.SplitKey(key)
+	if err != nil {
+		return queue.Result{}, err
+	}
+	th, ok := r.things.Get(ns, name)
+	if !ok {
+		return queue.Result{}, nil
+	}
+	want := &configMap{
+		TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: name + "-cm", Labels: kitLabels,
+			OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(&th.ObjectMeta, things.GroupVersion(), "Thing")}},
+		Data: map[string]string{"from": name},
+	}
+	if cm, ok := r.children.Get(ns, want.Name); ok && maps.Equal(cm.Data, want.Data) {
+		return queue.Result{}, nil
+	}
+	_, err = reconcile.ApplyChild(ctx, r.children, r.client, kitManager, "ConfigMap", want)
+	if nc := (*reconcile.NotControlledError)(nil); errors.As(err, &nc) {
+		r.refused <- err
+		return queue.Result{}, &reconcile.TerminalError{Err: err}
+	}
+	return queue.Result{}, err
+}
+
+func newThing(name string) *thing {
+	return &thing{TypeMeta: k8sapi.TypeMeta{APIVersion: things.GroupVersion(), Kind: "Thing"}, ObjectMeta: k8sapi.ObjectMeta{Name: name}}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+}
+
+// A Controller on a real API server: a primary resource (a custom one)
+// and its owned children (ConfigMaps), created, restored when changed,
+// and refused when someone else's object holds the name.
+func TestControllerAgainstAPIServer(t *testing.T) {
+	tc, ns, ctx := setup(t)
+	cms := k8sapi.For[configMap](tc.Client, k8sapi.ConfigMaps)
+	c := &reconcile.Controller{Name: "kit", Workers: 2}
+	r := &thingReconciler{client: cms, refused: make(chan error, 10)}
+	r.things = reconcile.WatchPrimary(c, watch.Config[thing]{Source: watch.ClientSource[thing](tc.Client, things), Namespace: ns, Name: "things"})
+	r.children = reconcile.WatchOwned(c, watch.Config[configMap]{Source: watch.ClientSource[configMap](tc.Client, k8sapi.ConfigMaps),
+		Namespace: ns, LabelSelector: "kit.widget.test/managed=true", Name: "configmaps"}, things, "Thing")
+	c.Reconciler = r
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+
+	a, err := tc.Create(ctx, ns, newThing("a"), k8sapi.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *configMap {
+		cm, err := cms.Get(ctx, ns, name, k8sapi.GetOptions{})
+		if err != nil && !k8sapi.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	eventually(t, "the child of a", func() bool { cm := get("a-cm"); return cm != nil && cm.Data["from"] == "a" })
+	if !reconcile.IsControlledBy(&get("a-cm").ObjectMeta, a.UID) {
+		t.Error("the child is not controlled by its thing")
+	}
+	for _, ch := range c.Checks(time.Now()) {
+		if ch.Err != nil {
+			t.Errorf("check %s: %v", ch.Name, ch.Err)
+		}
+	}
+
+	// A change of the child wakes its owner, which restores it.
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{"from": "someone else"}})
+	if _, err := cms.Patch(ctx, ns, "a-cm", k8sapi.MergePatch, patch, k8sapi.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the child of a restored", func() bool { cm := get("a-cm"); return cm != nil && cm.Data["from"] == "a" })
+
+	// Another's object of the child's name, outside the child cache (no
+	// label): nothing is written to it.
+	if _, err := cms.Create(ctx, ns, &configMap{ObjectMeta: k8sapi.ObjectMeta{Name: "b-cm"}, Data: map[string]string{"owner": "none"}}, k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.Create(ctx, ns, newThing("b"), k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.refused:
+		var nc *reconcile.NotControlledError
+		if !errors.As(err, &nc) || nc.Kind != "ConfigMap" || nc.Existing.Name != "b-cm" {
+			t.Errorf("refusal %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no refusal for b-cm")
+	}
+	if cm := get("b-cm"); cm.Data["owner"] != "none" || len(cm.OwnerReferences) != 0 {
+		t.Errorf("the foreign object was written: %+v", cm)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

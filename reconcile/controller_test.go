@@ -1,0 +1,409 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/internal/metrics"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// obj is an object of any kind: metadata only.
+type obj struct {
+	k8sapi.TypeMeta
+	k8sapi.ObjectMeta `json:"metadata"`
+}
+
+// memSource is a fake watch.Source in memory: its list returns items,
+// and its watches deliver what is sent on events.
+type memSource struct {
+	items  []obj
+	events chan k8sapi.WatchEvent[*obj]
+}
+
+func newMemSource(items ...obj) *memSource {
+	return &memSource{items: items, events: make(chan k8sapi.WatchEvent[*obj])}
+}
+
+func (s *memSource) List(context.Context, string, k8sapi.ListOptions) (*k8sapi.List[obj], error) {
+	return &k8sapi.List[obj]{Metadata: k8sapi.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(s.items)}, nil
+}
+
+func (s *memSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptions) (watch.Stream[obj], error) {
+	ctx, cancel := context.WithCancel(ctx)
+	return &memStream{ctx: ctx, cancel: cancel, events: s.events}, nil
+}
+
+type memStream struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	events chan k8sapi.WatchEvent[*obj]
+}
+
+func (s *memStream) Next() (k8sapi.WatchEvent[*obj], error) {
+	select {
+	case ev := <-s.events:
+		return ev, nil
+	case <-s.ctx.Done():
+		return k8sapi.WatchEvent[*obj]{}, s.ctx.Err()
+	}
+}
+
+func (s *memStream) Close() error { s.cancel(); return nil }
+
+func object(ns, name, rv string) obj {
+	return obj{ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+}
+
+// child is ns/name, controlled by the owner of apiVersion, kind and name.
+func child(ns, name, apiVersion, kind, owner string) obj {
+	o := object(ns, name, "1")
+	o.OwnerReferences = []k8sapi.OwnerReference{NewControllerRef(&k8sapi.ObjectMeta{Name: owner, UID: "uid-" + owner}, apiVersion, kind)}
+	return o
+}
+
+var thingsRes = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true}
+
+// recorder is a Reconciler that records the keys it is given.
+type recorder struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (r *recorder) Reconcile(_ context.Context, key string) (queue.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys = append(r.keys, key)
+	return queue.Result{}, nil
+}
+
+func (r *recorder) sorted() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.keys))
+}
+
+// sample returns the value of the series line of reg that starts with
+// prefix, such as `x_total{controller="t"}`, or "" when there is none.
+func sample(t *testing.T, reg *metrics.Registry, prefix string) string {
+	t.Helper()
+	var b bytes.Buffer
+	reg.WriteTo(&b)
+	for l := range strings.Lines(b.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), prefix+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// settle lets the bubble's clock pass the controller's sync poll, then
+// waits for every goroutine to block.
+func settle() {
+	time.Sleep(time.Second)
+	synctest.Wait()
+}
+
+// Primary objects queue their own key, owned ones their controller
+// owner's (of the right kind only; a cluster-scoped owner by name), mapped
+// ones what the function says, and Enqueue any key.
+func TestControllerWiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := metrics.NewRegistry()
+		c := &Controller{Name: "test", Workers: 2, Metrics: reg}
+		prim := newMemSource(object("ns", "a", "5"))
+		own := newMemSource(
+			child("ns", "a-child", "example.com/v1", "Thing", "b"),
+			child("ns", "other-kind", "example.com/v1", "Other", "c"),
+			child("ns", "other-version", "example.com/v2", "Thing", "d"),
+			object("ns", "no-owner", "1"),
+		)
+		clustered := newMemSource(child("ns", "q", "v1", "Namespace", "team"))
+		mapped := newMemSource(object("ns", "m", "1"))
+		prims := WatchPrimary(c, watch.Config[obj]{Source: prim, Name: "prims"})
+		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes, "Thing")
+		WatchOwned(c, watch.Config[obj]{Source: clustered, Name: "clustered"}, k8sapi.Namespaces, "Namespace")
+		WatchMapped(c, watch.Config[obj]{Source: mapped, Name: "mapped"}, func(o *obj) []string { return []string{"mapped/" + o.Name, "also"} })
+		c.Enqueue("early/key")
+		for _, ch := range c.Checks(time.Now()) {
+			if !errors.Is(ch.Err, errNotSynced) {
+				t.Errorf("before Run: check %s: %v, want not synced", ch.Name, ch.Err)
+			}
+		}
+		rec := &recorder{}
+		c.Reconciler = rec
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		settle()
+
+		want := []string{"also", "early/key", "mapped/m", "ns/a", "ns/b", "team"}
+		if got := rec.sorted(); !slices.Equal(got, want) {
+			t.Errorf("reconciled %q, want %q", got, want)
+		}
+		var names []string
+		for _, ch := range c.Checks(time.Now()) {
+			names = append(names, ch.Name)
+			if ch.Err != nil {
+				t.Errorf("synced: check %s: %v", ch.Name, ch.Err)
+			}
+		}
+		if want := []string{"watch prims", "watch owned", "watch clustered", "watch mapped"}; !slices.Equal(names, want) {
+			t.Errorf("checks %q, want %q", names, want)
+		}
+		if !c.IsLeader() {
+			t.Error("without leader election, IsLeader is false")
+		}
+
+		// A change after the sync: the owner is reconciled again.
+		upd := child("ns", "a-child", "example.com/v1", "Thing", "b")
+		upd.ResourceVersion = "2"
+		own.events <- k8sapi.WatchEvent[*obj]{Type: k8sapi.Modified, Object: &upd}
+		synctest.Wait()
+		if got := rec.sorted(); len(got) != len(want)+1 || !slices.Contains(got[len(want)-2:], "ns/b") {
+			t.Errorf("after an update of a child: reconciled %q, want ns/b once more", got)
+		}
+		if v := sample(t, reg, `controller_runtime_reconcile_total{controller="test",result="success"}`); v != "7" {
+			t.Errorf("successful reconciles counted: %q, want 7", v)
+		}
+		if v := sample(t, reg, `widget_operator_watch_events_total{resource="owned",type="MODIFIED"}`); v != "1" {
+			t.Errorf("watch events of owned counted: %q, want 1", v)
+		}
+		if v := sample(t, reg, `workqueue_adds_total{name="test",controller="test"}`); v == "" || v == "0" {
+			t.Errorf("workqueue adds: %q", v)
+		}
+		if rv := c.primaryRV("ns", "a"); rv != "5" {
+			t.Errorf("primary resourceVersion %q, want 5", rv)
+		}
+		if _, ok := prims.Get("ns", "a"); !ok {
+			t.Error("the primary cache does not hold ns/a")
+		}
+
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run after ctx ended: %v", err)
+		}
+	})
+}
+
+// Each class of failure tells the queue what to do, and only the terminal
+// ones count as such.
+func TestReconcileKeyByClass(t *testing.T) {
+	apiErr := func(code int, msg string, causes ...k8sapi.StatusCause) error {
+		e := &k8sapi.APIError{Op: "create", Resource: "deployments", Code: code, Status: k8sapi.Status{Message: msg}}
+		if len(causes) > 0 {
+			e.Status.Details = &k8sapi.StatusDetails{Causes: causes}
+		}
+		return e
+	}
+	wait := queue.Result{RequeueAfter: FirstWait}
+	for _, tt := range []struct {
+		name        string
+		res         queue.Result
+		err         error
+		wantRes     queue.Result
+		wantErr     bool   // retried with the queue's backoff
+		wantResult  string // the result label counted, "" for none
+		wantTermnal string
+	}{
+		{"success", queue.Result{}, nil, queue.Result{}, false, "success", "0"},
+		{"requeue after", wait, nil, wait, false, "requeue_after", "0"},
+		{"terminal", queue.Result{}, &TerminalError{Err: errors.New("no")}, queue.Result{}, false, "error", "1"},
+		{"invalid key", queue.Result{}, &Error{Op: "split key", Name: "a/b/c", Err: k8sapi.ErrInvalidKey}, queue.Result{}, false, "error", "1"},
+		{"rejected", queue.Result{}, apiErr(422, "invalid"), queue.Result{}, false, "error", "1"},
+		{"quota", wait, apiErr(403, "exceeded quota: q"), wait, false, "error", "0"},
+		{"forbidden without a wait", queue.Result{}, apiErr(403, "forbidden"), queue.Result{}, true, "error", "0"},
+		{"transient", wait, apiErr(500, "etcd"), queue.Result{}, true, "error", "0"},
+		{"namespace terminating", queue.Result{}, apiErr(403, "terminating", k8sapi.StatusCause{Type: "NamespaceTerminating"}), queue.Result{}, false, "", "0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := metrics.NewRegistry()
+			c := &Controller{Name: "t", Metrics: reg, Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) {
+				return tt.res, tt.err
+			})}
+			if err := c.init(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.reconcileKey(t.Context(), "default/web")
+			if res != tt.wantRes || (err != nil) != tt.wantErr {
+				t.Errorf("reconcileKey = %+v, %v; want %+v, error %v", res, err, tt.wantRes, tt.wantErr)
+			}
+			for _, r := range []string{"success", "error", "requeue_after"} {
+				want := "0"
+				if r == tt.wantResult {
+					want = "1"
+				}
+				if v := sample(t, reg, fmt.Sprintf(`controller_runtime_reconcile_total{controller="t",result=%q}`, r)); v != want {
+					t.Errorf("result %s counted %q, want %s", r, v, want)
+				}
+			}
+			if v := sample(t, reg, `controller_runtime_terminal_reconcile_errors_total{controller="t"}`); v != tt.wantTermnal {
+				t.Errorf("terminal errors counted %q, want %s", v, tt.wantTermnal)
+			}
+		})
+	}
+}
+
+// A panic is counted, and passed on to the queue's runner.
+func TestReconcileKeyPanic(t *testing.T) {
+	reg := metrics.NewRegistry()
+	c := &Controller{Name: "t", Metrics: reg, Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) {
+		panic("boom")
+	})}
+	c.init()
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the panic passed on", r)
+			}
+		}()
+		c.reconcileKey(t.Context(), "ns/x")
+	}()
+	if v := sample(t, reg, `controller_runtime_reconcile_panics_total{controller="t"}`); v != "1" {
+		t.Errorf("panics counted %q, want 1", v)
+	}
+	if v := sample(t, reg, `controller_runtime_active_workers{controller="t"}`); v != "0" {
+		t.Errorf("active workers after the panic %q, want 0", v)
+	}
+}
+
+func TestDrainTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		shutdown time.Duration
+		elect    bool
+		want     time.Duration
+	}{
+		{0, false, DefaultShutdownTimeout},
+		{30 * time.Second, false, 30 * time.Second},
+		{3 * time.Second, false, 3 * time.Second},
+		// With leader election, in-flight work must end before the
+		// elector stops waiting to release the lease.
+		{30 * time.Second, true, leader.DefaultRenewDeadline - leader.DefaultRetryPeriod},
+		{3 * time.Second, true, 3 * time.Second},
+	} {
+		c := &Controller{ShutdownTimeout: tc.shutdown}
+		if tc.elect {
+			c.LeaderElection = &LeaderElection{}
+		}
+		if got := c.drainTimeout(); got != tc.want {
+			t.Errorf("ShutdownTimeout %v, leader election %v: drain %v, want %v", tc.shutdown, tc.elect, got, tc.want)
+		}
+	}
+}
+
+// blocking is a Reconciler that runs until release is closed or its ctx
+// ends, and says which came first on ended.
+type blocking struct {
+	started chan struct{}
+	release chan struct{}
+	ended   chan error
+}
+
+func newBlocking() *blocking {
+	return &blocking{started: make(chan struct{}, 1), release: make(chan struct{}), ended: make(chan error, 1)}
+}
+
+func (b *blocking) Reconcile(ctx context.Context, _ string) (queue.Result, error) {
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+		b.ended <- nil
+	case <-ctx.Done():
+		b.ended <- ctx.Err()
+	}
+	return queue.Result{}, nil
+}
+
+// startBlocked runs a controller whose one key is being reconciled by b.
+func startBlocked(t *testing.T, b *blocking, shutdown time.Duration) (cancel func(), done chan error) {
+	c := &Controller{Name: "t", Reconciler: b, ShutdownTimeout: shutdown}
+	WatchPrimary(c, watch.Config[obj]{Source: newMemSource(object("ns", "a", "1"))})
+	ctx, cancel := context.WithCancel(t.Context())
+	done = make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	<-b.started
+	return cancel, done
+}
+
+// On shutdown, a reconcile in flight may finish within ShutdownTimeout,
+// and is cancelled after it.
+func TestShutdownDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocking()
+		cancel, done := startBlocked(t, b, 5*time.Second)
+		cancel()
+		go func() {
+			time.Sleep(2 * time.Second) // the reconcile's own work
+			close(b.release)
+		}()
+		start := time.Now()
+		if err := <-done; err != nil || <-b.ended != nil || time.Since(start) != 2*time.Second {
+			t.Errorf("Run returned %v after %v; want nil after the reconcile finished (2s), uncut", err, time.Since(start))
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocking()
+		cancel, done := startBlocked(t, b, 5*time.Second)
+		cancel()
+		start := time.Now()
+		if err := <-done; err != nil || <-b.ended == nil || time.Since(start) != 5*time.Second {
+			t.Errorf("Run returned %v after %v; want nil after the reconcile was cut at the timeout (5s)", err, time.Since(start))
+		}
+	})
+}
+
+// Lost leadership cuts the reconciles in flight at once.
+func TestLeadershipLostCuts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocking()
+		c := &Controller{Name: "t", Reconciler: b, ShutdownTimeout: time.Minute}
+		c.Enqueue("ns/a")
+		lctx, lose := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			c.lead(t.Context(), lctx)
+			close(done)
+		}()
+		<-b.started
+		start := time.Now()
+		lose()
+		<-done
+		if err := <-b.ended; err == nil || time.Since(start) != 0 {
+			t.Errorf("reconcile ended with %v after %v; want cancelled at once", err, time.Since(start))
+		}
+	})
+}
+
+func TestRunRefusesIncompleteConfig(t *testing.T) {
+	client, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry()
+	(&Controller{Name: "first", Metrics: reg}).init()
+	r := &recorder{}
+	for _, tt := range []struct {
+		c    *Controller
+		want string
+	}{
+		{&Controller{Reconciler: r}, "Name is required"},
+		{&Controller{Name: "t"}, "Reconciler is required"},
+		{&Controller{Name: "second", Reconciler: r, Metrics: reg}, "already used"},
+		{&Controller{Name: "t", Reconciler: r, LeaderElection: &LeaderElection{Client: client}}, "Name is required"},
+	} {
+		if err := tt.c.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run = %v, want an error with %q", err, tt.want)
+		}
+	}
+}
