@@ -10,10 +10,10 @@
 // The sizes (the quota's hard limits; a container's default limit,
 // default request and maximum in the LimitRange):
 //
-//	size    requests.cpu/memory  limits.cpu/memory  pods  default   request     max
-//	small   2 / 4Gi              4 / 8Gi            20    500m/512Mi 100m/128Mi 1/2Gi
-//	medium  8 / 16Gi             16 / 32Gi          50    1/1Gi      250m/256Mi 4/8Gi
-//	large   32 / 64Gi            64 / 128Gi         200   2/2Gi      500m/512Mi 16/32Gi
+//	size    requests.cpu/memory  limits.cpu/memory  pods  default     request     max
+//	small   2 / 4Gi              4 / 8Gi            20    500m/512Mi  100m/128Mi  1/2Gi
+//	medium  8 / 16Gi             16 / 32Gi          50    1/1Gi       250m/256Mi  4/8Gi
+//	large   32 / 64Gi            64 / 128Gi         200   2/2Gi       500m/512Mi  16/32Gi
 //
 // The children have the label app.kubernetes.io/managed-by=quota-example
 // and a controller owner reference to their Namespace, by which a change
