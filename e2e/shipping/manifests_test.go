@@ -183,12 +183,19 @@ func TestKustomizeInstallsEverything(t *testing.T) {
 	check(strings.Join(np.Spec.PolicyTypes, ",") == "Ingress", "a NetworkPolicy of type Ingress")
 	check(strings.Join(npPorts, ",") == "8081,8443", "a NetworkPolicy admitting ports 8081 and 8443 only")
 
-	// The leader-election Role names the default Lease.
+	// The leader-election Role names the default Lease, and the shard and
+	// membership Leases of --shards up to 6, and nothing else.
+	leases := []string{"widget-operator.example.com"}
+	for _, kind := range []string{"shard", "member"} {
+		for k := range 6 {
+			leases = append(leases, fmt.Sprintf("widget-operator.example.com-%s-%d", kind, k))
+		}
+	}
 	for _, r := range loadRBAC(t, "leader_election.yaml")[0].Rules {
 		for _, v := range r.Verbs {
-			named := strings.Join(r.ResourceNames, ",") == "widget-operator.example.com"
+			named := strings.Join(r.ResourceNames, ",") == strings.Join(leases, ",")
 			check(v == "create" && len(r.ResourceNames) == 0 || v != "create" && named,
-				fmt.Sprintf("lease %s limited to widget-operator.example.com (create cannot be)", v))
+				fmt.Sprintf("lease %s limited to %s (create cannot be)", v, strings.Join(leases, ", ")))
 		}
 	}
 }
