@@ -39,6 +39,10 @@ func Labels[T any, P interface {
 // The object written must be one the cache's selectors match, or its
 // event never comes: Get would return it until a delete or a relist.
 //
+// Deletes are the same: after [Cache.Deleted], Get no longer returns the
+// object, until the watch delivers its delete (or a relist that changed or
+// lacks it) and the store agrees.
+//
 // Every Cache has the indexes [IndexControllerUID] and [IndexLabel], plus
 // those of its [Config.Indexers]; the indexes, [Store.List] and the
 // handler see the store alone. Its methods are safe for concurrent use.
@@ -68,7 +72,7 @@ func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if obj, ok := s.wrote[key]; ok {
-		return obj, true
+		return obj, obj != nil // nil: deleted, by Deleted
 	}
 	obj, ok := s.items[key]
 	return obj, ok
@@ -101,4 +105,22 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 		return
 	}
 	delete(s.wrote, key)
+}
+
+// Deleted records that obj, as read from [Cache.Get], was deleted, so that
+// Get no longer returns it until the watch catches up. It records nothing
+// when Get no longer shows obj: the watch has moved since.
+func (c *Cache[T]) Deleted(obj *T) {
+	s := c.store
+	m := s.meta(obj)
+	key := k8sapi.Key(m.Namespace, m.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	shown, ok := s.wrote[key]
+	if !ok {
+		shown = s.items[key]
+	}
+	if shown != nil && s.meta(shown).ResourceVersion == m.ResourceVersion {
+		s.wrote[key] = nil
+	}
 }

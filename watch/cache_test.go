@@ -31,6 +31,7 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 		return func(c *Cache[thing]) { c.store.put("ns/a", obj("a", rv)) }
 	}
 	deleted := func(c *Cache[thing]) { c.store.remove("ns/a") }
+	del := func(c *Cache[thing]) { c.Deleted(get(c)) }
 	relist := func(items ...*thing) func(c *Cache[thing]) {
 		return func(c *Cache[thing]) { c.store.replace(items) }
 	}
@@ -109,6 +110,47 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			}, "a@3"},
 			{event("5"), "a@5"},
 		}},
+		{"delete, stale event, own delete, recreated", []step{
+			{event("1"), "a@1"},
+			{del, ""},
+			{event("3"), ""}, // a change made before the delete
+			{deleted, ""},
+			{event("9"), "a@9"},
+		}},
+		{"update, delete", []step{
+			{event("1"), "a@1"},
+			{wrote("5"), "a@5"},
+			{del, ""},
+			{event("5"), ""},
+			{deleted, ""},
+		}},
+		{"delete, relist without it", []step{
+			{event("1"), "a@1"},
+			{del, ""},
+			{relist(), ""},
+			{event("9"), "a@9"},
+		}},
+		{"delete, relist unchanged, own delete", []step{
+			{event("1"), "a@1"},
+			{del, ""},
+			{relist(obj("a", "1")), ""}, // the list predates the delete
+			{deleted, ""},
+		}},
+		{"delete, then created again by us", []step{
+			{event("1"), "a@1"},
+			{del, ""},
+			{created("7"), "a@7"},
+			{event("7"), "a@7"},
+		}},
+		{"watch moved between read and Deleted", []step{
+			{event("1"), "a@1"},
+			{func(c *Cache[thing]) {
+				prev := get(c)
+				c.store.put("ns/a", obj("a", "3"))
+				c.Deleted(prev)
+			}, "a@3"},
+			{deleted, ""},
+		}},
 		{"write that changed nothing", []step{
 			{event("4"), "a@4"},
 			{wrote("4"), "a@4"},
@@ -120,7 +162,11 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			for i, st := range tt.steps {
 				st.do(c)
 				got := ""
-				if o := get(c); o != nil {
+				o, ok := c.Get("ns", "a")
+				if ok != (o != nil) {
+					t.Fatalf("step %d: Get = %v, %v", i, o, ok)
+				}
+				if o != nil {
 					got = o.Name + "@" + o.ResourceVersion
 				}
 				if got != st.want {

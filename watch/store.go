@@ -68,9 +68,10 @@ type Store[T any] struct {
 	items   map[string]*T
 	indexes map[string]index // by indexer name
 	// wrote holds the objects of [Cache.Wrote], by key, until the watch
-	// catches up: put drops the entry when it stores the entry's
-	// resourceVersion, remove drops it, and replace drops every entry
-	// whose key it changed or lacks.
+	// catches up, and nil for those of [Cache.Deleted]: put drops an
+	// object's entry when it stores the entry's resourceVersion, remove
+	// drops any entry, and replace drops every entry whose key it changed
+	// or lacks.
 	wrote map[string]*T
 }
 
@@ -180,7 +181,7 @@ func (s *Store[T]) put(key string, obj *T) (old *T) {
 	old = s.items[key]
 	s.items[key] = obj
 	s.reindex(key, old, obj)
-	if w, ok := s.wrote[key]; ok && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
+	if w := s.wrote[key]; w != nil && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
 		delete(s.wrote, key)
 	}
 	return old

@@ -145,7 +145,8 @@ func (ch children[S]) remove(ctx context.Context, ns string) error {
 		return nil
 	}
 	err := ch.api.Delete(ctx, ns, childName, k8sapi.DeleteOptions{Preconditions: &k8sapi.Preconditions{UID: cur.UID}})
-	if k8sapi.IsNotFound(err) {
+	if err == nil || k8sapi.IsNotFound(err) {
+		ch.cache.Deleted(cur) // gone: the next reconcile must not delete it again
 		return nil
 	}
 	return err
