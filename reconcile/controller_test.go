@@ -407,3 +407,85 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 		}
 	}
 }
+
+// With sharding, a key is reconciled only while its shard is held, under
+// a context that ends with the shard; taking a shard queues its keys; and
+// giving a shard up waits for its reconciles in flight, which it cuts.
+func TestShardFencing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A reconcile that takes a second to stop once cut, so that
+		// returning before it would show.
+		started, ended := make(chan string, 1), make(chan error, 1)
+		slow := ReconcilerFunc(func(ctx context.Context, key string) (queue.Result, error) {
+			started <- key
+			<-ctx.Done()
+			time.Sleep(time.Second)
+			ended <- ctx.Err()
+			return queue.Result{}, nil
+		})
+		c := &Controller{Name: "t", Reconciler: slow}
+		var items []obj
+		for i := range 8 {
+			items = append(items, object("ns", fmt.Sprintf("w%d", i), "1"))
+		}
+		cache := WatchPrimary(c, watch.Config[obj]{Source: newMemSource(items...), Name: "prims"})
+		// What initShards sets up around leader.Shards, for two shards.
+		c.idle = sync.NewCond(&c.smu)
+		c.shardCtx, c.inFlight = make([]context.Context, 2), make([]int, 2)
+		go cache.Run(t.Context())
+		settle()
+		var keys [2][]string
+		for _, k := range cache.Store().Keys() {
+			s := leader.ShardOf(k, 2)
+			keys[s] = append(keys[s], k)
+		}
+		if len(keys[0]) == 0 || len(keys[1]) == 0 {
+			t.Fatalf("keys by shard %v: want some in each", keys)
+		}
+
+		// Not held: dropped, not reconciled.
+		if _, err := c.reconcileShard(t.Context(), keys[1][0]); err != nil || len(started) != 0 {
+			t.Fatalf("a key of a shard not held: err %v, reconciled %d", err, len(started))
+		}
+
+		// Taking shard 1 queues its keys, and only those. The cache's
+		// first list queued every key: empty the queue first.
+		for c.queue.Len() > 0 {
+			k, _ := c.queue.Get()
+			c.queue.Done(k)
+		}
+		shard, giveUp := context.WithCancel(t.Context())
+		held := make(chan struct{})
+		go func() { defer close(held); c.holdShard(shard, 1) }()
+		synctest.Wait()
+		var queued []string
+		for c.queue.Len() > 0 {
+			k, _ := c.queue.Get()
+			queued = append(queued, k)
+			c.queue.Done(k)
+		}
+		slices.Sort(queued)
+		if want := slices.Sorted(slices.Values(keys[1])); !slices.Equal(queued, want) {
+			t.Errorf("queued %q on taking shard 1, want %q", queued, want)
+		}
+
+		// A reconcile in flight is cut when the shard is given up, and
+		// holdShard returns only after it.
+		reconciled := make(chan struct{})
+		go func() { defer close(reconciled); c.reconcileShard(t.Context(), keys[1][0]) }()
+		<-started
+		giveUp()
+		<-held
+		select {
+		case <-reconciled:
+		default:
+			t.Fatal("holdShard returned before the shard's reconcile in flight")
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Errorf("the reconcile in flight ended with %v, want it cut", err)
+		}
+		if _, err := c.reconcileShard(t.Context(), keys[1][0]); err != nil || len(started) != 0 {
+			t.Errorf("a key of a shard given up: err %v, reconciled %d", err, len(started))
+		}
+	})
+}
