@@ -226,9 +226,10 @@ func (s *Shards) step(ctx context.Context) {
 				continue // lost, and its Work has not returned yet
 			}
 		}
+		from := sl.observed.holder // expired, or "" when released or new
 		if s.write(attempt, sl) {
 			s.start(ctx, k, sl)
-			s.moved("shard: took", k, sl.observed.holder)
+			s.moved("shard: took", k, from)
 		}
 	}
 }

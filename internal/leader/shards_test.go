@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"path"
 	"slices"
@@ -220,8 +221,27 @@ func (w *workLog) work(id string) func(context.Context, int) {
 type replica struct {
 	s      *Shards
 	link   *cutOff
+	log    *logBuffer
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// logBuffer holds a replica's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 const testShards = 6
@@ -233,13 +253,14 @@ func startReplica(t *testing.T, store *leaseStore, wl *workLog, id string) *repl
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := &logBuffer{}
 	s, err := NewShards(ShardConfig{Client: c, Namespace: "ops", Name: "widget-operator", Shards: testShards,
-		Identity: id, Work: wl.work(id)})
+		Identity: id, Work: wl.work(id), Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{s: s, link: link, cancel: cancel, done: make(chan struct{})}
+	r := &replica{s: s, link: link, log: log, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		s.Run(ctx)
@@ -314,6 +335,16 @@ func TestShardsOfACutOffReplicaAreTaken(t *testing.T) {
 		}
 		if got := held(a, b); !slices.Equal(got, []int{3, 3}) {
 			t.Errorf("a and b hold %v; want 3 each", got)
+		}
+		// Each shard moved says from whom.
+		if n := strings.Count(a.log.String()+b.log.String(), `msg="shard: took" identity=`); n < testShards {
+			t.Errorf("%d \"shard: took\" lines; want at least %d", n, testShards)
+		}
+		if n := strings.Count(a.log.String()+b.log.String(), "from=c\n"); n != 2 {
+			t.Errorf("%d shards logged as taken from c; want its 2:\n%s%s", n, a.log, b.log)
+		}
+		if n := strings.Count(c.log.String(), `msg="shard: lost"`); n != 2 {
+			t.Errorf("c logged %d lost shards; want 2:\n%s", n, c.log)
 		}
 	})
 }
