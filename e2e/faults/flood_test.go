@@ -148,12 +148,14 @@ func TestConnectionFlood(t *testing.T) {
 func holdConnection(ctx context.Context, addr string, secure bool, tick *broadcastTicker, dials, closed *atomic.Int64) {
 	for ctx.Err() == nil {
 		d := net.Dialer{Timeout: 10 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		raw, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			dials.Add(1)
-			stop := context.AfterFunc(ctx, func() { conn.Close() })
+			// Closes the TCP connection, and with it the TLS one over it.
+			stop := context.AfterFunc(ctx, func() { raw.Close() })
+			conn := raw
 			if secure {
-				tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
+				tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
 				tc.SetDeadline(time.Now().Add(10 * time.Second))
 				if tc.Handshake() == nil {
 					tc.SetDeadline(time.Time{})
