@@ -44,8 +44,8 @@ func Labels[T any, P interface {
 // lacks it) and the store agrees.
 //
 // Every Cache has the indexes [IndexControllerUID] and [IndexLabel], plus
-// those of its [Config.Indexers]; the indexes, [Store.List] and the
-// handler see the store alone. Its methods are safe for concurrent use.
+// those of its [Config.Indexers], each built on its first query; the
+// indexes, [Store.List] and the handler see the store alone. Its methods are safe for concurrent use.
 // The objects it returns are shared: never mutate one.
 type Cache[T any] struct {
 	*Informer[T]

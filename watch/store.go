@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -66,7 +67,7 @@ type Store[T any] struct {
 
 	mu      sync.RWMutex
 	items   map[string]*T
-	indexes map[string]index // by indexer name
+	indexes map[string]index // by indexer name, those queried so far (see ByIndex)
 	// wrote holds the objects of [Cache.Wrote], by key, until the watch
 	// catches up, and nil for those of [Cache.Deleted]: put drops an
 	// object's entry when it stores the entry's resourceVersion, remove
@@ -98,11 +99,9 @@ func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]Index
 		wrote:    make(map[string]*T),
 	}
 	for name, f := range indexers {
-		if f == nil {
-			continue
+		if f != nil {
+			s.indexers[name] = f
 		}
-		s.indexers[name] = f
-		s.indexes[name] = make(index)
 	}
 	return s
 }
@@ -155,10 +154,32 @@ func (s *Store[T]) Keys() []string {
 // ByIndex returns the objects whose indexer named name returned value, in
 // no particular order. It returns nil if there are none or no such index
 // exists (see [Store.HasIndex]). Do not mutate the objects.
+//
+// An index is built on its first query and kept up to date after that, so
+// one that is never queried costs neither memory nor time.
 func (s *Store[T]) ByIndex(name, value string) []*T {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	idx := s.indexes[name]
+	if idx, ok := s.indexes[name]; ok {
+		defer s.mu.RUnlock()
+		return s.lookup(idx, value)
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, ok := s.indexes[name]
+	if !ok {
+		f := s.indexers[name]
+		if f == nil {
+			return nil
+		}
+		idx = buildIndex(f, s.items)
+		s.indexes[name] = idx
+	}
+	return s.lookup(idx, value)
+}
+
+// lookup returns the objects under value in idx. The caller holds s.mu.
+func (s *Store[T]) lookup(idx index, value string) []*T {
 	n := idx.count(value)
 	if n == 0 {
 		return nil
@@ -166,6 +187,17 @@ func (s *Store[T]) ByIndex(name, value string) []*T {
 	out := make([]*T, 0, n)
 	idx.each(value, func(k string) { out = append(out, s.items[k]) })
 	return out
+}
+
+// buildIndex indexes items with f.
+func buildIndex[T any](f IndexFunc[T], items map[string]*T) index {
+	idx := make(index)
+	for key, obj := range items {
+		for _, v := range f(obj) {
+			idx.add(v, key)
+		}
+	}
+	return idx
 }
 
 // HasIndex reports whether the store has an indexer named name.
@@ -251,15 +283,14 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 		changes = append(changes, change[T]{old: prev[key]})
 	}
 
-	indexes := make(map[string]index, len(s.indexers))
-	for name, f := range s.indexers {
-		idx := make(index)
-		for key, obj := range next {
-			for _, v := range f(obj) {
-				idx.add(v, key)
-			}
-		}
-		indexes[name] = idx
+	// Only the indexes built so far are rebuilt; one first queried while
+	// this runs is dropped here and built again on its next query.
+	s.mu.RLock()
+	built := slices.Collect(maps.Keys(s.indexes))
+	s.mu.RUnlock()
+	indexes := make(map[string]index, len(built))
+	for _, name := range built {
+		indexes[name] = buildIndex(s.indexers[name], next)
 	}
 	s.mu.Lock()
 	s.items = next
@@ -273,11 +304,11 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	return changes
 }
 
-// reindex moves key from old's index values to obj's. Either may be nil.
-// The caller holds s.mu for writing.
+// reindex moves key from old's index values to obj's, in each index built
+// so far. Either may be nil. The caller holds s.mu for writing.
 func (s *Store[T]) reindex(key string, old, obj *T) {
-	for name, f := range s.indexers {
-		idx := s.indexes[name]
+	for name, idx := range s.indexes {
+		f := s.indexers[name]
 		var before, after []string
 		if old != nil {
 			before = f(old)

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -108,6 +109,42 @@ func TestStoreIndexes(t *testing.T) {
 	}
 	if got := s.ByIndex("nope", "x"); got != nil {
 		t.Error("unknown index returned objects")
+	}
+}
+
+// TestStoreIndexBuiltOnFirstQuery: an index costs nothing until it is
+// queried; its first query sees every object already stored, and from then
+// on puts, removes and relists keep it up to date.
+func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
+	s := newStore(thingMeta, map[string]IndexFunc[thing]{
+		IndexControllerUID: ControllerUID[thing],
+		IndexOwnerUID:      OwnerUIDs[thing],
+	})
+	s.put("ns/a1", owned("a1", "1", "w1", true))
+	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true)})
+	if len(s.indexes) != 0 {
+		t.Fatalf("indexes built before any query: %v", slices.Collect(maps.Keys(s.indexes)))
+	}
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Fatalf("first query: w1 = %q, want [a1 a2]", got)
+	}
+	s.put("ns/a3", owned("a3", "1", "w1", true))
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2", "a3"}) {
+		t.Errorf("after a put: w1 = %q, want [a1 a2 a3]", got)
+	}
+	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "2", "w2", true), owned("b1", "1", "w2", true)})
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("after a relist: w1 = %q, want [a1]", got)
+	}
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a2", "b1"}) {
+		t.Errorf("after a relist: w2 = %q, want [a2 b1]", got)
+	}
+	if _, built := s.indexes[IndexOwnerUID]; built {
+		t.Error("an index never queried was built")
+	}
+	s.remove("ns/b1")
+	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a2"}) {
+		t.Errorf("after a remove: w2 = %q, want [a2]", got)
 	}
 }
 
