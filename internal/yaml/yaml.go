@@ -134,10 +134,12 @@ func (e *SyntaxError) Unwrap() error { return e.cause }
 // Parse parses one document. An empty document (only blank lines and
 // comments) is a null scalar.
 func Parse(data []byte) (*Node, error) {
-	p, err := newParser(data)
-	if err != nil {
+	s := strings.TrimPrefix(string(data), "\uFEFF")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if err := checkChars(s); err != nil {
 		return nil, err
 	}
+	p := &parser{src: s, num: 1}
 	return p.document()
 }
 
@@ -165,42 +167,19 @@ func errorf(line int, format string, args ...any) error {
 	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-func newParser(data []byte) (*parser, error) {
-	s := strings.TrimPrefix(string(data), "\uFEFF")
-	if strings.IndexByte(s, '\r') >= 0 {
-		s = strings.ReplaceAll(s, "\r\n", "\n")
-	}
-	if err := checkChars(s); err != nil {
-		return nil, err
-	}
-	return &parser{src: s, num: 1}, nil
-}
-
 // checkChars rejects invalid UTF-8 and control characters other than tab
 // and line feed (a lone carriage return included).
 func checkChars(s string) error {
 	num := 1
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '\n':
-				num++
-			case c == '\t':
-			case c < 0x20 || c == 0x7f:
-				return errorf(num, "control character U+%04X", c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+	for i, r := range s {
+		switch {
+		case r == '\n':
+			num++
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			return errorf(num, "invalid UTF-8")
-		}
-		if (r >= 0x80 && r < 0xa0 && r != 0x85) || r == '\uFEFF' {
+		case r < 0x20 && r != '\t', r == 0x7f, r >= 0x80 && r < 0xa0 && r != 0x85, r == '\uFEFF':
 			return errorf(num, "control character U+%04X", r)
 		}
-		i += size
 	}
 	return nil
 }
@@ -241,8 +220,7 @@ func (p *parser) next() {
 // num, where a value of kind what ended, and moves to the next line.
 func (p *parser) finish(e, num int, what string) error {
 	end := p.lineEnd(e)
-	rest := p.src[e:end]
-	if !onlyComment(rest) || (rest != "" && rest[0] == '#') {
+	if !spaceOrComment(p.src[e:end]) {
 		return errorf(num, "unexpected text after a %s", what)
 	}
 	p.off, p.num, p.have = end+1, num+1, false
@@ -273,10 +251,10 @@ func (p *parser) peek() (*line, error) {
 
 // isMarker reports whether s, the start of a line, is a document marker.
 func isMarker(s string) bool {
-	if len(s) < 3 || (s[:3] != "---" && s[:3] != "...") {
+	if !strings.HasPrefix(s, "---") && !strings.HasPrefix(s, "...") {
 		return false
 	}
-	return len(s) == 3 || s[3] == ' ' || s[3] == '\t' || s[3] == '\n'
+	return len(s) == 3 || strings.IndexByte(" \t\n", s[3]) >= 0
 }
 
 func isDocMarker(l *line) bool { return l.indent == 0 && isMarker(l.text) }
@@ -287,8 +265,19 @@ func onlyComment(s string) bool {
 	return s == "" || s[0] == '#'
 }
 
+// spaceOrComment reports whether s, what follows a value on its line, is
+// empty, white space, or white space and a comment.
+func spaceOrComment(s string) bool {
+	return s == "" || spaceAfter(s, -1) && onlyComment(s)
+}
+
+// spaceAfter reports whether s ends after s[i] or white space follows it.
+func spaceAfter(s string, i int) bool {
+	return i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t'
+}
+
 func isSeqItem(text string) bool {
-	return text == "-" || strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "-\t")
+	return text[0] == '-' && spaceAfter(text, 0)
 }
 
 func null(line int) *Node { return &Node{Kind: Scalar, Line: line} }
@@ -301,7 +290,7 @@ func (p *parser) document() (*Node, error) {
 	if l != nil && l.indent == 0 && l.text[0] == '%' {
 		return nil, errorf(l.num, "directives are not supported")
 	}
-	if l != nil && isDocMarker(l) && strings.HasPrefix(l.text, "---") {
+	if l != nil && isDocMarker(l) && l.text[0] == '-' {
 		if !onlyComment(l.text[3:]) {
 			return nil, errorf(l.num, "content on the '---' line is not supported")
 		}
@@ -310,28 +299,24 @@ func (p *parser) document() (*Node, error) {
 			return nil, err
 		}
 	}
-	var root *Node
-	switch {
-	case l == nil:
-		root = null(1)
-	case isDocMarker(l):
+	root := null(1)
+	if l != nil && isDocMarker(l) {
 		root = null(l.num)
-	default:
+	} else if l != nil {
 		if root, err = p.block(l.indent, -1, 1); err != nil {
 			return nil, err
 		}
 	}
+	// Only "..." and comments may follow.
 	l, err = p.peek()
-	if err != nil || l == nil {
+	switch {
+	case err != nil || l == nil:
 		return root, err
-	}
-	if !isDocMarker(l) {
+	case !isDocMarker(l):
 		return nil, errorf(l.num, "unexpected indentation")
-	}
-	if strings.HasPrefix(l.text, "---") {
+	case l.text[0] == '-':
 		return nil, errorf(l.num, "multiple documents are not supported")
-	}
-	if !onlyComment(l.text[3:]) {
+	case !onlyComment(l.text[3:]):
 		return nil, errorf(l.num, "content after '...'")
 	}
 	p.next()
@@ -350,16 +335,13 @@ func (p *parser) document() (*Node, error) {
 // kubectl writes). It is null when neither follows.
 func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) (*Node, error) {
 	l, err := p.peek()
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if l == nil || isDocMarker(l) {
-		return null(lineNum), nil
-	}
-	if l.indent > parent {
+	case l == nil || isDocMarker(l):
+	case l.indent > parent:
 		return p.block(l.indent, parent, depth)
-	}
-	if l.indent == parent && sameIndentList && isSeqItem(l.text) {
+	case l.indent == parent && sameIndentList && isSeqItem(l.text):
 		return p.list(parent, depth)
 	}
 	return null(lineNum), nil
@@ -396,19 +378,26 @@ func (p *parser) block(indent, parent, depth int) (*Node, error) {
 	return n, nil
 }
 
+// member returns the next line of a block map or list at indentation
+// indent, or nil where the map or list ends.
+func (p *parser) member(indent int) (*line, error) {
+	l, err := p.peek()
+	if err != nil || l == nil || isDocMarker(l) || l.indent < indent {
+		return nil, err
+	}
+	if l.indent > indent {
+		return nil, errorf(l.num, "unexpected indentation")
+	}
+	return l, nil
+}
+
 func (p *parser) mapping(indent, depth int) (*Node, error) {
 	m := &Node{Kind: Map, Line: p.line().num}
 	seen := make(map[string]int)
 	for {
-		l, err := p.peek()
-		if err != nil {
-			return nil, err
-		}
-		if l == nil || isDocMarker(l) || l.indent < indent {
-			return m, nil
-		}
-		if l.indent > indent {
-			return nil, errorf(l.num, "unexpected indentation")
+		l, err := p.member(indent)
+		if err != nil || l == nil {
+			return m, err
 		}
 		if isSeqItem(l.text) {
 			return nil, errorf(l.num, "list item where a map key was expected")
@@ -433,10 +422,10 @@ func (p *parser) mapping(indent, depth int) (*Node, error) {
 			t := strings.TrimLeft(rest, " \t")
 			v, err = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = p.count(kl.num)
 		}
-		if err := count(&p.values, kl.num); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
@@ -446,15 +435,9 @@ func (p *parser) mapping(indent, depth int) (*Node, error) {
 func (p *parser) list(indent, depth int) (*Node, error) {
 	s := &Node{Kind: List, Line: p.line().num}
 	for {
-		l, err := p.peek()
-		if err != nil {
-			return nil, err
-		}
-		if l == nil || isDocMarker(l) || l.indent < indent {
-			return s, nil
-		}
-		if l.indent > indent {
-			return nil, errorf(l.num, "unexpected indentation")
+		l, err := p.member(indent)
+		if err != nil || l == nil {
+			return s, err
 		}
 		if !isSeqItem(l.text) {
 			// The end of a list written at its key's indentation; the
@@ -482,10 +465,10 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 			l.text = item
 			v, err = p.block(l.indent, indent, depth+1)
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = p.count(v.Line)
 		}
-		if err := count(&p.values, v.Line); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		s.Items = append(s.Items, v)
@@ -500,42 +483,36 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 	switch t[0] {
 	case '"', '\'':
 		v, n, _, err := quoted(t, 0, l.num, 0)
-		if err != nil {
-			if errors.Is(err, errUnterminated) {
-				return "", "", false, nil
-			}
+		if errors.Is(err, errUnterminated) {
+			return "", "", false, nil
+		}
+		after := strings.TrimLeft(t[min(n, len(t)):], " \t")
+		if err != nil || !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
 			return "", "", false, err
 		}
-		after := strings.TrimLeft(t[n:], " \t")
-		if strings.HasPrefix(after, ":") && (len(after) == 1 || after[1] == ' ' || after[1] == '\t') {
-			return v, after[1:], true, nil
-		}
-		return "", "", false, nil
+		return v, after[1:], true, nil
 	case '?':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
+		if spaceAfter(t, 0) {
 			return "", "", false, errorf(l.num, "complex keys ('?') are not supported")
 		}
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false, nil
 	}
 	for i := 0; i < len(t); i++ {
-		switch t[i] {
-		case '#':
-			if i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
-				return "", "", false, nil
-			}
-		case ':':
-			if i+1 == len(t) || t[i+1] == ' ' || t[i+1] == '\t' {
-				key = strings.TrimRight(t[:i], " \t")
-				if key == "" {
-					return "", "", false, errorf(l.num, "empty map key")
-				}
-				if key == "<<" {
-					return "", "", false, errorf(l.num, "merge keys ('<<') are not supported")
-				}
-				return key, t[i+1:], true, nil
-			}
+		if t[i] == '#' && i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+			return "", "", false, nil
 		}
+		if t[i] != ':' || !spaceAfter(t, i) {
+			continue
+		}
+		key = strings.TrimRight(t[:i], " \t")
+		if key == "" {
+			return "", "", false, errorf(l.num, "empty map key")
+		}
+		if key == "<<" {
+			return "", "", false, errorf(l.num, "merge keys ('<<') are not supported")
+		}
+		return key, t[i+1:], true, nil
 	}
 	return "", "", false, nil
 }
@@ -554,7 +531,7 @@ func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
 	case '[', '{':
-		f := flow{s: p.src, i: at, line: num, start: num, minIndent: parent + 1, values: &p.values}
+		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
 		n, err := f.value(depth)
 		if err != nil {
 			return nil, err
@@ -569,9 +546,6 @@ func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
 	}
 	if err := indicator(t, num); err != nil {
 		return nil, err
-	}
-	if isSeqItem(t) {
-		return nil, errorf(num, "a list item cannot start here")
 	}
 	v, comment := plainLine(t)
 	if hasColon(v) {
@@ -644,7 +618,8 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 	return b.String(), nil
 }
 
-// indicator rejects a value starting with an indicator the subset leaves out.
+// indicator rejects a value starting with an indicator the subset leaves
+// out, or with a list item's "- ".
 func indicator(t string, num int) error {
 	switch t[0] {
 	case '&':
@@ -661,14 +636,14 @@ func indicator(t string, num int) error {
 		return errorf(num, "unexpected %q", t[0])
 	case '#':
 		return errorf(num, "expected a value, found a comment")
-	case '?':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
-			return errorf(num, "complex keys ('?') are not supported")
-		}
-	case ':':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
-			return errorf(num, "unexpected ':'")
-		}
+	}
+	switch {
+	case t[0] == '?' && spaceAfter(t, 0):
+		return errorf(num, "complex keys ('?') are not supported")
+	case t[0] == ':' && spaceAfter(t, 0):
+		return errorf(num, "unexpected ':'")
+	case isSeqItem(t):
+		return errorf(num, "a list item cannot start here")
 	}
 	return nil
 }
@@ -690,7 +665,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			return nil, errorf(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
-	if h != "" && h[0] != ' ' && h[0] != '\t' || !onlyComment(h) {
+	if !spaceOrComment(h) {
 		return nil, errorf(num, "invalid block scalar header")
 	}
 	// The content's indentation: given by the header, relative to the
@@ -729,10 +704,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			p.next()
 			continue
 		}
-		if indent < 0 {
-			break
-		}
-		if l.indent < indent {
+		if indent < 0 || l.indent < indent {
 			break
 		}
 		c := l.raw[indent:]
@@ -752,15 +724,11 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		broken = l.end < len(p.src)
 		p.next()
 	}
-	switch {
-	case chomp == '-':
-	case chomp == '+':
-		if broken {
-			b.repeat('\n', 1)
-		}
-		b.repeat('\n', empty)
-	case broken:
+	if broken && chomp != '-' {
 		b.repeat('\n', 1)
+	}
+	if chomp == '+' {
+		b.repeat('\n', empty)
 	}
 	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}, nil
 }
@@ -953,8 +921,8 @@ func escape(b *text, s string, num int) (int, error) {
 }
 
 // count counts one more map entry or list item, on line num.
-func count(values *int, num int) error {
-	if *values++; *values > MaxValues {
+func (p *parser) count(num int) error {
+	if p.values++; p.values > MaxValues {
 		return errorf(num, "more than %d map entries and list items in the document", MaxValues)
 	}
 	return nil
@@ -962,10 +930,9 @@ func count(values *int, num int) error {
 
 // flow parses a flow collection, which may span lines: JSON is one.
 type flow struct {
-	values    *int // the parser's count of entries and items
-	s         string
-	i         int
-	line      int // the line of s[i]
+	*parser
+	i         int // the offset in src
+	line      int // the line of src[i]
 	start     int // the line the outermost collection starts on
 	minIndent int // the least indentation of the lines after the first
 }
@@ -973,18 +940,16 @@ type flow struct {
 // space skips white space, line breaks and comments. Each line it enters
 // must be indented at least minIndent and must not be a document marker.
 func (f *flow) space() error {
-	for f.i < len(f.s) {
-		switch c := f.s[f.i]; {
+	for f.i < len(f.src) {
+		switch c := f.src[f.i]; {
 		case c == ' ' || c == '\t':
 			f.i++
-		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.s[f.i-1]) >= 0):
-			for f.i < len(f.s) && f.s[f.i] != '\n' {
-				f.i++
-			}
+		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
+			f.i = f.lineEnd(f.i)
 		case c == '\n':
 			f.i++
 			f.line++
-			rest := f.s[f.i:]
+			rest := f.src[f.i:]
 			spaces := len(rest) - len(strings.TrimLeft(rest, " "))
 			t := strings.TrimLeft(rest, " \t")
 			if isMarker(rest) {
@@ -1006,7 +971,7 @@ func (f *flow) more() error {
 	if err := f.space(); err != nil {
 		return err
 	}
-	if f.i == len(f.s) {
+	if f.i == len(f.src) {
 		return errorf(f.start, "flow collection not closed before the end of the document")
 	}
 	return nil
@@ -1019,13 +984,11 @@ func (f *flow) value(depth int) (*Node, error) {
 	if err := f.more(); err != nil {
 		return nil, err
 	}
-	switch c := f.s[f.i]; c {
-	case '[':
-		return f.list(depth)
-	case '{':
-		return f.mapping(depth)
+	switch c := f.src[f.i]; c {
+	case '[', '{':
+		return f.collection(depth)
 	case '"', '\'':
-		v, n, line, err := quoted(f.s, f.i, f.line, f.minIndent)
+		v, n, line, err := quoted(f.src, f.i, f.line, f.minIndent)
 		if err != nil {
 			return nil, err
 		}
@@ -1037,132 +1000,110 @@ func (f *flow) value(depth int) (*Node, error) {
 	case '|', '>':
 		return nil, errorf(f.line, "block scalars cannot appear in a flow collection")
 	}
-	if err := indicator(f.s[f.i:], f.line); err != nil {
+	if err := indicator(f.src[f.i:], f.line); err != nil {
 		return nil, err
 	}
-	if isSeqItem(f.s[f.i:]) {
-		return nil, errorf(f.line, "a list item cannot start here")
-	}
 	start := f.i
-	for f.i < len(f.s) {
-		c := f.s[f.i]
-		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\n' {
+	for ; f.i < len(f.src); f.i++ {
+		c := f.src[f.i]
+		if strings.IndexByte(",[]{}\n", c) >= 0 {
 			break
 		}
-		if c == ':' && (f.i+1 == len(f.s) || strings.IndexByte(" \t\n,[]{}", f.s[f.i+1]) >= 0) {
+		if c == ':' && (f.i+1 == len(f.src) || strings.IndexByte(" \t\n,[]{}", f.src[f.i+1]) >= 0) {
 			break
 		}
-		if c == '#' && (f.s[f.i-1] == ' ' || f.s[f.i-1] == '\t') {
+		if c == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
 			break
 		}
-		f.i++
 	}
-	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.s[start:f.i], " \t")}
-	if f.i < len(f.s) && (f.s[f.i] == '\n' || f.s[f.i] == '#') {
+	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
+	if f.i < len(f.src) && (f.src[f.i] == '\n' || f.src[f.i] == '#') {
 		// The scalar ends with its line only if a flow indicator comes
 		// next.
 		g := *f
-		if err := g.space(); err == nil && g.i < len(g.s) && strings.IndexByte(",]}:", g.s[g.i]) < 0 {
+		if err := g.space(); err == nil && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
 			return nil, errorf(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		}
 	}
 	return n, nil
 }
 
-func (f *flow) list(depth int) (*Node, error) {
+// collection parses the flow list or map that starts at src[i].
+func (f *flow) collection(depth int) (*Node, error) {
 	n := &Node{Kind: List, Line: f.line}
-	f.i++ // [
+	end, what := byte(']'), "list"
+	var seen map[string]bool
+	if f.src[f.i] == '{' {
+		n.Kind, end, what, seen = Map, '}', "map", make(map[string]bool)
+	}
+	f.i++
 	for {
 		if err := f.more(); err != nil {
 			return nil, err
 		}
-		if f.s[f.i] == ']' {
+		if f.src[f.i] == end {
 			f.i++
 			return n, nil
 		}
+		num := f.line
 		v, err := f.value(depth + 1)
+		if err == nil && n.Kind == Map {
+			err = f.entry(n, v, num, seen, depth)
+		} else if err == nil {
+			n.Items = append(n.Items, v)
+		}
+		if err == nil {
+			err = f.count(num)
+		}
+		if err == nil {
+			err = f.more()
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := count(f.values, v.Line); err != nil {
-			return nil, err
-		}
-		n.Items = append(n.Items, v)
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		switch f.s[f.i] {
-		case ',':
+		switch c := f.src[f.i]; {
+		case c == ',':
 			f.i++
-		case ']':
-		case ':':
+		case c == end:
+		case c == ':' && n.Kind == List:
 			return nil, errorf(f.line, "key: value pairs in a flow list are not supported")
 		default:
-			return nil, errorf(f.line, "expected ',' or ']' in a flow list")
+			return nil, errorf(f.line, "expected ',' or '%c' in a flow %s", end, what)
 		}
 	}
 }
 
-func (f *flow) mapping(depth int) (*Node, error) {
-	n := &Node{Kind: Map, Line: f.line}
-	seen := make(map[string]struct{})
-	f.i++ // {
-	for {
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		if f.s[f.i] == '}' {
-			f.i++
-			return n, nil
-		}
-		keyLine := f.line
-		k, err := f.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		if k.Kind != Scalar {
-			return nil, errorf(keyLine, "map keys must be scalars")
-		}
-		if f.line != keyLine {
-			return nil, errorf(keyLine, "a map key must be on one line")
-		}
-		if !k.Quoted && k.Value == "<<" {
-			return nil, errorf(keyLine, "merge keys ('<<') are not supported")
-		}
-		// The ':' is on the key's line.
-		for f.i < len(f.s) && (f.s[f.i] == ' ' || f.s[f.i] == '\t') {
-			f.i++
-		}
-		if f.i == len(f.s) || f.s[f.i] != ':' {
-			return nil, errorf(keyLine, "expected ':' after a key in a flow map")
-		}
-		f.i++
-		if _, dup := seen[k.Value]; dup {
-			return nil, errorf(keyLine, "duplicate map key")
-		}
-		seen[k.Value] = struct{}{}
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		v := null(keyLine)
-		if c := f.s[f.i]; c != ',' && c != '}' {
-			if v, err = f.value(depth + 1); err != nil {
-				return nil, err
-			}
-		}
-		if err := count(f.values, keyLine); err != nil {
-			return nil, err
-		}
-		n.Entries = append(n.Entries, Entry{Key: k.Value, Line: keyLine, Value: v})
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		switch f.s[f.i] {
-		case ',':
-			f.i++
-		case '}':
-		default:
-			return nil, errorf(f.line, "expected ',' or '}' in a flow map")
+// entry reads the rest of an entry of flow map m whose key k, on line num,
+// has been read, and adds it to m. seen holds m's keys.
+func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) error {
+	switch {
+	case k.Kind != Scalar:
+		return errorf(num, "map keys must be scalars")
+	case f.line != num:
+		return errorf(num, "a map key must be on one line")
+	case !k.Quoted && k.Value == "<<":
+		return errorf(num, "merge keys ('<<') are not supported")
+	}
+	// The ':' is on the key's line.
+	f.i += len(f.src[f.i:]) - len(strings.TrimLeft(f.src[f.i:], " \t"))
+	if f.i == len(f.src) || f.src[f.i] != ':' {
+		return errorf(num, "expected ':' after a key in a flow map")
+	}
+	f.i++
+	if seen[k.Value] {
+		return errorf(num, "duplicate map key")
+	}
+	seen[k.Value] = true
+	if err := f.more(); err != nil {
+		return err
+	}
+	v := null(num)
+	if c := f.src[f.i]; c != ',' && c != '}' {
+		var err error
+		if v, err = f.value(depth + 1); err != nil {
+			return err
 		}
 	}
+	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
+	return nil
 }
