@@ -92,12 +92,9 @@ func (n *Node) IsNull() bool {
 	if n == nil {
 		return true
 	}
-	if n.Kind != Scalar || n.Quoted {
-		return false
-	}
 	switch n.Value {
 	case "", "~", "null", "Null", "NULL":
-		return true
+		return n.Kind == Scalar && !n.Quoted
 	}
 	return false
 }
@@ -670,27 +667,11 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 	}
 	// The content's indentation: given by the header, relative to the
 	// parent, or else that of the first line that is not empty.
-	indent := explicit + max(parent, 0)
-	if explicit == 0 {
-		indent = -1
-		longest := 0 // the longest leading empty line
-		for off, n := p.off, p.num; off < len(p.src); n++ {
-			end := p.lineEnd(off)
-			raw := p.src[off:end]
-			if strings.Trim(raw, " ") != "" {
-				indent = len(raw) - len(strings.TrimLeft(raw, " "))
-				if longest > indent && indent > parent {
-					return nil, errorf(n-1, "a leading empty line of a block scalar is indented more than its first line")
-				}
-				break
-			}
-			longest = max(longest, len(raw))
-			off = end + 1
-		}
-		if indent <= parent || indent == 0 {
-			indent = -1 // no content: the scalar is empty
-		}
+	indent := -1
+	if explicit > 0 {
+		indent = explicit + max(parent, 0)
 	}
+	longest := 0 // the longest leading empty line
 	var b text
 	empty := 0
 	started, prevMore := false, false
@@ -701,10 +682,20 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			if l.end < len(p.src) {
 				empty++
 			}
+			longest = max(longest, len(l.raw))
 			p.next()
 			continue
 		}
-		if indent < 0 || l.indent < indent {
+		if indent < 0 {
+			if longest > l.indent && l.indent > parent {
+				return nil, errorf(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+			}
+			if l.indent <= parent || l.indent == 0 {
+				break // no content: the scalar is empty
+			}
+			indent = l.indent
+		}
+		if l.indent < indent {
 			break
 		}
 		c := l.raw[indent:]
@@ -766,36 +757,41 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 	q := s[i]
 	var b text
 	ws := -1 // where white space not written yet starts: dropped at a line break
-	flush := func(j int) {
-		if ws >= 0 {
-			b.put(s[ws:j])
-			ws = -1
-		}
-	}
 	for j, n := i+1, num; j < len(s); {
-		switch c := s[j]; {
-		case c == '\'' && q == '\'':
-			flush(j)
-			if j+1 < len(s) && s[j+1] == '\'' {
-				b.put("'")
-				j += 2
-				continue
+		c := s[j]
+		if c == ' ' || c == '\t' {
+			if ws < 0 {
+				ws = j
 			}
+			j++
+			continue
+		}
+		if ws >= 0 && c != '\n' {
+			b.put(s[ws:j])
+		}
+		ws = -1
+		// An escaped line break joins the lines with nothing between.
+		escapedBreak := c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n'
+		switch {
+		case c == q && q == '\'' && j+1 < len(s) && s[j+1] == '\'':
+			b.put("'")
+			j += 2
+		case c == q:
 			return b.String(), j + 1, n, nil
-		case c == '"' && q == '"':
-			flush(j)
-			return b.String(), j + 1, n, nil
-		case c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n':
-			// An escaped line break: the lines join with nothing between.
-			flush(j)
-			empty, next, nn, err := foldBreak(s, j+2, n+1, num, q, minIndent)
+		case c == '\n' || escapedBreak:
+			if escapedBreak {
+				j++
+			}
+			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
 			if err != nil {
 				return "", 0, 0, err
+			}
+			if empty == 0 && !escapedBreak {
+				b.repeat(' ', 1)
 			}
 			b.repeat('\n', empty)
 			j, n = next, nn
 		case c == '\\' && q == '"':
-			flush(j)
 			if j+1 == len(s) {
 				return "", 0, 0, unterminated(num, q)
 			}
@@ -804,24 +800,7 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 				return "", 0, 0, err
 			}
 			j += 1 + k
-		case c == '\n':
-			ws = -1
-			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
-			if err != nil {
-				return "", 0, 0, err
-			}
-			if empty == 0 {
-				b.repeat(' ', 1)
-			}
-			b.repeat('\n', empty)
-			j, n = next, nn
-		case c == ' ' || c == '\t':
-			if ws < 0 {
-				ws = j
-			}
-			j++
 		default:
-			flush(j)
 			k := j + 1
 			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
 				k++
