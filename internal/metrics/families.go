@@ -79,17 +79,16 @@ func (m *ControllerMetrics) families() []family {
 // start) and setting max_concurrent_reconciles to workers.
 func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeries {
 	s := &ControllerSeries{
-		errors:    m.ReconcileErrors.WithLabelValues(name),
-		terminal:  m.TerminalReconcileErrors.WithLabelValues(name),
-		panics:    m.ReconcilePanics.WithLabelValues(name),
-		time:      m.ReconcileTime.WithLabelValues(name),
-		active:    m.ActiveWorkers.WithLabelValues(name),
-		byResult:  make(map[string]*Counter, 4),
-		resultVec: m.ReconcileTotal,
-		name:      name,
+		errors:   m.ReconcileErrors.WithLabelValues(name),
+		terminal: m.TerminalReconcileErrors.WithLabelValues(name),
+		panics:   m.ReconcilePanics.WithLabelValues(name),
+		time:     m.ReconcileTime.WithLabelValues(name),
+		active:   m.ActiveWorkers.WithLabelValues(name),
+		results:  m.ReconcileTotal,
+		name:     name,
 	}
 	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		s.byResult[r] = m.ReconcileTotal.WithLabelValues(name, r)
+		m.ReconcileTotal.WithLabelValues(name, r)
 	}
 	m.MaxConcurrentReconciles.WithLabelValues(name).Set(float64(workers))
 	return s
@@ -101,8 +100,7 @@ type ControllerSeries struct {
 	errors, terminal, panics *Counter
 	time                     *Histogram
 	active                   *Gauge
-	byResult                 map[string]*Counter // read-only after construction
-	resultVec                *CounterVec
+	results                  *CounterVec
 	name                     string
 }
 
@@ -110,11 +108,7 @@ type ControllerSeries struct {
 // of the Result constants; ResultError also counts an error.
 func (s *ControllerSeries) Reconciled(d time.Duration, result string) {
 	s.time.ObserveDuration(d)
-	c := s.byResult[result]
-	if c == nil {
-		c = s.resultVec.WithLabelValues(s.name, result)
-	}
-	c.Inc()
+	s.results.WithLabelValues(s.name, result).Inc()
 	if result == ResultError {
 		s.errors.Inc()
 	}

@@ -106,14 +106,9 @@ func cpuSeconds() (float64, bool) {
 }
 
 func openFDs() (float64, bool) {
-	d, err := os.Open("/proc/self/fd")
+	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return 0, false
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, false
-	}
-	return float64(len(names) - 1), true // less the one just opened to read it
+	return float64(len(fds) - 1), true // less the one opened to read it
 }
