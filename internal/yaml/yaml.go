@@ -28,7 +28,6 @@
 package yaml
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -117,8 +116,6 @@ func (n *Node) Get(key string) *Node {
 type SyntaxError struct {
 	Line int    // 1-based
 	Msg  string // never includes the document's text
-
-	cause error // for errors.Is within the package
 }
 
 // Error returns "yaml: line N: message".
@@ -126,18 +123,34 @@ func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
-func (e *SyntaxError) Unwrap() error { return e.cause }
-
 // Parse parses one document. An empty document (only blank lines and
 // comments) is a null scalar.
-func Parse(data []byte) (*Node, error) {
+func Parse(data []byte) (n *Node, err error) {
+	// The parser stops at the first error by panicking with a
+	// *SyntaxError (see fail), which never leaves the package.
+	defer func() {
+		if e := recover(); e != nil {
+			se, ok := e.(*SyntaxError)
+			if !ok {
+				panic(e)
+			}
+			n, err = nil, se
+		}
+	}()
 	s := strings.TrimPrefix(string(data), "\uFEFF")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	if err := checkChars(s); err != nil {
-		return nil, err
-	}
+	checkChars(s)
 	p := &parser{src: s, num: 1}
-	return p.document()
+	return p.document(), nil
+}
+
+func errorf(line int, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// fail stops the parse with a *SyntaxError, which Parse returns.
+func fail(line int, format string, args ...any) {
+	panic(errorf(line, format, args...))
 }
 
 // line is one line of the document.
@@ -160,25 +173,20 @@ type parser struct {
 	have   bool
 }
 
-func errorf(line int, format string, args ...any) error {
-	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
 // checkChars rejects invalid UTF-8 and control characters other than tab
 // and line feed (a lone carriage return included).
-func checkChars(s string) error {
+func checkChars(s string) {
 	num := 1
 	for i, r := range s {
 		switch {
 		case r == '\n':
 			num++
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			return errorf(num, "invalid UTF-8")
+			fail(num, "invalid UTF-8")
 		case r < 0x20 && r != '\t', r == 0x7f, r >= 0x80 && r < 0xa0 && r != 0x85, r == '\uFEFF':
-			return errorf(num, "control character U+%04X", r)
+			fail(num, "control character U+%04X", r)
 		}
 	}
-	return nil
 }
 
 // lineEnd returns the offset of the end of the line that holds offset
@@ -215,17 +223,16 @@ func (p *parser) next() {
 
 // finish checks that only a comment follows offset e on its line, number
 // num, where a value of kind what ended, and moves to the next line.
-func (p *parser) finish(e, num int, what string) error {
+func (p *parser) finish(e, num int, what string) {
 	end := p.lineEnd(e)
 	if !spaceOrComment(p.src[e:end]) {
-		return errorf(num, "unexpected text after a %s", what)
+		fail(num, "unexpected text after a %s", what)
 	}
 	p.off, p.num, p.have = end+1, num+1, false
-	return nil
 }
 
 // peek returns the next line that is not blank, or nil at the end.
-func (p *parser) peek() (*line, error) {
+func (p *parser) peek() *line {
 	for {
 		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
 			p.off++ // an empty line, the quick way
@@ -233,16 +240,22 @@ func (p *parser) peek() (*line, error) {
 		}
 		l := p.line()
 		if l == nil {
-			return nil, nil
+			return nil
 		}
-		if onlyComment(l.text) {
-			p.next()
-			continue
+		if !onlyComment(l.text) {
+			if l.text[0] == '\t' {
+				fail(l.num, "tab character used for indentation")
+			}
+			return l
 		}
-		if l.text[0] == '\t' {
-			return nil, errorf(l.num, "tab character used for indentation")
-		}
-		return l, nil
+		p.next()
+	}
+}
+
+// count counts one more map entry or list item, on line num.
+func (p *parser) count(num int) {
+	if p.values++; p.values > MaxValues {
+		fail(num, "more than %d map entries and list items in the document", MaxValues)
 	}
 }
 
@@ -279,170 +292,131 @@ func isSeqItem(text string) bool {
 
 func null(line int) *Node { return &Node{Kind: Scalar, Line: line} }
 
-func (p *parser) document() (*Node, error) {
-	l, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) document() *Node {
+	l := p.peek()
 	if l != nil && l.indent == 0 && l.text[0] == '%' {
-		return nil, errorf(l.num, "directives are not supported")
+		fail(l.num, "directives are not supported")
 	}
 	if l != nil && isDocMarker(l) && l.text[0] == '-' {
 		if !onlyComment(l.text[3:]) {
-			return nil, errorf(l.num, "content on the '---' line is not supported")
+			fail(l.num, "content on the '---' line is not supported")
 		}
 		p.next()
-		if l, err = p.peek(); err != nil {
-			return nil, err
-		}
+		l = p.peek()
 	}
 	root := null(1)
 	if l != nil && isDocMarker(l) {
 		root = null(l.num)
 	} else if l != nil {
-		if root, err = p.block(l.indent, -1, 1); err != nil {
-			return nil, err
-		}
+		root = p.block(l.indent, -1, 1)
 	}
 	// Only "..." and comments may follow.
-	l, err = p.peek()
+	l = p.peek()
 	switch {
-	case err != nil || l == nil:
-		return root, err
+	case l == nil:
+		return root
 	case !isDocMarker(l):
-		return nil, errorf(l.num, "unexpected indentation")
+		fail(l.num, "unexpected indentation")
 	case l.text[0] == '-':
-		return nil, errorf(l.num, "multiple documents are not supported")
+		fail(l.num, "multiple documents are not supported")
 	case !onlyComment(l.text[3:]):
-		return nil, errorf(l.num, "content after '...'")
+		fail(l.num, "content after '...'")
 	}
 	p.next()
-	if l, err = p.peek(); err != nil {
-		return nil, err
+	if l = p.peek(); l != nil {
+		fail(l.num, "content after the end of the document")
 	}
-	if l != nil {
-		return nil, errorf(l.num, "content after the end of the document")
-	}
-	return root, nil
+	return root
 }
 
 // indented parses the value of a key or list item whose own line held
 // nothing: the block on the following lines indented more than parent or,
 // when sameIndentList is set, a list at parent's indentation (the style
 // kubectl writes). It is null when neither follows.
-func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) (*Node, error) {
-	l, err := p.peek()
+func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *Node {
+	l := p.peek()
 	switch {
-	case err != nil:
-		return nil, err
 	case l == nil || isDocMarker(l):
 	case l.indent > parent:
 		return p.block(l.indent, parent, depth)
 	case l.indent == parent && sameIndentList && isSeqItem(l.text):
 		return p.list(parent, depth)
 	}
-	return null(lineNum), nil
+	return null(lineNum)
 }
 
 // block parses the node starting on the current line, at indentation
 // indent, inside a parent at indentation parent.
-func (p *parser) block(indent, parent, depth int) (*Node, error) {
+func (p *parser) block(indent, parent, depth int) *Node {
 	l := *p.line()
 	if depth > MaxDepth {
-		return nil, errorf(l.num, "nesting deeper than %d levels", MaxDepth)
+		fail(l.num, "nesting deeper than %d levels", MaxDepth)
 	}
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
 	}
-	if _, _, ok, err := splitKey(&l); err != nil {
-		return nil, err
-	} else if ok {
+	if _, _, ok := splitKey(&l); ok {
 		return p.mapping(indent, depth)
 	}
 	// A scalar or flow collection that starts on its own line.
 	p.next()
-	n, err := p.inline(l.text, l.end-len(l.text), l.num, parent, depth)
-	if err != nil {
-		return nil, err
+	n := p.inline(l.text, l.end-len(l.text), l.num, parent, depth)
+	if next := p.peek(); next != nil && next.indent >= indent && !isDocMarker(next) {
+		fail(next.num, "unexpected content after a %s value", n.Kind)
 	}
-	next, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
-	if next != nil && next.indent >= indent && !isDocMarker(next) {
-		return nil, errorf(next.num, "unexpected content after a %s value", n.Kind)
-	}
-	return n, nil
+	return n
 }
 
 // member returns the next line of a block map or list at indentation
 // indent, or nil where the map or list ends.
-func (p *parser) member(indent int) (*line, error) {
-	l, err := p.peek()
-	if err != nil || l == nil || isDocMarker(l) || l.indent < indent {
-		return nil, err
+func (p *parser) member(indent int) *line {
+	l := p.peek()
+	if l == nil || isDocMarker(l) || l.indent < indent {
+		return nil
 	}
 	if l.indent > indent {
-		return nil, errorf(l.num, "unexpected indentation")
+		fail(l.num, "unexpected indentation")
 	}
-	return l, nil
+	return l
 }
 
-func (p *parser) mapping(indent, depth int) (*Node, error) {
+func (p *parser) mapping(indent, depth int) *Node {
 	m := &Node{Kind: Map, Line: p.line().num}
 	seen := make(map[string]int)
-	for {
-		l, err := p.member(indent)
-		if err != nil || l == nil {
-			return m, err
-		}
+	for l := p.member(indent); l != nil; l = p.member(indent) {
 		if isSeqItem(l.text) {
-			return nil, errorf(l.num, "list item where a map key was expected")
+			fail(l.num, "list item where a map key was expected")
 		}
-		key, rest, ok, err := splitKey(l)
-		if err != nil {
-			return nil, err
-		}
+		key, rest, ok := splitKey(l)
 		if !ok {
-			return nil, errorf(l.num, "expected a map key followed by ': '")
+			fail(l.num, "expected a map key followed by ': '")
 		}
 		if first, dup := seen[key]; dup {
-			return nil, errorf(l.num, "duplicate map key (first at line %d)", first)
+			fail(l.num, "duplicate map key (first at line %d)", first)
 		}
 		seen[key] = l.num
 		kl := *l
 		p.next()
 		var v *Node
 		if onlyComment(rest) {
-			v, err = p.indented(indent, true, depth+1, kl.num)
+			v = p.indented(indent, true, depth+1, kl.num)
 		} else {
 			t := strings.TrimLeft(rest, " \t")
-			v, err = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
+			v = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
 		}
-		if err == nil {
-			err = p.count(kl.num)
-		}
-		if err != nil {
-			return nil, err
-		}
+		p.count(kl.num)
 		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
 	}
+	return m
 }
 
-func (p *parser) list(indent, depth int) (*Node, error) {
+func (p *parser) list(indent, depth int) *Node {
 	s := &Node{Kind: List, Line: p.line().num}
-	for {
-		l, err := p.member(indent)
-		if err != nil || l == nil {
-			return s, err
-		}
-		if !isSeqItem(l.text) {
-			// The end of a list written at its key's indentation; the
-			// enclosing map goes on, or reports the line.
-			return s, nil
-		}
+	// A line that is not an item ends a list written at its key's
+	// indentation: the enclosing map goes on, or reports the line.
+	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
 		if depth+1 > MaxDepth {
-			return nil, errorf(l.num, "nesting deeper than %d levels", MaxDepth)
+			fail(l.num, "nesting deeper than %d levels", MaxDepth)
 		}
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
@@ -450,68 +424,64 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 		if onlyComment(item) {
 			num := l.num
 			p.next()
-			v, err = p.indented(indent, false, depth+1, num)
+			v = p.indented(indent, false, depth+1, num)
 		} else {
 			if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') {
-				return nil, errorf(l.num, "tab character used for indentation")
+				fail(l.num, "tab character used for indentation")
 			}
 			// Read the item as if it were a line of its own, indented to
 			// where its text starts, so "- key: v" opens a map whose
 			// further keys line up with "key".
 			l.indent = indent + 1 + len(rest) - len(item)
 			l.text = item
-			v, err = p.block(l.indent, indent, depth+1)
+			v = p.block(l.indent, indent, depth+1)
 		}
-		if err == nil {
-			err = p.count(v.Line)
-		}
-		if err != nil {
-			return nil, err
-		}
+		p.count(v.Line)
 		s.Items = append(s.Items, v)
 	}
+	return s
 }
 
 // splitKey reports whether l is a "key: value" line and splits it. rest is
 // what follows the colon. A key is on one line: a quoted scalar that goes
 // on to the next line is not a key.
-func splitKey(l *line) (key, rest string, ok bool, err error) {
+func splitKey(l *line) (key, rest string, ok bool) {
 	t := l.text
 	switch t[0] {
 	case '"', '\'':
-		v, n, _, err := quoted(t, 0, l.num, 0)
-		if errors.Is(err, errUnterminated) {
-			return "", "", false, nil
+		v, n, _ := quoted(t, 0, l.num, 0)
+		if n < 0 {
+			return "", "", false
 		}
-		after := strings.TrimLeft(t[min(n, len(t)):], " \t")
-		if err != nil || !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
-			return "", "", false, err
+		after := strings.TrimLeft(t[n:], " \t")
+		if !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
+			return "", "", false
 		}
-		return v, after[1:], true, nil
+		return v, after[1:], true
 	case '?':
 		if spaceAfter(t, 0) {
-			return "", "", false, errorf(l.num, "complex keys ('?') are not supported")
+			fail(l.num, "complex keys ('?') are not supported")
 		}
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
-		return "", "", false, nil
+		return "", "", false
 	}
 	for i := 0; i < len(t); i++ {
 		if t[i] == '#' && i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
-			return "", "", false, nil
+			return "", "", false
 		}
 		if t[i] != ':' || !spaceAfter(t, i) {
 			continue
 		}
 		key = strings.TrimRight(t[:i], " \t")
 		if key == "" {
-			return "", "", false, errorf(l.num, "empty map key")
+			fail(l.num, "empty map key")
 		}
 		if key == "<<" {
-			return "", "", false, errorf(l.num, "merge keys ('<<') are not supported")
+			fail(l.num, "merge keys ('<<') are not supported")
 		}
-		return key, t[i+1:], true, nil
+		return key, t[i+1:], true
 	}
-	return "", "", false, nil
+	return "", "", false
 }
 
 // inline parses a value that starts on its line: t is the text from the
@@ -520,41 +490,35 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 // scalar's content, a flow collection or quoted scalar that is not closed
 // yet, a plain scalar's continuation lines) must be indented more than
 // parent.
-func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
+func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 	if depth > MaxDepth {
-		return nil, errorf(num, "nesting deeper than %d levels", MaxDepth)
+		fail(num, "nesting deeper than %d levels", MaxDepth)
 	}
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
 	case '[', '{':
 		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
-		n, err := f.value(depth)
-		if err != nil {
-			return nil, err
-		}
-		return n, p.finish(f.i, f.line, "flow collection")
+		n := f.value(depth)
+		p.finish(f.i, f.line, "flow collection")
+		return n
 	case '"', '\'':
-		v, end, endLine, err := quoted(p.src, at, num, parent+1)
-		if err != nil {
-			return nil, err
+		v, end, endLine := quoted(p.src, at, num, parent+1)
+		if end < 0 {
+			unterminated(num, t[0])
 		}
-		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, p.finish(end, endLine, "quoted scalar")
+		p.finish(end, endLine, "quoted scalar")
+		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}
 	}
-	if err := indicator(t, num); err != nil {
-		return nil, err
-	}
+	indicator(t, num)
 	v, comment := plainLine(t)
 	if hasColon(v) {
-		return nil, errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
+		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
 	}
 	if !comment {
-		var err error
-		if v, err = p.plainMore(v, parent); err != nil {
-			return nil, err
-		}
+		v = p.plainMore(v, parent)
 	}
-	return &Node{Kind: Scalar, Line: num, Value: v}, nil
+	return &Node{Kind: Scalar, Line: num, Value: v}
 }
 
 // plainLine returns the part of a plain scalar's line before a comment,
@@ -578,7 +542,7 @@ func hasColon(v string) bool {
 // line is v: the lines after it indented more than parent, up to a comment.
 // A line break between two lines folds to a space; n empty lines between
 // them give n line feeds.
-func (p *parser) plainMore(v string, parent int) (string, error) {
+func (p *parser) plainMore(v string, parent int) string {
 	var b text
 	empty := 0
 	for l := p.line(); l != nil; l = p.line() {
@@ -593,7 +557,7 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 		}
 		c, comment := plainLine(t)
 		if hasColon(c) {
-			return "", errorf(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
+			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
 		if b.Len() == 0 {
 			b.put(v)
@@ -610,44 +574,43 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 		}
 	}
 	if b.Len() == 0 {
-		return v, nil
+		return v
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // indicator rejects a value starting with an indicator the subset leaves
 // out, or with a list item's "- ".
-func indicator(t string, num int) error {
+func indicator(t string, num int) {
 	switch t[0] {
 	case '&':
-		return errorf(num, "anchors are not supported")
+		fail(num, "anchors are not supported")
 	case '*':
-		return errorf(num, "aliases are not supported")
+		fail(num, "aliases are not supported")
 	case '!':
-		return errorf(num, "tags are not supported")
+		fail(num, "tags are not supported")
 	case '|', '>':
-		return errorf(num, "a block scalar cannot start here")
+		fail(num, "a block scalar cannot start here")
 	case '%', '@', '`':
-		return errorf(num, "reserved indicator %q cannot start a plain scalar", t[0])
+		fail(num, "reserved indicator %q cannot start a plain scalar", t[0])
 	case ',', ']', '}':
-		return errorf(num, "unexpected %q", t[0])
+		fail(num, "unexpected %q", t[0])
 	case '#':
-		return errorf(num, "expected a value, found a comment")
+		fail(num, "expected a value, found a comment")
 	}
 	switch {
 	case t[0] == '?' && spaceAfter(t, 0):
-		return errorf(num, "complex keys ('?') are not supported")
+		fail(num, "complex keys ('?') are not supported")
 	case t[0] == ':' && spaceAfter(t, 0):
-		return errorf(num, "unexpected ':'")
+		fail(num, "unexpected ':'")
 	case isSeqItem(t):
-		return errorf(num, "a list item cannot start here")
+		fail(num, "a list item cannot start here")
 	}
-	return nil
 }
 
 // blockScalar parses a literal (|) or folded (>) block scalar whose header
 // is t, on line num, inside a parent at indentation parent.
-func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
+func (p *parser) blockScalar(t string, num, parent int) *Node {
 	folded := t[0] == '>'
 	chomp, explicit := byte(0), 0
 	h := t[1:]
@@ -659,11 +622,11 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		case h[0] >= '1' && h[0] <= '9' && explicit == 0:
 			explicit, h = int(h[0]-'0'), h[1:]
 		case h[0] == '0':
-			return nil, errorf(num, "block scalar indentation indicator 0 is not valid")
+			fail(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
 	if !spaceOrComment(h) {
-		return nil, errorf(num, "invalid block scalar header")
+		fail(num, "invalid block scalar header")
 	}
 	// The content's indentation: given by the header, relative to the
 	// parent, or else that of the first line that is not empty.
@@ -688,7 +651,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		}
 		if indent < 0 {
 			if longest > l.indent && l.indent > parent {
-				return nil, errorf(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+				fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
 			}
 			if l.indent <= parent || l.indent == 0 {
 				break // no content: the scalar is empty
@@ -721,7 +684,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 	if chomp == '+' {
 		b.repeat('\n', empty)
 	}
-	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}, nil
+	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}
 }
 
 // text builds a scalar's value. It doubles its buffer as it grows, so
@@ -744,16 +707,13 @@ func (b *text) repeat(c byte, n int) {
 	}
 }
 
-// errUnterminated is the cause of the error for a quoted scalar that the
-// text ends in.
-var errUnterminated = errors.New("unterminated")
-
 // quoted parses the single- or double-quoted scalar at s[i:], which starts
 // on line num. It may go on over several lines, each indented at least
 // minIndent: a line break folds to a space, n empty lines give n line
 // feeds, and white space around a line break is dropped. It returns the
-// value, the offset after the closing quote and that offset's line.
-func quoted(s string, i, num, minIndent int) (string, int, int, error) {
+// value, the offset after the closing quote and that offset's line; the
+// offset is -1 when s ends before the closing quote.
+func quoted(s string, i, num, minIndent int) (string, int, int) {
 	q := s[i]
 	var b text
 	ws := -1 // where white space not written yet starts: dropped at a line break
@@ -777,14 +737,14 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 			b.put("'")
 			j += 2
 		case c == q:
-			return b.String(), j + 1, n, nil
+			return b.String(), j + 1, n
 		case c == '\n' || escapedBreak:
 			if escapedBreak {
 				j++
 			}
-			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
-			if err != nil {
-				return "", 0, 0, err
+			empty, next, nn := foldBreak(s, j+1, n+1, minIndent)
+			if next < 0 {
+				return "", -1, 0
 			}
 			if empty == 0 && !escapedBreak {
 				b.repeat(' ', 1)
@@ -793,13 +753,9 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 			j, n = next, nn
 		case c == '\\' && q == '"':
 			if j+1 == len(s) {
-				return "", 0, 0, unterminated(num, q)
+				return "", -1, 0
 			}
-			k, err := escape(&b, s[j+1:], n)
-			if err != nil {
-				return "", 0, 0, err
-			}
-			j += 1 + k
+			j += 1 + escape(&b, s[j+1:], n)
 		default:
 			k := j + 1
 			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
@@ -809,22 +765,24 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 			j = k
 		}
 	}
-	return "", 0, 0, unterminated(num, q)
+	return "", -1, 0
 }
 
-func unterminated(num int, q byte) error {
+// unterminated fails for a quoted scalar, with quote q on line num, that
+// the text ends in.
+func unterminated(num int, q byte) {
 	kind := "double"
 	if q == '\'' {
 		kind = "single"
 	}
-	return &SyntaxError{Line: num, Msg: "unterminated " + kind + "-quoted scalar", cause: errUnterminated}
+	fail(num, "unterminated %s-quoted scalar", kind)
 }
 
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
-// quoted scalar that started on line start, and the indentation of the
-// next line. It returns the number of empty lines and where the content
-// goes on.
-func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, line int, err error) {
+// quoted scalar, and the indentation of the next line. It returns the
+// number of empty lines and where the content goes on, or -1 there when
+// the text ends.
+func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
 		k := j
 		for k < len(s) && s[k] == ' ' {
@@ -836,17 +794,17 @@ func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, l
 		}
 		switch {
 		case k == len(s):
-			return 0, 0, 0, unterminated(start, q)
+			return 0, -1, 0
 		case s[k] == '\n':
 			empty++
 			j, n = k+1, n+1
 			continue
 		case spaces == 0 && isMarker(s[j:]):
-			return 0, 0, 0, errorf(n, "a document marker inside a quoted scalar")
+			fail(n, "a document marker inside a quoted scalar")
 		case spaces < minIndent:
-			return 0, 0, 0, errorf(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
+			fail(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
 		}
-		return empty, k, n, nil
+		return empty, k, n
 	}
 }
 
@@ -879,32 +837,24 @@ var hexDigits = map[byte]int{'x': 2, 'u': 4, 'U': 8}
 
 // escape decodes the escape sequence at the start of s (after the
 // backslash), appends it to b and returns its length.
-func escape(b *text, s string, num int) (int, error) {
+func escape(b *text, s string, num int) int {
 	if r, ok := escapes[s[0]]; ok {
 		b.put(r)
-		return 1, nil
+		return 1
 	}
 	digits, ok := hexDigits[s[0]]
 	if !ok {
-		return 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
+		fail(num, "invalid escape sequence in a double-quoted scalar")
 	}
 	if len(s) < 1+digits {
-		return 0, errorf(num, "short \\%c escape in a double-quoted scalar", s[0])
+		fail(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
 	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
 	if err != nil || !utf8.ValidRune(rune(v)) {
-		return 0, errorf(num, "invalid \\%c escape in a double-quoted scalar", s[0])
+		fail(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
 	b.put(string(rune(v)))
-	return 1 + digits, nil
-}
-
-// count counts one more map entry or list item, on line num.
-func (p *parser) count(num int) error {
-	if p.values++; p.values > MaxValues {
-		return errorf(num, "more than %d map entries and list items in the document", MaxValues)
-	}
-	return nil
+	return 1 + digits
 }
 
 // flow parses a flow collection, which may span lines: JSON is one.
@@ -917,8 +867,9 @@ type flow struct {
 }
 
 // space skips white space, line breaks and comments. Each line it enters
-// must be indented at least minIndent and must not be a document marker.
-func (f *flow) space() error {
+// must be indented at least minIndent and must not be a document marker:
+// it returns the error of one that is.
+func (f *flow) space() *SyntaxError {
 	for f.i < len(f.src) {
 		switch c := f.src[f.i]; {
 		case c == ' ' || c == '\t':
@@ -944,44 +895,39 @@ func (f *flow) space() error {
 	return nil
 }
 
-// more skips space and reports an error when the text ends before the
-// collection does.
-func (f *flow) more() error {
+// more skips space and fails when the text ends before the collection
+// does.
+func (f *flow) more() {
 	if err := f.space(); err != nil {
-		return err
+		panic(err)
 	}
 	if f.i == len(f.src) {
-		return errorf(f.start, "flow collection not closed before the end of the document")
+		fail(f.start, "flow collection not closed before the end of the document")
 	}
-	return nil
 }
 
-func (f *flow) value(depth int) (*Node, error) {
+func (f *flow) value(depth int) *Node {
 	if depth > MaxDepth {
-		return nil, errorf(f.line, "nesting deeper than %d levels", MaxDepth)
+		fail(f.line, "nesting deeper than %d levels", MaxDepth)
 	}
-	if err := f.more(); err != nil {
-		return nil, err
-	}
+	f.more()
 	switch c := f.src[f.i]; c {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		v, n, line, err := quoted(f.src, f.i, f.line, f.minIndent)
-		if err != nil {
-			return nil, err
+		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
+		if end < 0 {
+			unterminated(f.line, c)
 		}
-		node := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
-		f.i, f.line = n, line
-		return node, nil
+		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
+		f.i, f.line = end, line
+		return n
 	case ',', ']', '}', '#':
-		return nil, errorf(f.line, "expected a value in a flow collection")
+		fail(f.line, "expected a value in a flow collection")
 	case '|', '>':
-		return nil, errorf(f.line, "block scalars cannot appear in a flow collection")
+		fail(f.line, "block scalars cannot appear in a flow collection")
 	}
-	if err := indicator(f.src[f.i:], f.line); err != nil {
-		return nil, err
-	}
+	indicator(f.src[f.i:], f.line)
 	start := f.i
 	for ; f.i < len(f.src); f.i++ {
 		c := f.src[f.i]
@@ -1000,15 +946,15 @@ func (f *flow) value(depth int) (*Node, error) {
 		// The scalar ends with its line only if a flow indicator comes
 		// next.
 		g := *f
-		if err := g.space(); err == nil && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
-			return nil, errorf(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
+		if g.space() == nil && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
+			fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		}
 	}
-	return n, nil
+	return n
 }
 
 // collection parses the flow list or map that starts at src[i].
-func (f *flow) collection(depth int) (*Node, error) {
+func (f *flow) collection(depth int) *Node {
 	n := &Node{Kind: List, Line: f.line}
 	end, what := byte(']'), "list"
 	var seen map[string]bool
@@ -1016,73 +962,55 @@ func (f *flow) collection(depth int) (*Node, error) {
 		n.Kind, end, what, seen = Map, '}', "map", make(map[string]bool)
 	}
 	f.i++
-	for {
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		if f.src[f.i] == end {
-			f.i++
-			return n, nil
-		}
+	for f.more(); f.src[f.i] != end; f.more() {
 		num := f.line
-		v, err := f.value(depth + 1)
-		if err == nil && n.Kind == Map {
-			err = f.entry(n, v, num, seen, depth)
-		} else if err == nil {
+		v := f.value(depth + 1)
+		if n.Kind == Map {
+			f.entry(n, v, num, seen, depth)
+		} else {
 			n.Items = append(n.Items, v)
 		}
-		if err == nil {
-			err = f.count(num)
-		}
-		if err == nil {
-			err = f.more()
-		}
-		if err != nil {
-			return nil, err
-		}
+		f.count(num)
+		f.more()
 		switch c := f.src[f.i]; {
 		case c == ',':
 			f.i++
 		case c == end:
 		case c == ':' && n.Kind == List:
-			return nil, errorf(f.line, "key: value pairs in a flow list are not supported")
+			fail(f.line, "key: value pairs in a flow list are not supported")
 		default:
-			return nil, errorf(f.line, "expected ',' or '%c' in a flow %s", end, what)
+			fail(f.line, "expected ',' or '%c' in a flow %s", end, what)
 		}
 	}
+	f.i++
+	return n
 }
 
 // entry reads the rest of an entry of flow map m whose key k, on line num,
 // has been read, and adds it to m. seen holds m's keys.
-func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) error {
+func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
 	switch {
 	case k.Kind != Scalar:
-		return errorf(num, "map keys must be scalars")
+		fail(num, "map keys must be scalars")
 	case f.line != num:
-		return errorf(num, "a map key must be on one line")
+		fail(num, "a map key must be on one line")
 	case !k.Quoted && k.Value == "<<":
-		return errorf(num, "merge keys ('<<') are not supported")
+		fail(num, "merge keys ('<<') are not supported")
 	}
 	// The ':' is on the key's line.
 	f.i += len(f.src[f.i:]) - len(strings.TrimLeft(f.src[f.i:], " \t"))
 	if f.i == len(f.src) || f.src[f.i] != ':' {
-		return errorf(num, "expected ':' after a key in a flow map")
+		fail(num, "expected ':' after a key in a flow map")
 	}
 	f.i++
 	if seen[k.Value] {
-		return errorf(num, "duplicate map key")
+		fail(num, "duplicate map key")
 	}
 	seen[k.Value] = true
-	if err := f.more(); err != nil {
-		return err
-	}
+	f.more()
 	v := null(num)
 	if c := f.src[f.i]; c != ',' && c != '}' {
-		var err error
-		if v, err = f.value(depth + 1); err != nil {
-			return err
-		}
+		v = f.value(depth + 1)
 	}
 	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
-	return nil
 }
