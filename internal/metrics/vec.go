@@ -31,13 +31,11 @@ func newVec[M any](d *desc, newM func() *M, sample func(*M) series) *vec[M] {
 	return &vec[M]{d: d, newM: newM, sample: sample, child: make(map[string]*labelled[M])}
 }
 
-// WithLabelValues returns the child for the label values, in the order
-// of the label names, creating it if needed: a counter or gauge at zero,
-// a histogram empty. Invalid UTF-8 in a value is replaced, since the
-// format requires label values in UTF-8. It panics if the number of
-// values is wrong: that is a programming error. Keep the result on hot
-// paths: the lookup takes a read lock.
-func (v *vec[M]) WithLabelValues(values ...string) *M {
+// get returns the child for values, creating it if needed. Invalid UTF-8
+// in a value is replaced, since the format requires label values in
+// UTF-8. It panics if the number of values is wrong: that is a
+// programming error.
+func (v *vec[M]) get(values []string) *M {
 	if len(values) != len(v.d.labels) {
 		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.d.name, len(values), len(v.d.labels), v.d.labels))
 	}
@@ -95,6 +93,12 @@ func NewCounterVec(name, help string, labelNames ...string) *CounterVec {
 	return &CounterVec{newVec(d, func() *Counter { return new(Counter) }, (*Counter).sample)}
 }
 
+// WithLabelValues returns the counter for the label values, in the order
+// of the label names, creating it at zero if needed. It panics if the
+// number of values is wrong. Keep the result on hot paths: the lookup
+// takes a read lock.
+func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.get(values) }
+
 // GaugeVec is a family of gauges told apart by label values. Its methods
 // are safe for concurrent use.
 type GaugeVec struct{ *vec[Gauge] }
@@ -104,6 +108,10 @@ func NewGaugeVec(name, help string, labelNames ...string) *GaugeVec {
 	d := newDesc(name, help, typeGauge, labelNames, nil)
 	return &GaugeVec{newVec(d, func() *Gauge { return new(Gauge) }, (*Gauge).sample)}
 }
+
+// WithLabelValues returns the gauge for the label values, creating it at
+// zero if needed. It panics if the number of values is wrong.
+func (g *GaugeVec) WithLabelValues(values ...string) *Gauge { return g.get(values) }
 
 // HistogramVec is a family of histograms told apart by label values, all
 // with the same buckets. Its methods are safe for concurrent use.
@@ -123,6 +131,10 @@ func NewHistogramVec(name, help string, buckets []float64, labelNames ...string)
 	}
 	return &HistogramVec{newVec(d, newH, (*Histogram).sample)}
 }
+
+// WithLabelValues returns the histogram for the label values, creating it
+// empty if needed. It panics if the number of values is wrong.
+func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.get(values) }
 
 // FuncVec is a family of counters or gauges whose values are read from
 // functions when the registry is scraped, told apart by label values. Its
@@ -190,7 +202,7 @@ func (v *FuncVec) Bind(f func() float64, values ...string) {
 
 // bind is Bind for a function that may have no value.
 func (v *FuncVec) bind(f func() (float64, bool), values ...string) {
-	v.v.WithLabelValues(values...).f.Store(&f)
+	v.v.get(values).f.Store(&f)
 }
 
 func (v *FuncVec) families() []family { return v.v.families() }
