@@ -637,7 +637,7 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 	longest := 0 // the longest leading empty line
 	var b text
 	empty := 0
-	started, prevMore := false, false
+	prevMore := false
 	broken := false // the last content line ends with a line break
 	for l := p.line(); l != nil; l = p.line() {
 		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
@@ -664,7 +664,7 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		c := l.raw[indent:]
 		more := c == "" || c[0] == ' ' || c[0] == '\t'
 		switch {
-		case !started:
+		case b.Len() == 0: // the first content line
 			b.repeat('\n', empty)
 		case !folded || more || prevMore:
 			b.repeat('\n', empty+1)
@@ -674,7 +674,7 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 			b.repeat('\n', empty)
 		}
 		b.put(c)
-		started, prevMore, empty = true, more, 0
+		prevMore, empty = more, 0
 		broken = l.end < len(p.src)
 		p.next()
 	}
