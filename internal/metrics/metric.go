@@ -32,18 +32,16 @@ func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
 	if !validName(name, false) {
 		d.err = fmt.Errorf("metrics: invalid metric name %q", name)
 	}
-	seen := make(map[string]bool, len(labels))
-	for _, l := range labels {
+	for i, l := range labels {
 		switch {
 		case d.err != nil:
 		case !validName(l, true):
 			d.err = fmt.Errorf("metrics: %s: invalid label name %q", name, l)
 		case typ == typeHistogram && l == "le":
 			d.err = fmt.Errorf("metrics: %s: label name \"le\" is reserved for histogram buckets", name)
-		case seen[l]:
+		case slices.Contains(labels[:i], l):
 			d.err = fmt.Errorf("metrics: %s: duplicate label name %q", name, l)
 		}
-		seen[l] = true
 	}
 	if typ == typeHistogram && d.err == nil {
 		d.err = checkBuckets(name, buckets)
