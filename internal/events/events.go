@@ -113,19 +113,12 @@ type Stats struct {
 // the Event to patch; both are bounded to 4096 entries, dropping the
 // least useful (refilled limiters, expired series) when full.
 type Recorder struct {
-	events     k8sapi.Typed[k8sapi.Event]
-	controller string
-	instance   string
-	action     string
-	window     time.Duration
-	now        func() time.Time
-	log        *slog.Logger
-	queue      chan item
+	cfg    Config // with the defaults filled in
+	events k8sapi.Typed[k8sapi.Event]
+	queue  chan item
 
 	limitMu sync.Mutex
 	limits  map[string]*k8sapi.TokenBucket
-	burst   int
-	refill  time.Duration
 
 	created, patched, dropped, rateLimited, invalid, failed atomic.Int64
 
@@ -161,32 +154,31 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("events: Config.Client is required")
 	}
-	r := &Recorder{
-		events:     k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
-		controller: cmp.Or(cfg.Controller, DefaultController),
-		instance:   cfg.Instance,
-		action:     cmp.Or(cfg.Action, DefaultAction),
-		window:     cmp.Or(cfg.Window, DefaultWindow),
-		now:        cfg.Now,
-		log:        cfg.Logger,
-		queue:      make(chan item, cmp.Or(cfg.QueueSize, DefaultQueueSize)),
-		limits:     make(map[string]*k8sapi.TokenBucket),
-		burst:      cmp.Or(cfg.Burst, DefaultBurst),
-		refill:     cmp.Or(cfg.Refill, DefaultRefill),
-		series:     make(map[seriesKey]*seriesState),
-	}
-	if r.instance == "" {
+	cfg.Controller = cmp.Or(cfg.Controller, DefaultController)
+	cfg.Action = cmp.Or(cfg.Action, DefaultAction)
+	cfg.QueueSize = cmp.Or(cfg.QueueSize, DefaultQueueSize)
+	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
+	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
+	cfg.Refill = cmp.Or(cfg.Refill, DefaultRefill)
+	if cfg.Instance == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
 			return nil, fmt.Errorf("events: no Config.Instance and no host name: %v", err)
 		}
-		r.instance = h
+		cfg.Instance = h
 	}
-	if r.now == nil {
-		r.now = time.Now
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{
+		cfg:    cfg,
+		events: k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
+		queue:  make(chan item, cfg.QueueSize),
+		limits: make(map[string]*k8sapi.TokenBucket),
+		series: make(map[seriesKey]*seriesState),
 	}
 	return r, nil
 }
@@ -201,7 +193,7 @@ func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, no
 		r.invalid.Add(1)
 		return
 	}
-	now := r.now()
+	now := r.cfg.Now()
 	if !r.allow(objectKey(regarding), now) {
 		r.rateLimited.Add(1)
 		return
@@ -251,7 +243,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 		r.fail(err)
 	}
 	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
-	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.window {
+	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.cfg.Window {
 		count := s.count + 1
 		patch, _ := json.Marshal(map[string]k8sapi.EventSeries{"series": {Count: count, LastObservedTime: k8sapi.MicroTime{Time: it.at}}})
 		_, err := r.events.Patch(ctx, s.namespace, s.name, k8sapi.MergePatch, patch, k8sapi.PatchOptions{})
@@ -275,7 +267,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	r.created.Add(1)
 	r.succeeded()
 	if len(r.series) >= maxTracked {
-		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.window })
+		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.cfg.Window })
 	}
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
@@ -300,9 +292,9 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
 		ObjectMeta:          k8sapi.ObjectMeta{Name: truncate(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
 		EventTime:           k8sapi.MicroTime{Time: it.at},
-		ReportingController: r.controller,
-		ReportingInstance:   r.instance,
-		Action:              r.action,
+		ReportingController: r.cfg.Controller,
+		ReportingInstance:   r.cfg.Instance,
+		Action:              r.cfg.Action,
 		Reason:              it.reason,
 		Regarding:           it.regarding,
 		Note:                it.note,
@@ -320,10 +312,10 @@ func (r *Recorder) fail(err error) {
 	}
 	r.failing = true
 	if k8sapi.IsForbidden(err) {
-		r.log.Warn("events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds", "err", err)
+		r.cfg.Logger.Warn("events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds", "err", err)
 		return
 	}
-	r.log.Warn("events: writing an Event failed; further failures are not logged until a write succeeds", "err", err)
+	r.cfg.Logger.Warn("events: writing an Event failed; further failures are not logged until a write succeeds", "err", err)
 }
 
 // objectKey identifies the object an event is about.
@@ -354,7 +346,7 @@ func (r *Recorder) allow(obj string, now time.Time) bool {
 		if len(r.limits) >= maxTracked {
 			expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
 		}
-		b = k8sapi.NewTokenBucket(1/r.refill.Seconds(), r.burst)
+		b = k8sapi.NewTokenBucket(1/r.cfg.Refill.Seconds(), r.cfg.Burst)
 		r.limits[obj] = b
 	}
 	return b.Allow(now)

@@ -4,7 +4,6 @@
 package memlimit
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -109,17 +108,15 @@ func parseLimit(s string) (int64, error) {
 // the v1 memory controller's path ("N:...memory...:PATH"). A missing file
 // is no paths.
 func cgroupPaths(root fs.FS) (v2, v1 string, err error) {
-	f, err := root.Open("proc/self/cgroup")
+	b, err := fs.ReadFile(root, "proc/self/cgroup")
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("memlimit: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		id, rest, ok := strings.Cut(sc.Text(), ":")
+	for line := range strings.Lines(string(b)) {
+		id, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
 		if !ok {
 			continue
 		}
@@ -133,9 +130,6 @@ func cgroupPaths(root fs.FS) (v2, v1 string, err error) {
 		case v1 == "" && slices.Contains(strings.Split(controllers, ","), "memory"):
 			v1 = p
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", "", fmt.Errorf("memlimit: /proc/self/cgroup: %w", err)
 	}
 	return v2, v1, nil
 }

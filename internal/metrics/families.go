@@ -79,30 +79,30 @@ func (m *ControllerMetrics) families() []family {
 // start) and setting max_concurrent_reconciles to workers.
 func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeries {
 	s := &ControllerSeries{
-		errors:    m.ReconcileErrors.WithLabelValues(name),
-		terminal:  m.TerminalReconcileErrors.WithLabelValues(name),
-		panics:    m.ReconcilePanics.WithLabelValues(name),
-		time:      m.ReconcileTime.WithLabelValues(name),
-		active:    m.ActiveWorkers.WithLabelValues(name),
-		byResult:  make(map[string]*Counter, 4),
-		resultVec: m.ReconcileTotal,
-		name:      name,
+		errors:   m.ReconcileErrors.WithLabelValues(name),
+		terminal: m.TerminalReconcileErrors.WithLabelValues(name),
+		panics:   m.ReconcilePanics.WithLabelValues(name),
+		time:     m.ReconcileTime.WithLabelValues(name),
+		active:   m.ActiveWorkers.WithLabelValues(name),
+		results:  m.ReconcileTotal,
+		name:     name,
 	}
 	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		s.byResult[r] = m.ReconcileTotal.WithLabelValues(name, r)
+		m.ReconcileTotal.WithLabelValues(name, r)
 	}
 	m.MaxConcurrentReconciles.WithLabelValues(name).Set(float64(workers))
 	return s
 }
 
-// ControllerSeries are one controller's series, looked up once. Its
-// methods are safe for concurrent use.
+// ControllerSeries are one controller's series, looked up once but for
+// the reconcile_total series of a result, found by Reconciled under a
+// read lock and without allocating. Its methods are safe for concurrent
+// use.
 type ControllerSeries struct {
 	errors, terminal, panics *Counter
 	time                     *Histogram
 	active                   *Gauge
-	byResult                 map[string]*Counter // read-only after construction
-	resultVec                *CounterVec
+	results                  *CounterVec
 	name                     string
 }
 
@@ -110,11 +110,7 @@ type ControllerSeries struct {
 // of the Result constants; ResultError also counts an error.
 func (s *ControllerSeries) Reconciled(d time.Duration, result string) {
 	s.time.ObserveDuration(d)
-	c := s.byResult[result]
-	if c == nil {
-		c = s.resultVec.WithLabelValues(s.name, result)
-	}
-	c.Inc()
+	s.results.WithLabelValues(s.name, result).Inc()
 	if result == ResultError {
 		s.errors.Inc()
 	}

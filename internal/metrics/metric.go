@@ -32,18 +32,16 @@ func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
 	if !validName(name, false) {
 		d.err = fmt.Errorf("metrics: invalid metric name %q", name)
 	}
-	seen := make(map[string]bool, len(labels))
-	for _, l := range labels {
+	for i, l := range labels {
 		switch {
 		case d.err != nil:
 		case !validName(l, true):
 			d.err = fmt.Errorf("metrics: %s: invalid label name %q", name, l)
 		case typ == typeHistogram && l == "le":
 			d.err = fmt.Errorf("metrics: %s: label name \"le\" is reserved for histogram buckets", name)
-		case seen[l]:
+		case slices.Contains(labels[:i], l):
 			d.err = fmt.Errorf("metrics: %s: duplicate label name %q", name, l)
 		}
-		seen[l] = true
 	}
 	if typ == typeHistogram && d.err == nil {
 		d.err = checkBuckets(name, buckets)
@@ -51,10 +49,11 @@ func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
 	return d
 }
 
-// sampleNames returns the names the family's samples use.
-func (d *desc) sampleNames() []string {
+// names returns the names the family takes: its own and, for a
+// histogram, its samples'.
+func (d *desc) names() []string {
 	if d.typ == typeHistogram {
-		return []string{d.name + "_bucket", d.name + "_sum", d.name + "_count"}
+		return []string{d.name, d.name + "_bucket", d.name + "_sum", d.name + "_count"}
 	}
 	return []string{d.name}
 }
@@ -86,6 +85,8 @@ func (c *Counter) Inc() { c.n.Add(1) }
 // Value returns the current count.
 func (c *Counter) Value() float64 { return float64(c.n.Load()) }
 
+func (c *Counter) sample() series { return series{value: c.Value()} }
+
 // Gauge is a value that goes up and down, such as a number of workers: a
 // child of a [GaugeVec]. Its methods are safe for concurrent use and do
 // not lock.
@@ -102,6 +103,8 @@ func (g *Gauge) Dec() { g.v.add(-1) }
 
 // Value returns the current value.
 func (g *Gauge) Value() float64 { return g.v.load() }
+
+func (g *Gauge) sample() series { return series{value: g.Value()} }
 
 // Histogram counts observations, such as durations, in buckets: a child
 // of a [HistogramVec]. Its methods are safe for concurrent use, do not
@@ -135,17 +138,17 @@ func (h *Histogram) Observe(v float64) {
 // ObserveDuration observes d in seconds.
 func (h *Histogram) ObserveDuration(d time.Duration) { h.Observe(d.Seconds()) }
 
-// snapshot returns the cumulative bucket counts and the sum. The count is
+// sample returns the cumulative bucket counts and the sum. The count is
 // the last cumulative value, so buckets and count always agree even while
 // observations go on.
-func (h *Histogram) snapshot() histSnapshot {
-	s := histSnapshot{bounds: h.bounds, cumulative: make([]uint64, len(h.counts))}
+func (h *Histogram) sample() series {
+	s := series{cumulative: make([]uint64, len(h.counts))}
 	var total uint64
 	for i := range h.counts {
 		total += h.counts[i].Load()
 		s.cumulative[i] = total
 	}
-	s.sum = h.sum.load()
+	s.value = h.sum.load()
 	return s
 }
 

@@ -155,6 +155,10 @@ func TestRegisterNameClash(t *testing.T) {
 			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.families()[0].d.name)
 		}
 	}
+	// Two families of one name in one Register clash too.
+	if err := r.Register(collectors{NewCounterVec("twice", "h"), NewGaugeVec("twice", "h")}); err == nil {
+		t.Errorf("Register of two families named twice succeeded")
+	}
 	// A failed Register adds nothing.
 	if err := r.Register(NewGaugeVec("rpc_other", "h")); err != nil {
 		t.Errorf("unrelated name refused: %v", err)

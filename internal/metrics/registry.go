@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -30,16 +31,10 @@ type family struct {
 
 // series is one labelled sample, or one histogram.
 type series struct {
-	values []string
-	value  float64
-	hist   *histSnapshot
-	omit   bool // no value at this scrape
-}
-
-type histSnapshot struct {
-	bounds     []float64
-	cumulative []uint64 // one per bound, then +Inf
-	sum        float64
+	values     []string
+	value      float64  // a histogram's sum
+	cumulative []uint64 // a histogram's counts: one per bound, then +Inf
+	omit       bool     // no value at this scrape
 }
 
 // collectors is a set of collectors registered as one.
@@ -81,25 +76,19 @@ func (r *Registry) Register(c Collector) error {
 	fs := c.families()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	added := make(map[string]string)
+	names := maps.Clone(r.names)
 	for _, f := range fs {
-		d := f.d
-		if d.err != nil {
-			return d.err
+		if f.d.err != nil {
+			return f.d.err
 		}
-		for _, n := range append(d.sampleNames(), d.name) {
-			if other, ok := r.names[n]; ok {
-				return fmt.Errorf("metrics: %s: name %q already used by family %s", d.name, n, other)
+		for _, n := range f.d.names() {
+			if other, ok := names[n]; ok {
+				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.d.name, n, other)
 			}
-			if other, ok := added[n]; ok && other != d.name {
-				return fmt.Errorf("metrics: %s: name %q already used by family %s", d.name, n, other)
-			}
-			added[n] = d.name
+			names[n] = f.d.name
 		}
 	}
-	for n, f := range added {
-		r.names[n] = f
-	}
+	r.names = names
 	r.families = append(r.families, fs...)
 	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.d.name, b.d.name) })
 	return nil
@@ -150,48 +139,39 @@ func appendFamily(b []byte, d *desc, ss []series) []byte {
 	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", d.name, helpEscaper.Replace(d.help), d.name, d.typ)
 	slices.SortFunc(ss, func(x, y series) int { return slices.Compare(x.values, y.values) })
 	for _, s := range ss {
-		switch h := s.hist; {
+		switch {
 		case s.omit:
-		case h == nil:
-			b = appendSample(b, d.name, "", d.labels, s.values, "", s.value)
+		case s.cumulative == nil:
+			b = appendSample(b, d.name, d.labels, s.values, s.value)
 		default:
-			var buf [32]byte
-			for i, c := range h.cumulative {
-				le := "+Inf"
-				if i < len(h.bounds) {
-					le = string(appendFloat(buf[:0], h.bounds[i]))
+			labels := append(slices.Clip(d.labels), "le")
+			values := append(slices.Clip(s.values), "+Inf")
+			for i, c := range s.cumulative {
+				if i < len(d.buckets) {
+					values[len(values)-1] = string(appendFloat(nil, d.buckets[i]))
+				} else {
+					values[len(values)-1] = "+Inf"
 				}
-				b = appendSample(b, d.name, "_bucket", d.labels, s.values, le, float64(c))
+				b = appendSample(b, d.name+"_bucket", labels, values, float64(c))
 			}
-			b = appendSample(b, d.name, "_sum", d.labels, s.values, "", h.sum)
-			b = appendSample(b, d.name, "_count", d.labels, s.values, "", float64(h.cumulative[len(h.cumulative)-1]))
+			b = appendSample(b, d.name+"_sum", d.labels, s.values, s.value)
+			b = appendSample(b, d.name+"_count", d.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
 		}
 	}
 	return b
 }
 
-// appendSample appends one sample line; le, when not empty, is added as
-// the last label.
-func appendSample(b []byte, name, suffix string, labels, values []string, le string, v float64) []byte {
+// appendSample appends one sample line.
+func appendSample(b []byte, name string, labels, values []string, v float64) []byte {
 	b = append(b, name...)
-	b = append(b, suffix...)
-	sep := byte('{')
 	for i, l := range labels {
-		b = append(b, sep)
-		b = append(b, l...)
-		b = append(b, `="`...)
-		b = append(b, labelEscaper.Replace(values[i])...)
-		b = append(b, '"')
-		sep = ','
+		sep := byte(',')
+		if i == 0 {
+			sep = '{'
+		}
+		b = fmt.Appendf(b, "%c%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
 	}
-	if le != "" {
-		b = append(b, sep)
-		b = append(b, `le="`...)
-		b = append(b, le...)
-		b = append(b, '"')
-		sep = ','
-	}
-	if sep == ',' {
+	if len(labels) > 0 {
 		b = append(b, '}')
 	}
 	b = append(b, ' ')

@@ -59,61 +59,49 @@ func heapAlloc() (float64, bool) {
 	return float64(s[0].Value.Uint64()), true
 }
 
-// statm returns field i of /proc/self/statm, in pages, as bytes.
-func statm(i int) (float64, bool) {
-	b, err := os.ReadFile("/proc/self/statm")
+// procFields returns the fields of a /proc file, or nil if it cannot be
+// read. Of /proc/self/stat it returns those after the command name, field
+// 2, which is in parentheses and may hold spaces.
+func procFields(name string) []string {
+	b, err := os.ReadFile(name)
 	if err != nil {
-		return 0, false
+		return nil
 	}
-	f := strings.Fields(string(b))
-	if len(f) <= i {
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+}
+
+// number returns f[i] as a number, if there is one.
+func number(f []string, i int) (float64, bool) {
+	if i >= len(f) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(f[i], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return float64(n) * float64(os.Getpagesize()), true
+	return float64(n), err == nil
+}
+
+// statm returns field i of /proc/self/statm, in pages, as bytes.
+func statm(i int) (float64, bool) {
+	n, ok := number(procFields("/proc/self/statm"), i)
+	return n * float64(os.Getpagesize()), ok
 }
 
 // userHZ is the unit of the CPU times in /proc/<pid>/stat: fixed at 100
 // by the Linux ABI.
 const userHZ = 100
 
-// cpuSeconds returns utime + stime from /proc/self/stat.
+// cpuSeconds returns utime + stime from /proc/self/stat: fields 14 and 15,
+// the 12th and 13th after the command name.
 func cpuSeconds() (float64, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name, field 2, is in parentheses and may hold spaces:
-	// count fields after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return float64(u+s) / userHZ, true
+	f := procFields("/proc/self/stat")
+	u, uok := number(f, 11)
+	s, sok := number(f, 12)
+	return (u + s) / userHZ, uok && sok
 }
 
 func openFDs() (float64, bool) {
-	d, err := os.Open("/proc/self/fd")
+	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return 0, false
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, false
-	}
-	return float64(len(names) - 1), true // less the one just opened to read it
+	return float64(len(fds) - 1), true // less the one opened to read it
 }

@@ -12,12 +12,14 @@ import (
 )
 
 // vec holds the labelled children of one family, keyed by their label
-// values joined with 0xff (which valid UTF-8 never contains).
+// values joined with 0xff (which valid UTF-8 never contains). Each kind
+// of family embeds one.
 type vec[M any] struct {
-	d     *desc
-	newM  func() *M
-	mu    sync.RWMutex
-	child map[string]*labelled[M]
+	d      *desc
+	newM   func() *M
+	sample func(*M) series // called without the lock held
+	mu     sync.RWMutex
+	child  map[string]*labelled[M]
 }
 
 type labelled[M any] struct {
@@ -25,8 +27,8 @@ type labelled[M any] struct {
 	m      *M
 }
 
-func newVec[M any](d *desc, newM func() *M) *vec[M] {
-	return &vec[M]{d: d, newM: newM, child: make(map[string]*labelled[M])}
+func newVec[M any](d *desc, newM func() *M, sample func(*M) series) *vec[M] {
+	return &vec[M]{d: d, newM: newM, sample: sample, child: make(map[string]*labelled[M])}
 }
 
 // get returns the child for values, creating it if needed. Invalid UTF-8
@@ -67,61 +69,53 @@ func (v *vec[M]) get(values []string) *M {
 	return c.m
 }
 
-// family returns the vec's family, whose series sample reads from each
-// child. sample is called without the vec's lock held.
-func (v *vec[M]) family(sample func(*M) series) family {
-	return family{v.d, func() []series {
+func (v *vec[M]) families() []family {
+	return []family{{v.d, func() []series {
 		v.mu.RLock()
 		cs := slices.Collect(maps.Values(v.child))
 		v.mu.RUnlock()
 		out := make([]series, len(cs))
 		for i, c := range cs {
-			out[i] = sample(c.m)
+			out[i] = v.sample(c.m)
 			out[i].values = c.values
 		}
 		return out
-	}}
+	}}}
 }
 
 // CounterVec is a family of counters told apart by label values. Its
 // methods are safe for concurrent use.
-type CounterVec struct{ v *vec[Counter] }
+type CounterVec struct{ *vec[Counter] }
 
 // NewCounterVec returns a counter family with the given label names.
 func NewCounterVec(name, help string, labelNames ...string) *CounterVec {
-	return &CounterVec{newVec(newDesc(name, help, typeCounter, labelNames, nil), func() *Counter { return new(Counter) })}
+	d := newDesc(name, help, typeCounter, labelNames, nil)
+	return &CounterVec{newVec(d, func() *Counter { return new(Counter) }, (*Counter).sample)}
 }
 
 // WithLabelValues returns the counter for the label values, in the order
 // of the label names, creating it at zero if needed. It panics if the
 // number of values is wrong. Keep the result on hot paths: the lookup
 // takes a read lock.
-func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.v.get(values) }
-
-func (c *CounterVec) families() []family {
-	return []family{c.v.family(func(c *Counter) series { return series{value: c.Value()} })}
-}
+func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.get(values) }
 
 // GaugeVec is a family of gauges told apart by label values. Its methods
 // are safe for concurrent use.
-type GaugeVec struct{ v *vec[Gauge] }
+type GaugeVec struct{ *vec[Gauge] }
 
 // NewGaugeVec returns a gauge family with the given label names.
 func NewGaugeVec(name, help string, labelNames ...string) *GaugeVec {
-	return &GaugeVec{newVec(newDesc(name, help, typeGauge, labelNames, nil), func() *Gauge { return new(Gauge) })}
+	d := newDesc(name, help, typeGauge, labelNames, nil)
+	return &GaugeVec{newVec(d, func() *Gauge { return new(Gauge) }, (*Gauge).sample)}
 }
 
 // WithLabelValues returns the gauge for the label values, creating it at
 // zero if needed. It panics if the number of values is wrong.
-func (g *GaugeVec) WithLabelValues(values ...string) *Gauge { return g.v.get(values) }
-
-func (g *GaugeVec) families() []family {
-	return []family{g.v.family(func(g *Gauge) series { return series{value: g.Value()} })}
-}
+func (g *GaugeVec) WithLabelValues(values ...string) *Gauge { return g.get(values) }
 
 // HistogramVec is a family of histograms told apart by label values, all
 // with the same buckets. Its methods are safe for concurrent use.
-type HistogramVec struct{ v *vec[Histogram] }
+type HistogramVec struct{ *vec[Histogram] }
 
 // NewHistogramVec returns a histogram family with the given bucket upper
 // bounds, which must be sorted and distinct (a final +Inf is implied and
@@ -132,21 +126,15 @@ func NewHistogramVec(name, help string, buckets []float64, labelNames ...string)
 		b = b[:n-1]
 	}
 	d := newDesc(name, help, typeHistogram, labelNames, b)
-	return &HistogramVec{newVec(d, func() *Histogram {
+	newH := func() *Histogram {
 		return &Histogram{bounds: b, counts: make([]atomic.Uint64, len(b)+1)}
-	})}
+	}
+	return &HistogramVec{newVec(d, newH, (*Histogram).sample)}
 }
 
 // WithLabelValues returns the histogram for the label values, creating it
 // empty if needed. It panics if the number of values is wrong.
-func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.v.get(values) }
-
-func (h *HistogramVec) families() []family {
-	return []family{h.v.family(func(h *Histogram) series {
-		s := h.snapshot()
-		return series{hist: &s}
-	})}
-}
+func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.get(values) }
 
 // FuncVec is a family of counters or gauges whose values are read from
 // functions when the registry is scraped, told apart by label values. Its
@@ -158,6 +146,15 @@ type FuncVec struct{ v *vec[funcValue] }
 // false ok leaves the sample out of the scrape.
 type funcValue struct {
 	f atomic.Pointer[func() (v float64, ok bool)]
+}
+
+func (fv *funcValue) sample() series {
+	f := fv.f.Load()
+	if f == nil {
+		return series{omit: true}
+	}
+	x, ok := (*f)()
+	return series{value: x, omit: !ok}
 }
 
 // NewGaugeFunc returns an unlabelled gauge whose value is f(), called at
@@ -189,7 +186,8 @@ func NewCounterFuncVec(name, help string, labelNames ...string) *FuncVec {
 }
 
 func newFuncVec(name, help, typ string, labelNames []string) *FuncVec {
-	return &FuncVec{newVec(newDesc(name, help, typ, labelNames, nil), func() *funcValue { return new(funcValue) })}
+	d := newDesc(name, help, typ, labelNames, nil)
+	return &FuncVec{newVec(d, func() *funcValue { return new(funcValue) }, (*funcValue).sample)}
 }
 
 // Bind makes f the source of the series with the label values, replacing
@@ -207,13 +205,4 @@ func (v *FuncVec) bind(f func() (float64, bool), values ...string) {
 	v.v.get(values).f.Store(&f)
 }
 
-func (v *FuncVec) families() []family {
-	return []family{v.v.family(func(fv *funcValue) series {
-		f := fv.f.Load()
-		if f == nil {
-			return series{omit: true}
-		}
-		x, ok := (*f)()
-		return series{value: x, omit: !ok}
-	})}
-}
+func (v *FuncVec) families() []family { return v.v.families() }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -195,26 +196,21 @@ func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.cache) >= f.cfg.MaxEntries {
+		maps.DeleteFunc(f.cache, func(_ [sha256.Size]byte, d decision) bool { return !now.Before(d.expires) })
+	}
+	for pass := 0; pass < 2 && len(f.cache) >= f.cfg.MaxEntries; pass++ {
 		for k, d := range f.cache {
-			if !now.Before(d.expires) {
+			if len(f.cache) < f.cfg.MaxEntries {
+				break
+			}
+			if d.code != http.StatusOK || pass == 1 && code == http.StatusOK {
 				delete(f.cache, k)
 			}
 		}
-		for pass := 0; pass < 2 && len(f.cache) >= f.cfg.MaxEntries; pass++ {
-			for k, d := range f.cache {
-				if len(f.cache) < f.cfg.MaxEntries {
-					break
-				}
-				if d.code != http.StatusOK || pass == 1 && code == http.StatusOK {
-					delete(f.cache, k)
-				}
-			}
-		}
-		if len(f.cache) >= f.cfg.MaxEntries {
-			return
-		}
 	}
-	f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
+	if len(f.cache) < f.cfg.MaxEntries {
+		f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
+	}
 }
 
 // userInfo is the user a TokenReview names.

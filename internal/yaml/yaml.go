@@ -28,7 +28,6 @@
 package yaml
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,12 +91,9 @@ func (n *Node) IsNull() bool {
 	if n == nil {
 		return true
 	}
-	if n.Kind != Scalar || n.Quoted {
-		return false
-	}
 	switch n.Value {
 	case "", "~", "null", "Null", "NULL":
-		return true
+		return n.Kind == Scalar && !n.Quoted
 	}
 	return false
 }
@@ -120,8 +116,6 @@ func (n *Node) Get(key string) *Node {
 type SyntaxError struct {
 	Line int    // 1-based
 	Msg  string // never includes the document's text
-
-	cause error // for errors.Is within the package
 }
 
 // Error returns "yaml: line N: message".
@@ -129,16 +123,34 @@ func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
-func (e *SyntaxError) Unwrap() error { return e.cause }
-
 // Parse parses one document. An empty document (only blank lines and
 // comments) is a null scalar.
-func Parse(data []byte) (*Node, error) {
-	p, err := newParser(data)
-	if err != nil {
-		return nil, err
-	}
-	return p.document()
+func Parse(data []byte) (n *Node, err error) {
+	// The parser stops at the first error by panicking with a
+	// *SyntaxError (see fail), which never leaves the package.
+	defer func() {
+		if e := recover(); e != nil {
+			se, ok := e.(*SyntaxError)
+			if !ok {
+				panic(e)
+			}
+			n, err = nil, se
+		}
+	}()
+	s := strings.TrimPrefix(string(data), "\uFEFF")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	checkChars(s)
+	p := &parser{src: s, num: 1}
+	return p.document(), nil
+}
+
+func errorf(line int, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// fail stops the parse with a *SyntaxError, which Parse returns.
+func fail(line int, format string, args ...any) {
+	panic(errorf(line, format, args...))
 }
 
 // line is one line of the document.
@@ -161,48 +173,20 @@ type parser struct {
 	have   bool
 }
 
-func errorf(line int, format string, args ...any) error {
-	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
-func newParser(data []byte) (*parser, error) {
-	s := strings.TrimPrefix(string(data), "\uFEFF")
-	if strings.IndexByte(s, '\r') >= 0 {
-		s = strings.ReplaceAll(s, "\r\n", "\n")
-	}
-	if err := checkChars(s); err != nil {
-		return nil, err
-	}
-	return &parser{src: s, num: 1}, nil
-}
-
 // checkChars rejects invalid UTF-8 and control characters other than tab
 // and line feed (a lone carriage return included).
-func checkChars(s string) error {
+func checkChars(s string) {
 	num := 1
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '\n':
-				num++
-			case c == '\t':
-			case c < 0x20 || c == 0x7f:
-				return errorf(num, "control character U+%04X", c)
-			}
-			i++
-			continue
+	for i, r := range s {
+		switch {
+		case r == '\n':
+			num++
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fail(num, "invalid UTF-8")
+		case r < 0x20 && r != '\t', r == 0x7f, r >= 0x80 && r < 0xa0 && r != 0x85, r == '\uFEFF':
+			fail(num, "control character U+%04X", r)
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return errorf(num, "invalid UTF-8")
-		}
-		if (r >= 0x80 && r < 0xa0 && r != 0x85) || r == '\uFEFF' {
-			return errorf(num, "control character U+%04X", r)
-		}
-		i += size
 	}
-	return nil
 }
 
 // lineEnd returns the offset of the end of the line that holds offset
@@ -239,18 +223,16 @@ func (p *parser) next() {
 
 // finish checks that only a comment follows offset e on its line, number
 // num, where a value of kind what ended, and moves to the next line.
-func (p *parser) finish(e, num int, what string) error {
+func (p *parser) finish(e, num int, what string) {
 	end := p.lineEnd(e)
-	rest := p.src[e:end]
-	if !onlyComment(rest) || (rest != "" && rest[0] == '#') {
-		return errorf(num, "unexpected text after a %s", what)
+	if !spaceOrComment(p.src[e:end]) {
+		fail(num, "unexpected text after a %s", what)
 	}
 	p.off, p.num, p.have = end+1, num+1, false
-	return nil
 }
 
 // peek returns the next line that is not blank, or nil at the end.
-func (p *parser) peek() (*line, error) {
+func (p *parser) peek() *line {
 	for {
 		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
 			p.off++ // an empty line, the quick way
@@ -258,25 +240,31 @@ func (p *parser) peek() (*line, error) {
 		}
 		l := p.line()
 		if l == nil {
-			return nil, nil
+			return nil
 		}
-		if onlyComment(l.text) {
-			p.next()
-			continue
+		if !onlyComment(l.text) {
+			if l.text[0] == '\t' {
+				fail(l.num, "tab character used for indentation")
+			}
+			return l
 		}
-		if l.text[0] == '\t' {
-			return nil, errorf(l.num, "tab character used for indentation")
-		}
-		return l, nil
+		p.next()
+	}
+}
+
+// count counts one more map entry or list item, on line num.
+func (p *parser) count(num int) {
+	if p.values++; p.values > MaxValues {
+		fail(num, "more than %d map entries and list items in the document", MaxValues)
 	}
 }
 
 // isMarker reports whether s, the start of a line, is a document marker.
 func isMarker(s string) bool {
-	if len(s) < 3 || (s[:3] != "---" && s[:3] != "...") {
+	if !strings.HasPrefix(s, "---") && !strings.HasPrefix(s, "...") {
 		return false
 	}
-	return len(s) == 3 || s[3] == ' ' || s[3] == '\t' || s[3] == '\n'
+	return len(s) == 3 || strings.IndexByte(" \t\n", s[3]) >= 0
 }
 
 func isDocMarker(l *line) bool { return l.indent == 0 && isMarker(l.text) }
@@ -287,182 +275,148 @@ func onlyComment(s string) bool {
 	return s == "" || s[0] == '#'
 }
 
+// spaceOrComment reports whether s, what follows a value on its line, is
+// empty, white space, or white space and a comment.
+func spaceOrComment(s string) bool {
+	return s == "" || spaceAfter(s, -1) && onlyComment(s)
+}
+
+// spaceAfter reports whether s ends after s[i] or white space follows it.
+func spaceAfter(s string, i int) bool {
+	return i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t'
+}
+
 func isSeqItem(text string) bool {
-	return text == "-" || strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "-\t")
+	return text[0] == '-' && spaceAfter(text, 0)
 }
 
 func null(line int) *Node { return &Node{Kind: Scalar, Line: line} }
 
-func (p *parser) document() (*Node, error) {
-	l, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) document() *Node {
+	l := p.peek()
 	if l != nil && l.indent == 0 && l.text[0] == '%' {
-		return nil, errorf(l.num, "directives are not supported")
+		fail(l.num, "directives are not supported")
 	}
-	if l != nil && isDocMarker(l) && strings.HasPrefix(l.text, "---") {
+	if l != nil && isDocMarker(l) && l.text[0] == '-' {
 		if !onlyComment(l.text[3:]) {
-			return nil, errorf(l.num, "content on the '---' line is not supported")
+			fail(l.num, "content on the '---' line is not supported")
 		}
 		p.next()
-		if l, err = p.peek(); err != nil {
-			return nil, err
-		}
+		l = p.peek()
 	}
-	var root *Node
+	root := null(1)
+	if l != nil && isDocMarker(l) {
+		root = null(l.num)
+	} else if l != nil {
+		root = p.block(l.indent, -1, 1)
+	}
+	// Only "..." and comments may follow.
+	l = p.peek()
 	switch {
 	case l == nil:
-		root = null(1)
-	case isDocMarker(l):
-		root = null(l.num)
-	default:
-		if root, err = p.block(l.indent, -1, 1); err != nil {
-			return nil, err
-		}
-	}
-	l, err = p.peek()
-	if err != nil || l == nil {
-		return root, err
-	}
-	if !isDocMarker(l) {
-		return nil, errorf(l.num, "unexpected indentation")
-	}
-	if strings.HasPrefix(l.text, "---") {
-		return nil, errorf(l.num, "multiple documents are not supported")
-	}
-	if !onlyComment(l.text[3:]) {
-		return nil, errorf(l.num, "content after '...'")
+		return root
+	case !isDocMarker(l):
+		fail(l.num, "unexpected indentation")
+	case l.text[0] == '-':
+		fail(l.num, "multiple documents are not supported")
+	case !onlyComment(l.text[3:]):
+		fail(l.num, "content after '...'")
 	}
 	p.next()
-	if l, err = p.peek(); err != nil {
-		return nil, err
+	if l = p.peek(); l != nil {
+		fail(l.num, "content after the end of the document")
 	}
-	if l != nil {
-		return nil, errorf(l.num, "content after the end of the document")
-	}
-	return root, nil
+	return root
 }
 
 // indented parses the value of a key or list item whose own line held
 // nothing: the block on the following lines indented more than parent or,
 // when sameIndentList is set, a list at parent's indentation (the style
 // kubectl writes). It is null when neither follows.
-func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) (*Node, error) {
-	l, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
-	if l == nil || isDocMarker(l) {
-		return null(lineNum), nil
-	}
-	if l.indent > parent {
+func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *Node {
+	l := p.peek()
+	switch {
+	case l == nil || isDocMarker(l):
+	case l.indent > parent:
 		return p.block(l.indent, parent, depth)
-	}
-	if l.indent == parent && sameIndentList && isSeqItem(l.text) {
+	case l.indent == parent && sameIndentList && isSeqItem(l.text):
 		return p.list(parent, depth)
 	}
-	return null(lineNum), nil
+	return null(lineNum)
 }
 
 // block parses the node starting on the current line, at indentation
 // indent, inside a parent at indentation parent.
-func (p *parser) block(indent, parent, depth int) (*Node, error) {
+func (p *parser) block(indent, parent, depth int) *Node {
 	l := *p.line()
 	if depth > MaxDepth {
-		return nil, errorf(l.num, "nesting deeper than %d levels", MaxDepth)
+		fail(l.num, "nesting deeper than %d levels", MaxDepth)
 	}
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
 	}
-	if _, _, ok, err := splitKey(&l); err != nil {
-		return nil, err
-	} else if ok {
+	if _, _, ok := splitKey(&l); ok {
 		return p.mapping(indent, depth)
 	}
 	// A scalar or flow collection that starts on its own line.
 	p.next()
-	n, err := p.inline(l.text, l.end-len(l.text), l.num, parent, depth)
-	if err != nil {
-		return nil, err
+	n := p.inline(l.text, l.end-len(l.text), l.num, parent, depth)
+	if next := p.peek(); next != nil && next.indent >= indent && !isDocMarker(next) {
+		fail(next.num, "unexpected content after a %s value", n.Kind)
 	}
-	next, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
-	if next != nil && next.indent >= indent && !isDocMarker(next) {
-		return nil, errorf(next.num, "unexpected content after a %s value", n.Kind)
-	}
-	return n, nil
+	return n
 }
 
-func (p *parser) mapping(indent, depth int) (*Node, error) {
+// member returns the next line of a block map or list at indentation
+// indent, or nil where the map or list ends.
+func (p *parser) member(indent int) *line {
+	l := p.peek()
+	if l == nil || isDocMarker(l) || l.indent < indent {
+		return nil
+	}
+	if l.indent > indent {
+		fail(l.num, "unexpected indentation")
+	}
+	return l
+}
+
+func (p *parser) mapping(indent, depth int) *Node {
 	m := &Node{Kind: Map, Line: p.line().num}
 	seen := make(map[string]int)
-	for {
-		l, err := p.peek()
-		if err != nil {
-			return nil, err
-		}
-		if l == nil || isDocMarker(l) || l.indent < indent {
-			return m, nil
-		}
-		if l.indent > indent {
-			return nil, errorf(l.num, "unexpected indentation")
-		}
+	for l := p.member(indent); l != nil; l = p.member(indent) {
 		if isSeqItem(l.text) {
-			return nil, errorf(l.num, "list item where a map key was expected")
+			fail(l.num, "list item where a map key was expected")
 		}
-		key, rest, ok, err := splitKey(l)
-		if err != nil {
-			return nil, err
-		}
+		key, rest, ok := splitKey(l)
 		if !ok {
-			return nil, errorf(l.num, "expected a map key followed by ': '")
+			fail(l.num, "expected a map key followed by ': '")
 		}
 		if first, dup := seen[key]; dup {
-			return nil, errorf(l.num, "duplicate map key (first at line %d)", first)
+			fail(l.num, "duplicate map key (first at line %d)", first)
 		}
 		seen[key] = l.num
 		kl := *l
 		p.next()
 		var v *Node
 		if onlyComment(rest) {
-			v, err = p.indented(indent, true, depth+1, kl.num)
+			v = p.indented(indent, true, depth+1, kl.num)
 		} else {
 			t := strings.TrimLeft(rest, " \t")
-			v, err = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
+			v = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := count(&p.values, kl.num); err != nil {
-			return nil, err
-		}
+		p.count(kl.num)
 		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
 	}
+	return m
 }
 
-func (p *parser) list(indent, depth int) (*Node, error) {
+func (p *parser) list(indent, depth int) *Node {
 	s := &Node{Kind: List, Line: p.line().num}
-	for {
-		l, err := p.peek()
-		if err != nil {
-			return nil, err
-		}
-		if l == nil || isDocMarker(l) || l.indent < indent {
-			return s, nil
-		}
-		if l.indent > indent {
-			return nil, errorf(l.num, "unexpected indentation")
-		}
-		if !isSeqItem(l.text) {
-			// The end of a list written at its key's indentation; the
-			// enclosing map goes on, or reports the line.
-			return s, nil
-		}
+	// A line that is not an item ends a list written at its key's
+	// indentation: the enclosing map goes on, or reports the line.
+	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
 		if depth+1 > MaxDepth {
-			return nil, errorf(l.num, "nesting deeper than %d levels", MaxDepth)
+			fail(l.num, "nesting deeper than %d levels", MaxDepth)
 		}
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
@@ -470,74 +424,64 @@ func (p *parser) list(indent, depth int) (*Node, error) {
 		if onlyComment(item) {
 			num := l.num
 			p.next()
-			v, err = p.indented(indent, false, depth+1, num)
+			v = p.indented(indent, false, depth+1, num)
 		} else {
 			if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') {
-				return nil, errorf(l.num, "tab character used for indentation")
+				fail(l.num, "tab character used for indentation")
 			}
 			// Read the item as if it were a line of its own, indented to
 			// where its text starts, so "- key: v" opens a map whose
 			// further keys line up with "key".
 			l.indent = indent + 1 + len(rest) - len(item)
 			l.text = item
-			v, err = p.block(l.indent, indent, depth+1)
+			v = p.block(l.indent, indent, depth+1)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := count(&p.values, v.Line); err != nil {
-			return nil, err
-		}
+		p.count(v.Line)
 		s.Items = append(s.Items, v)
 	}
+	return s
 }
 
 // splitKey reports whether l is a "key: value" line and splits it. rest is
 // what follows the colon. A key is on one line: a quoted scalar that goes
 // on to the next line is not a key.
-func splitKey(l *line) (key, rest string, ok bool, err error) {
+func splitKey(l *line) (key, rest string, ok bool) {
 	t := l.text
 	switch t[0] {
 	case '"', '\'':
-		v, n, _, err := quoted(t, 0, l.num, 0)
-		if err != nil {
-			if errors.Is(err, errUnterminated) {
-				return "", "", false, nil
-			}
-			return "", "", false, err
+		v, n, _ := quoted(t, 0, l.num, 0)
+		if n < 0 {
+			return "", "", false
 		}
 		after := strings.TrimLeft(t[n:], " \t")
-		if strings.HasPrefix(after, ":") && (len(after) == 1 || after[1] == ' ' || after[1] == '\t') {
-			return v, after[1:], true, nil
+		if !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
+			return "", "", false
 		}
-		return "", "", false, nil
+		return v, after[1:], true
 	case '?':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
-			return "", "", false, errorf(l.num, "complex keys ('?') are not supported")
+		if spaceAfter(t, 0) {
+			fail(l.num, "complex keys ('?') are not supported")
 		}
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
-		return "", "", false, nil
+		return "", "", false
 	}
 	for i := 0; i < len(t); i++ {
-		switch t[i] {
-		case '#':
-			if i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
-				return "", "", false, nil
-			}
-		case ':':
-			if i+1 == len(t) || t[i+1] == ' ' || t[i+1] == '\t' {
-				key = strings.TrimRight(t[:i], " \t")
-				if key == "" {
-					return "", "", false, errorf(l.num, "empty map key")
-				}
-				if key == "<<" {
-					return "", "", false, errorf(l.num, "merge keys ('<<') are not supported")
-				}
-				return key, t[i+1:], true, nil
-			}
+		if t[i] == '#' && i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+			return "", "", false
 		}
+		if t[i] != ':' || !spaceAfter(t, i) {
+			continue
+		}
+		key = strings.TrimRight(t[:i], " \t")
+		if key == "" {
+			fail(l.num, "empty map key")
+		}
+		if key == "<<" {
+			fail(l.num, "merge keys ('<<') are not supported")
+		}
+		return key, t[i+1:], true
 	}
-	return "", "", false, nil
+	return "", "", false
 }
 
 // inline parses a value that starts on its line: t is the text from the
@@ -546,44 +490,35 @@ func splitKey(l *line) (key, rest string, ok bool, err error) {
 // scalar's content, a flow collection or quoted scalar that is not closed
 // yet, a plain scalar's continuation lines) must be indented more than
 // parent.
-func (p *parser) inline(t string, at, num, parent, depth int) (*Node, error) {
+func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 	if depth > MaxDepth {
-		return nil, errorf(num, "nesting deeper than %d levels", MaxDepth)
+		fail(num, "nesting deeper than %d levels", MaxDepth)
 	}
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
 	case '[', '{':
-		f := flow{s: p.src, i: at, line: num, start: num, minIndent: parent + 1, values: &p.values}
-		n, err := f.value(depth)
-		if err != nil {
-			return nil, err
-		}
-		return n, p.finish(f.i, f.line, "flow collection")
+		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
+		n := f.value(depth)
+		p.finish(f.i, f.line, "flow collection")
+		return n
 	case '"', '\'':
-		v, end, endLine, err := quoted(p.src, at, num, parent+1)
-		if err != nil {
-			return nil, err
+		v, end, endLine := quoted(p.src, at, num, parent+1)
+		if end < 0 {
+			unterminated(num, t[0])
 		}
-		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, p.finish(end, endLine, "quoted scalar")
+		p.finish(end, endLine, "quoted scalar")
+		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}
 	}
-	if err := indicator(t, num); err != nil {
-		return nil, err
-	}
-	if isSeqItem(t) {
-		return nil, errorf(num, "a list item cannot start here")
-	}
+	indicator(t, num)
 	v, comment := plainLine(t)
 	if hasColon(v) {
-		return nil, errorf(num, "unexpected ': ' in a plain scalar (quote the value)")
+		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
 	}
 	if !comment {
-		var err error
-		if v, err = p.plainMore(v, parent); err != nil {
-			return nil, err
-		}
+		v = p.plainMore(v, parent)
 	}
-	return &Node{Kind: Scalar, Line: num, Value: v}, nil
+	return &Node{Kind: Scalar, Line: num, Value: v}
 }
 
 // plainLine returns the part of a plain scalar's line before a comment,
@@ -607,7 +542,7 @@ func hasColon(v string) bool {
 // line is v: the lines after it indented more than parent, up to a comment.
 // A line break between two lines folds to a space; n empty lines between
 // them give n line feeds.
-func (p *parser) plainMore(v string, parent int) (string, error) {
+func (p *parser) plainMore(v string, parent int) string {
 	var b text
 	empty := 0
 	for l := p.line(); l != nil; l = p.line() {
@@ -622,7 +557,7 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 		}
 		c, comment := plainLine(t)
 		if hasColon(c) {
-			return "", errorf(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
+			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
 		if b.Len() == 0 {
 			b.put(v)
@@ -639,43 +574,43 @@ func (p *parser) plainMore(v string, parent int) (string, error) {
 		}
 	}
 	if b.Len() == 0 {
-		return v, nil
+		return v
 	}
-	return b.String(), nil
+	return b.String()
 }
 
-// indicator rejects a value starting with an indicator the subset leaves out.
-func indicator(t string, num int) error {
+// indicator rejects a value starting with an indicator the subset leaves
+// out, or with a list item's "- ".
+func indicator(t string, num int) {
 	switch t[0] {
 	case '&':
-		return errorf(num, "anchors are not supported")
+		fail(num, "anchors are not supported")
 	case '*':
-		return errorf(num, "aliases are not supported")
+		fail(num, "aliases are not supported")
 	case '!':
-		return errorf(num, "tags are not supported")
+		fail(num, "tags are not supported")
 	case '|', '>':
-		return errorf(num, "a block scalar cannot start here")
+		fail(num, "a block scalar cannot start here")
 	case '%', '@', '`':
-		return errorf(num, "reserved indicator %q cannot start a plain scalar", t[0])
+		fail(num, "reserved indicator %q cannot start a plain scalar", t[0])
 	case ',', ']', '}':
-		return errorf(num, "unexpected %q", t[0])
+		fail(num, "unexpected %q", t[0])
 	case '#':
-		return errorf(num, "expected a value, found a comment")
-	case '?':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
-			return errorf(num, "complex keys ('?') are not supported")
-		}
-	case ':':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '\t' {
-			return errorf(num, "unexpected ':'")
-		}
+		fail(num, "expected a value, found a comment")
 	}
-	return nil
+	switch {
+	case t[0] == '?' && spaceAfter(t, 0):
+		fail(num, "complex keys ('?') are not supported")
+	case t[0] == ':' && spaceAfter(t, 0):
+		fail(num, "unexpected ':'")
+	case isSeqItem(t):
+		fail(num, "a list item cannot start here")
+	}
 }
 
 // blockScalar parses a literal (|) or folded (>) block scalar whose header
 // is t, on line num, inside a parent at indentation parent.
-func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
+func (p *parser) blockScalar(t string, num, parent int) *Node {
 	folded := t[0] == '>'
 	chomp, explicit := byte(0), 0
 	h := t[1:]
@@ -687,38 +622,22 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		case h[0] >= '1' && h[0] <= '9' && explicit == 0:
 			explicit, h = int(h[0]-'0'), h[1:]
 		case h[0] == '0':
-			return nil, errorf(num, "block scalar indentation indicator 0 is not valid")
+			fail(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
-	if h != "" && h[0] != ' ' && h[0] != '\t' || !onlyComment(h) {
-		return nil, errorf(num, "invalid block scalar header")
+	if !spaceOrComment(h) {
+		fail(num, "invalid block scalar header")
 	}
 	// The content's indentation: given by the header, relative to the
 	// parent, or else that of the first line that is not empty.
-	indent := explicit + max(parent, 0)
-	if explicit == 0 {
-		indent = -1
-		longest := 0 // the longest leading empty line
-		for off, n := p.off, p.num; off < len(p.src); n++ {
-			end := p.lineEnd(off)
-			raw := p.src[off:end]
-			if strings.Trim(raw, " ") != "" {
-				indent = len(raw) - len(strings.TrimLeft(raw, " "))
-				if longest > indent && indent > parent {
-					return nil, errorf(n-1, "a leading empty line of a block scalar is indented more than its first line")
-				}
-				break
-			}
-			longest = max(longest, len(raw))
-			off = end + 1
-		}
-		if indent <= parent || indent == 0 {
-			indent = -1 // no content: the scalar is empty
-		}
+	indent := -1
+	if explicit > 0 {
+		indent = explicit + max(parent, 0)
 	}
+	longest := 0 // the longest leading empty line
 	var b text
 	empty := 0
-	started, prevMore := false, false
+	prevMore := false
 	broken := false // the last content line ends with a line break
 	for l := p.line(); l != nil; l = p.line() {
 		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
@@ -726,11 +645,18 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			if l.end < len(p.src) {
 				empty++
 			}
+			longest = max(longest, len(l.raw))
 			p.next()
 			continue
 		}
 		if indent < 0 {
-			break
+			if longest > l.indent && l.indent > parent {
+				fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+			}
+			if l.indent <= parent || l.indent == 0 {
+				break // no content: the scalar is empty
+			}
+			indent = l.indent
 		}
 		if l.indent < indent {
 			break
@@ -738,7 +664,7 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 		c := l.raw[indent:]
 		more := c == "" || c[0] == ' ' || c[0] == '\t'
 		switch {
-		case !started:
+		case b.Len() == 0: // the first content line
 			b.repeat('\n', empty)
 		case !folded || more || prevMore:
 			b.repeat('\n', empty+1)
@@ -748,21 +674,17 @@ func (p *parser) blockScalar(t string, num, parent int) (*Node, error) {
 			b.repeat('\n', empty)
 		}
 		b.put(c)
-		started, prevMore, empty = true, more, 0
+		prevMore, empty = more, 0
 		broken = l.end < len(p.src)
 		p.next()
 	}
-	switch {
-	case chomp == '-':
-	case chomp == '+':
-		if broken {
-			b.repeat('\n', 1)
-		}
-		b.repeat('\n', empty)
-	case broken:
+	if broken && chomp != '-' {
 		b.repeat('\n', 1)
 	}
-	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}, nil
+	if chomp == '+' {
+		b.repeat('\n', empty)
+	}
+	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}
 }
 
 // text builds a scalar's value. It doubles its buffer as it grows, so
@@ -785,75 +707,56 @@ func (b *text) repeat(c byte, n int) {
 	}
 }
 
-// errUnterminated is the cause of the error for a quoted scalar that the
-// text ends in.
-var errUnterminated = errors.New("unterminated")
-
 // quoted parses the single- or double-quoted scalar at s[i:], which starts
 // on line num. It may go on over several lines, each indented at least
 // minIndent: a line break folds to a space, n empty lines give n line
 // feeds, and white space around a line break is dropped. It returns the
-// value, the offset after the closing quote and that offset's line.
-func quoted(s string, i, num, minIndent int) (string, int, int, error) {
+// value, the offset after the closing quote and that offset's line; the
+// offset is -1 when s ends before the closing quote.
+func quoted(s string, i, num, minIndent int) (string, int, int) {
 	q := s[i]
 	var b text
 	ws := -1 // where white space not written yet starts: dropped at a line break
-	flush := func(j int) {
-		if ws >= 0 {
-			b.put(s[ws:j])
-			ws = -1
-		}
-	}
 	for j, n := i+1, num; j < len(s); {
-		switch c := s[j]; {
-		case c == '\'' && q == '\'':
-			flush(j)
-			if j+1 < len(s) && s[j+1] == '\'' {
-				b.put("'")
-				j += 2
-				continue
-			}
-			return b.String(), j + 1, n, nil
-		case c == '"' && q == '"':
-			flush(j)
-			return b.String(), j + 1, n, nil
-		case c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n':
-			// An escaped line break: the lines join with nothing between.
-			flush(j)
-			empty, next, nn, err := foldBreak(s, j+2, n+1, num, q, minIndent)
-			if err != nil {
-				return "", 0, 0, err
-			}
-			b.repeat('\n', empty)
-			j, n = next, nn
-		case c == '\\' && q == '"':
-			flush(j)
-			if j+1 == len(s) {
-				return "", 0, 0, unterminated(num, q)
-			}
-			k, err := escape(&b, s[j+1:], n)
-			if err != nil {
-				return "", 0, 0, err
-			}
-			j += 1 + k
-		case c == '\n':
-			ws = -1
-			empty, next, nn, err := foldBreak(s, j+1, n+1, num, q, minIndent)
-			if err != nil {
-				return "", 0, 0, err
-			}
-			if empty == 0 {
-				b.repeat(' ', 1)
-			}
-			b.repeat('\n', empty)
-			j, n = next, nn
-		case c == ' ' || c == '\t':
+		c := s[j]
+		if c == ' ' || c == '\t' {
 			if ws < 0 {
 				ws = j
 			}
 			j++
+			continue
+		}
+		if ws >= 0 && c != '\n' {
+			b.put(s[ws:j])
+		}
+		ws = -1
+		// An escaped line break joins the lines with nothing between.
+		escapedBreak := c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n'
+		switch {
+		case c == q && q == '\'' && j+1 < len(s) && s[j+1] == '\'':
+			b.put("'")
+			j += 2
+		case c == q:
+			return b.String(), j + 1, n
+		case c == '\n' || escapedBreak:
+			if escapedBreak {
+				j++
+			}
+			empty, next, nn := foldBreak(s, j+1, n+1, minIndent)
+			if next < 0 {
+				return "", -1, 0
+			}
+			if empty == 0 && !escapedBreak {
+				b.repeat(' ', 1)
+			}
+			b.repeat('\n', empty)
+			j, n = next, nn
+		case c == '\\' && q == '"':
+			if j+1 == len(s) {
+				return "", -1, 0
+			}
+			j += 1 + escape(&b, s[j+1:], n)
 		default:
-			flush(j)
 			k := j + 1
 			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
 				k++
@@ -862,22 +765,24 @@ func quoted(s string, i, num, minIndent int) (string, int, int, error) {
 			j = k
 		}
 	}
-	return "", 0, 0, unterminated(num, q)
+	return "", -1, 0
 }
 
-func unterminated(num int, q byte) error {
+// unterminated fails for a quoted scalar, with quote q on line num, that
+// the text ends in.
+func unterminated(num int, q byte) {
 	kind := "double"
 	if q == '\'' {
 		kind = "single"
 	}
-	return &SyntaxError{Line: num, Msg: "unterminated " + kind + "-quoted scalar", cause: errUnterminated}
+	fail(num, "unterminated %s-quoted scalar", kind)
 }
 
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
-// quoted scalar that started on line start, and the indentation of the
-// next line. It returns the number of empty lines and where the content
-// goes on.
-func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, line int, err error) {
+// quoted scalar, and the indentation of the next line. It returns the
+// number of empty lines and where the content goes on, or -1 there when
+// the text ends.
+func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
 		k := j
 		for k < len(s) && s[k] == ' ' {
@@ -889,17 +794,17 @@ func foldBreak(s string, j, n, start int, q byte, minIndent int) (empty, next, l
 		}
 		switch {
 		case k == len(s):
-			return 0, 0, 0, unterminated(start, q)
+			return 0, -1, 0
 		case s[k] == '\n':
 			empty++
 			j, n = k+1, n+1
 			continue
 		case spaces == 0 && isMarker(s[j:]):
-			return 0, 0, 0, errorf(n, "a document marker inside a quoted scalar")
+			fail(n, "a document marker inside a quoted scalar")
 		case spaces < minIndent:
-			return 0, 0, 0, errorf(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
+			fail(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
 		}
-		return empty, k, n, nil
+		return empty, k, n
 	}
 }
 
@@ -932,59 +837,49 @@ var hexDigits = map[byte]int{'x': 2, 'u': 4, 'U': 8}
 
 // escape decodes the escape sequence at the start of s (after the
 // backslash), appends it to b and returns its length.
-func escape(b *text, s string, num int) (int, error) {
+func escape(b *text, s string, num int) int {
 	if r, ok := escapes[s[0]]; ok {
 		b.put(r)
-		return 1, nil
+		return 1
 	}
 	digits, ok := hexDigits[s[0]]
 	if !ok {
-		return 0, errorf(num, "invalid escape sequence in a double-quoted scalar")
+		fail(num, "invalid escape sequence in a double-quoted scalar")
 	}
 	if len(s) < 1+digits {
-		return 0, errorf(num, "short \\%c escape in a double-quoted scalar", s[0])
+		fail(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
 	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
 	if err != nil || !utf8.ValidRune(rune(v)) {
-		return 0, errorf(num, "invalid \\%c escape in a double-quoted scalar", s[0])
+		fail(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
 	b.put(string(rune(v)))
-	return 1 + digits, nil
-}
-
-// count counts one more map entry or list item, on line num.
-func count(values *int, num int) error {
-	if *values++; *values > MaxValues {
-		return errorf(num, "more than %d map entries and list items in the document", MaxValues)
-	}
-	return nil
+	return 1 + digits
 }
 
 // flow parses a flow collection, which may span lines: JSON is one.
 type flow struct {
-	values    *int // the parser's count of entries and items
-	s         string
-	i         int
-	line      int // the line of s[i]
+	*parser
+	i         int // the offset in src
+	line      int // the line of src[i]
 	start     int // the line the outermost collection starts on
 	minIndent int // the least indentation of the lines after the first
 }
 
 // space skips white space, line breaks and comments. Each line it enters
-// must be indented at least minIndent and must not be a document marker.
-func (f *flow) space() error {
-	for f.i < len(f.s) {
-		switch c := f.s[f.i]; {
+// must be indented at least minIndent and must not be a document marker:
+// it returns the error of one that is.
+func (f *flow) space() *SyntaxError {
+	for f.i < len(f.src) {
+		switch c := f.src[f.i]; {
 		case c == ' ' || c == '\t':
 			f.i++
-		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.s[f.i-1]) >= 0):
-			for f.i < len(f.s) && f.s[f.i] != '\n' {
-				f.i++
-			}
+		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
+			f.i = f.lineEnd(f.i)
 		case c == '\n':
 			f.i++
 			f.line++
-			rest := f.s[f.i:]
+			rest := f.src[f.i:]
 			spaces := len(rest) - len(strings.TrimLeft(rest, " "))
 			t := strings.TrimLeft(rest, " \t")
 			if isMarker(rest) {
@@ -1000,169 +895,122 @@ func (f *flow) space() error {
 	return nil
 }
 
-// more skips space and reports an error when the text ends before the
-// collection does.
-func (f *flow) more() error {
+// more skips space and fails when the text ends before the collection
+// does.
+func (f *flow) more() {
 	if err := f.space(); err != nil {
-		return err
+		panic(err)
 	}
-	if f.i == len(f.s) {
-		return errorf(f.start, "flow collection not closed before the end of the document")
+	if f.i == len(f.src) {
+		fail(f.start, "flow collection not closed before the end of the document")
 	}
-	return nil
 }
 
-func (f *flow) value(depth int) (*Node, error) {
+func (f *flow) value(depth int) *Node {
 	if depth > MaxDepth {
-		return nil, errorf(f.line, "nesting deeper than %d levels", MaxDepth)
+		fail(f.line, "nesting deeper than %d levels", MaxDepth)
 	}
-	if err := f.more(); err != nil {
-		return nil, err
-	}
-	switch c := f.s[f.i]; c {
-	case '[':
-		return f.list(depth)
-	case '{':
-		return f.mapping(depth)
+	f.more()
+	switch c := f.src[f.i]; c {
+	case '[', '{':
+		return f.collection(depth)
 	case '"', '\'':
-		v, n, line, err := quoted(f.s, f.i, f.line, f.minIndent)
-		if err != nil {
-			return nil, err
+		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
+		if end < 0 {
+			unterminated(f.line, c)
 		}
-		node := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
-		f.i, f.line = n, line
-		return node, nil
+		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
+		f.i, f.line = end, line
+		return n
 	case ',', ']', '}', '#':
-		return nil, errorf(f.line, "expected a value in a flow collection")
+		fail(f.line, "expected a value in a flow collection")
 	case '|', '>':
-		return nil, errorf(f.line, "block scalars cannot appear in a flow collection")
+		fail(f.line, "block scalars cannot appear in a flow collection")
 	}
-	if err := indicator(f.s[f.i:], f.line); err != nil {
-		return nil, err
-	}
-	if isSeqItem(f.s[f.i:]) {
-		return nil, errorf(f.line, "a list item cannot start here")
-	}
+	indicator(f.src[f.i:], f.line)
 	start := f.i
-	for f.i < len(f.s) {
-		c := f.s[f.i]
-		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\n' {
+	for ; f.i < len(f.src); f.i++ {
+		c := f.src[f.i]
+		if strings.IndexByte(",[]{}\n", c) >= 0 {
 			break
 		}
-		if c == ':' && (f.i+1 == len(f.s) || strings.IndexByte(" \t\n,[]{}", f.s[f.i+1]) >= 0) {
+		if c == ':' && (f.i+1 == len(f.src) || strings.IndexByte(" \t\n,[]{}", f.src[f.i+1]) >= 0) {
 			break
 		}
-		if c == '#' && (f.s[f.i-1] == ' ' || f.s[f.i-1] == '\t') {
+		if c == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
 			break
 		}
-		f.i++
 	}
-	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.s[start:f.i], " \t")}
-	if f.i < len(f.s) && (f.s[f.i] == '\n' || f.s[f.i] == '#') {
+	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
+	if f.i < len(f.src) && (f.src[f.i] == '\n' || f.src[f.i] == '#') {
 		// The scalar ends with its line only if a flow indicator comes
 		// next.
 		g := *f
-		if err := g.space(); err == nil && g.i < len(g.s) && strings.IndexByte(",]}:", g.s[g.i]) < 0 {
-			return nil, errorf(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
+		if g.space() == nil && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
+			fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		}
 	}
-	return n, nil
+	return n
 }
 
-func (f *flow) list(depth int) (*Node, error) {
+// collection parses the flow list or map that starts at src[i].
+func (f *flow) collection(depth int) *Node {
 	n := &Node{Kind: List, Line: f.line}
-	f.i++ // [
-	for {
-		if err := f.more(); err != nil {
-			return nil, err
+	end, what := byte(']'), "list"
+	var seen map[string]bool
+	if f.src[f.i] == '{' {
+		n.Kind, end, what, seen = Map, '}', "map", make(map[string]bool)
+	}
+	f.i++
+	for f.more(); f.src[f.i] != end; f.more() {
+		num := f.line
+		v := f.value(depth + 1)
+		if n.Kind == Map {
+			f.entry(n, v, num, seen, depth)
+		} else {
+			n.Items = append(n.Items, v)
 		}
-		if f.s[f.i] == ']' {
+		f.count(num)
+		f.more()
+		switch c := f.src[f.i]; {
+		case c == ',':
 			f.i++
-			return n, nil
-		}
-		v, err := f.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		if err := count(f.values, v.Line); err != nil {
-			return nil, err
-		}
-		n.Items = append(n.Items, v)
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		switch f.s[f.i] {
-		case ',':
-			f.i++
-		case ']':
-		case ':':
-			return nil, errorf(f.line, "key: value pairs in a flow list are not supported")
+		case c == end:
+		case c == ':' && n.Kind == List:
+			fail(f.line, "key: value pairs in a flow list are not supported")
 		default:
-			return nil, errorf(f.line, "expected ',' or ']' in a flow list")
+			fail(f.line, "expected ',' or '%c' in a flow %s", end, what)
 		}
 	}
+	f.i++
+	return n
 }
 
-func (f *flow) mapping(depth int) (*Node, error) {
-	n := &Node{Kind: Map, Line: f.line}
-	seen := make(map[string]struct{})
-	f.i++ // {
-	for {
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		if f.s[f.i] == '}' {
-			f.i++
-			return n, nil
-		}
-		keyLine := f.line
-		k, err := f.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		if k.Kind != Scalar {
-			return nil, errorf(keyLine, "map keys must be scalars")
-		}
-		if f.line != keyLine {
-			return nil, errorf(keyLine, "a map key must be on one line")
-		}
-		if !k.Quoted && k.Value == "<<" {
-			return nil, errorf(keyLine, "merge keys ('<<') are not supported")
-		}
-		// The ':' is on the key's line.
-		for f.i < len(f.s) && (f.s[f.i] == ' ' || f.s[f.i] == '\t') {
-			f.i++
-		}
-		if f.i == len(f.s) || f.s[f.i] != ':' {
-			return nil, errorf(keyLine, "expected ':' after a key in a flow map")
-		}
-		f.i++
-		if _, dup := seen[k.Value]; dup {
-			return nil, errorf(keyLine, "duplicate map key")
-		}
-		seen[k.Value] = struct{}{}
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		v := null(keyLine)
-		if c := f.s[f.i]; c != ',' && c != '}' {
-			if v, err = f.value(depth + 1); err != nil {
-				return nil, err
-			}
-		}
-		if err := count(f.values, keyLine); err != nil {
-			return nil, err
-		}
-		n.Entries = append(n.Entries, Entry{Key: k.Value, Line: keyLine, Value: v})
-		if err := f.more(); err != nil {
-			return nil, err
-		}
-		switch f.s[f.i] {
-		case ',':
-			f.i++
-		case '}':
-		default:
-			return nil, errorf(f.line, "expected ',' or '}' in a flow map")
-		}
+// entry reads the rest of an entry of flow map m whose key k, on line num,
+// has been read, and adds it to m. seen holds m's keys.
+func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
+	switch {
+	case k.Kind != Scalar:
+		fail(num, "map keys must be scalars")
+	case f.line != num:
+		fail(num, "a map key must be on one line")
+	case !k.Quoted && k.Value == "<<":
+		fail(num, "merge keys ('<<') are not supported")
 	}
+	// The ':' is on the key's line.
+	f.i += len(f.src[f.i:]) - len(strings.TrimLeft(f.src[f.i:], " \t"))
+	if f.i == len(f.src) || f.src[f.i] != ':' {
+		fail(num, "expected ':' after a key in a flow map")
+	}
+	f.i++
+	if seen[k.Value] {
+		fail(num, "duplicate map key")
+	}
+	seen[k.Value] = true
+	f.more()
+	v := null(num)
+	if c := f.src[f.i]; c != ',' && c != '}' {
+		v = f.value(depth + 1)
+	}
+	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
 }
