@@ -533,3 +533,55 @@ func TestInformerListErrorIsNotATimeout(t *testing.T) {
 		src.expectList(t, "0", page("10", ""), nil)
 	})
 }
+
+// Healthy allows silence up to the longest watch (twice WatchTimeout) plus
+// IdleMargin, and no longer: 10m30s by default.
+func TestInformerHealthySilenceLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config[thing]
+		limit time.Duration
+	}{
+		{"defaults", Config[thing]{}, 10*time.Minute + 30*time.Second},
+		{"configured", Config[thing]{WatchTimeout: time.Minute, IdleMargin: 10 * time.Second}, 2*time.Minute + 10*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newScriptedSource()
+				tt.cfg.Source = src
+				inf, cancel, done := startInformer(t, tt.cfg)
+				defer func() { cancel(); <-done }()
+				src.expectList(t, "0", page("10", ""), nil)
+				src.expectWatch(t, "10", nil)
+				synctest.Wait()
+				last := inf.LastEvent()
+				if err := inf.Healthy(last.Add(tt.limit)); err != nil {
+					t.Errorf("silent for %v: Healthy = %v, want nil", tt.limit, err)
+				}
+				if err := inf.Healthy(last.Add(tt.limit + time.Nanosecond)); err == nil || !strings.Contains(err.Error(), "silent") {
+					t.Errorf("silent for %v and 1ns: Healthy = %v, want silent", tt.limit, err)
+				}
+			})
+		})
+	}
+}
+
+// A list asks for pages of Config.PageSize objects, 500 when it is zero.
+func TestInformerPageSize(t *testing.T) {
+	for _, tt := range []struct {
+		size, want int64
+	}{{0, 500}, {7, 7}} {
+		synctest.Test(t, func(t *testing.T) {
+			src := newScriptedSource()
+			_, cancel, done := startInformer(t, Config[thing]{Source: src, PageSize: tt.size})
+			defer func() { cancel(); <-done }()
+			c := <-src.lists
+			if c.opts.Limit != tt.want {
+				t.Errorf("PageSize %d: list limit = %d, want %d", tt.size, c.opts.Limit, tt.want)
+			}
+			c.reply <- listReply{page("10", ""), nil}
+			src.expectWatch(t, "10", nil)
+		})
+	}
+}

@@ -286,6 +286,40 @@ func TestStep(t *testing.T) {
 			wantRV: "11",
 		},
 		{
+			// The edges of "at once": a watch with events that lived a
+			// second, and one without events that lived half its timeout
+			// (300s here), ended normally.
+			name: "watch that lived a second with events, or half its timeout without, is watched on",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(100*time.Millisecond, k8sapi.Bookmark, bookmark("11", false), ""),
+				ended(time.Second, io.EOF, phaseOpen, `close; watch rv="11" timeout=300`),
+				opened(time.Second),
+				ended(time.Second+150*time.Second, io.EOF, phaseOpen, `close; watch rv="11" timeout=300`),
+				opened(151 * time.Second),
+				ended(151*time.Second+149*time.Second, io.EOF, phaseWait, "close; log WARN watch ended at once; wait 400ms"),
+			},
+			wantRV: "11",
+		},
+		{
+			name: "backoff starts over after exactly two healthy minutes",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				ended(time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(2*time.Second, phaseOpen, `watch rv="10" timeout=300 reconnect`),
+				opened(2 * time.Second),
+				ended(2*time.Second+2*time.Minute, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(3*time.Minute, phaseOpen, `watch rv="10" timeout=300 reconnect`),
+				opened(3 * time.Minute),
+				ended(3*time.Minute+2*time.Minute-time.Nanosecond, netErr(), phaseWait, "close; log WARN watch failed; wait 800ms"),
+			},
+			wantRV: "10",
+		},
+		{
 			name: "failed list page is retried from its continue token",
 			steps: []stepCase{
 				start(),
