@@ -261,3 +261,38 @@ func TestResolveConcurrent(t *testing.T) {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
+
+// TestResourcesCacheTTL: Resources reads the documents once, serves them
+// from the cache within the TTL, and reads them again at the TTL. A zero
+// TTL means ten minutes.
+func TestResourcesCacheTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{"TTL", time.Minute, time.Minute},
+		{"zero TTL", 0, 10 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newRecordedServer(t)
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			r, _ := New(Config{Client: srv.client(t), TTL: tt.ttl, Now: func() time.Time { return now }})
+			ctx := t.Context()
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 2 {
+				t.Fatalf("first call: %v, %d requests, want 2", err, srv.count())
+			}
+			now = now.Add(tt.want - time.Second)
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 2 {
+				t.Fatalf("within the TTL: %v, %d requests, want 2", err, srv.count())
+			}
+			if _, err := r.Resolve(ctx, "deploy"); err != nil || srv.count() != 2 {
+				t.Fatalf("Resolve within the TTL: %v, %d requests, want 2", err, srv.count())
+			}
+			now = now.Add(time.Second)
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 4 {
+				t.Fatalf("at the TTL: %v, %d requests, want 4", err, srv.count())
+			}
+		})
+	}
+}
