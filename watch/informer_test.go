@@ -585,3 +585,60 @@ func TestInformerPageSize(t *testing.T) {
 		})
 	}
 }
+
+// lateSource is a Source whose watches answer badly: the first opens a
+// stream only once the informer has given up on it (its context ended),
+// the second returns neither a stream nor an error; later ones, and every
+// list, go to the scriptedSource.
+type lateSource struct {
+	*scriptedSource
+	calls int
+	late  *scriptedStream
+}
+
+func (s *lateSource) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[thing], error) {
+	s.calls++
+	switch s.calls {
+	case 1:
+		<-ctx.Done()
+		s.late = newScriptedStream()
+		return s.late, nil
+	case 2:
+		return nil, nil
+	}
+	return s.scriptedSource.Watch(ctx, ns, opts)
+}
+
+// A watch that opens only after the informer gave up on it is closed, not
+// leaked, and one that comes back without a stream is a failure; both are
+// retried.
+func TestInformerBadWatchAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lateSource{scriptedSource: newScriptedSource()}
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{
+			Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", ""), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if src.late == nil || !src.late.isClosed() {
+			t.Error("a stream opened after the informer gave up on it was left open")
+		}
+		if got := inf.Stats().Failures; got != 2 {
+			t.Errorf("Failures = %d, want 2", got)
+		}
+		for _, want := range []string{"watch got no answer within 2m10s", "Source.Watch returned no stream"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log lacks %q:\n%s", want, logs.String())
+			}
+		}
+		st.send(t, k8sapi.Added, obj("a", "11"))
+		synctest.Wait()
+		if _, ok := inf.Store().Get("ns", "a"); !ok {
+			t.Error("the watch that finally opened is not applied")
+		}
+	})
+}
