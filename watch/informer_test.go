@@ -642,3 +642,32 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 		}
 	})
 }
+
+// A watch that opens and then says nothing at all is given up exactly its
+// timeout plus IdleMargin after it opened, and watched again.
+func TestInformerSilentWatchFromTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", ""), nil)
+		c := <-src.watches
+		st := newScriptedStream()
+		c.reply <- watchReply{stream: st}
+		silence := time.Duration(c.opts.TimeoutSeconds)*time.Second + 10*time.Second
+		time.Sleep(silence - time.Nanosecond) // fake time inside the bubble
+		synctest.Wait()
+		if st.isClosed() {
+			t.Fatalf("stream closed before its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if !st.isClosed() {
+			t.Fatalf("stream still open after its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+		}
+		src.expectWatch(t, "10", nil)
+		if got := inf.Stats().Reconnects; got != 1 {
+			t.Errorf("Reconnects = %d, want 1", got)
+		}
+	})
+}
