@@ -439,7 +439,9 @@ func TestInformerStreamingListRefused(t *testing.T) {
 func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		defer func() { cancel(); <-done }()
 		limit := 2*time.Minute + 10*time.Second
 
@@ -459,6 +461,11 @@ func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 		}
 		if got := inf.Stats().Failures; got != 2 {
 			t.Errorf("Failures = %d, want 2", got)
+		}
+		for _, want := range []string{"list got no answer within 2m10s", "watch got no answer within 2m10s"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log lacks %q:\n%s", want, logs.String())
+			}
 		}
 	})
 }
