@@ -552,3 +552,50 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("timeout(0.5) with 2s = %v, want 3s", got)
 	}
 }
+
+// Only a 400 or a 422 on opening a streaming list means the server does not
+// do streaming lists; other failures are retried as they are.
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&k8sapi.APIError{Code: 400}, true},
+		{fmt.Errorf("watch: %w", &k8sapi.APIError{Code: 422}), true},
+		{&k8sapi.APIError{Code: 500}, false},
+		{gone410(), false},
+		{tooMany(time.Second), false},
+		{netErr(), false},
+	}
+	for _, tt := range tests {
+		if got := refused(tt.err); got != tt.want {
+			t.Errorf("refused(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// A watch that ends at once says in its error how long it lived and how
+// many events it brought.
+func TestWatchEndedAtOnceCause(t *testing.T) {
+	m := &machine[thing]{meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }, pageSize: 500}
+	var s state[thing]
+	for _, in := range []input[thing]{
+		{kind: inStart, now: at(0)},
+		{kind: inListed, now: at(0), list: page("10", "")},
+		{kind: inOpened, now: at(0)},
+		{kind: inEvent, now: at(0), typ: k8sapi.Bookmark, obj: bookmark("11", false)},
+		{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("a", "12")},
+	} {
+		s, _ = m.step(s, in)
+	}
+	_, acts := m.step(s, input[thing]{kind: inEvent, now: at(500 * time.Millisecond), err: io.EOF})
+	for _, a := range acts {
+		if a.kind == actLog {
+			if a.err == nil || a.err.Error() != "watch: server closed the watch after 500ms with 2 events" {
+				t.Errorf("cause = %v", a.err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no log action in %s", describe(acts))
+}
