@@ -296,3 +296,24 @@ func TestResourcesCacheTTL(t *testing.T) {
 		})
 	}
 }
+
+// A discovery document of exactly 16 MiB is read; one byte more is
+// refused with ErrBodyTooLarge.
+func TestDocumentSizeLimit(t *testing.T) {
+	apis, err := os.ReadFile(filepath.Join("testdata", "apis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		size     int
+		tooLarge bool
+	}{{docLimit, false}, {docLimit + 1, true}} {
+		srv := newRecordedServer(t)
+		srv.apis = append(apis[:len(apis):len(apis)], strings.Repeat(" ", tt.size-len(apis))...)
+		r, _ := New(Config{Client: srv.client(t)})
+		_, err := r.Resolve(t.Context(), "deploy")
+		if tt.tooLarge != errors.Is(err, k8sapi.ErrBodyTooLarge) || !tt.tooLarge && err != nil {
+			t.Errorf("document of %d bytes: %v", tt.size, err)
+		}
+	}
+}
