@@ -1,8 +1,10 @@
 package k8sapi
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A plugin's stdout is kept up to its limit: output that fills it exactly
@@ -44,5 +46,38 @@ func TestTruncate(t *testing.T) {
 	}
 	if got := truncate(s+"w", 80); got != s+"..." {
 		t.Errorf("81 bytes cut to 80: %q", got)
+	}
+}
+
+// A credential with a short life is refreshed a quarter of its life before
+// it expires, not a whole minute before.
+func TestExecRefreshShortLife(t *testing.T) {
+	clock := newCredClock()
+	count := filepath.Join(t.TempDir(), "count")
+	expiry := clock.now().Add(2 * time.Minute)
+	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
+		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
+	creds, err := newExecCredentials(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.now = clock.now
+	runsAfter := func(d time.Duration) int {
+		t.Helper()
+		clock.advance(d)
+		if got := authHeader(t, creds); got != "Bearer tok" {
+			t.Fatalf("header %q", got)
+		}
+		waitForFetch(t, creds)
+		return runCount(t, count)
+	}
+	if n := runsAfter(0); n != 1 {
+		t.Fatalf("plugin ran %d times, want 1", n)
+	}
+	if n := runsAfter(89 * time.Second); n != 1 {
+		t.Fatalf("31s before the expiry of a 2-minute credential: plugin ran %d times, want 1 (cached)", n)
+	}
+	if n := runsAfter(time.Second); n != 2 {
+		t.Fatalf("30s before the expiry of a 2-minute credential: plugin ran %d times, want 2 (refreshed)", n)
 	}
 }
