@@ -65,3 +65,23 @@ func TestObjectAtTheLimit(t *testing.T) {
 		t.Errorf("object one byte over ObjectLimit: %v, want ErrBodyTooLarge", err)
 	}
 }
+
+// A list or watch sends only the options that are set: a watch without a
+// timeout asks for none.
+func TestListOptionsQuery(t *testing.T) {
+	tests := []struct {
+		opts  ListOptions
+		watch bool
+		want  string
+	}{
+		{ListOptions{}, false, ""},
+		{ListOptions{}, true, "watch=1"},
+		{ListOptions{Limit: 5, TimeoutSeconds: 30}, false, "limit=5"},
+		{ListOptions{TimeoutSeconds: 30, AllowWatchBookmarks: true}, true, "allowWatchBookmarks=true&timeoutSeconds=30&watch=1"},
+	}
+	for _, tt := range tests {
+		if got := tt.opts.query(tt.watch).Encode(); got != tt.want {
+			t.Errorf("%+v, watch %v: query %q, want %q", tt.opts, tt.watch, got, tt.want)
+		}
+	}
+}
