@@ -81,3 +81,14 @@ func TestExecRefreshShortLife(t *testing.T) {
 		t.Fatalf("30s before the expiry of a 2-minute credential: plugin ran %d times, want 2 (refreshed)", n)
 	}
 }
+
+// An exec plugin that returns a token and no certificate: over TLS the
+// token is sent and no client certificate is presented.
+func TestExecTokenOverTLS(t *testing.T) {
+	srv := newHeaderServer(t, true)
+	cfg := &Config{Host: srv.URL, CAData: certPEMOf(srv.Server), Exec: helperExec(execV1, "token", "HELPER_TOKEN=exec-tok")}
+	getOnce(t, cfg)
+	if a := srv.last(t).Get("Authorization"); a != "Bearer exec-tok" {
+		t.Errorf("Authorization %q, want the plugin's token", a)
+	}
+}

@@ -81,3 +81,26 @@ func TestListPageAtTheLimit(t *testing.T) {
 		t.Errorf("read %d bytes of a page over the %d-byte limit", read, limit-100)
 	}
 }
+
+// An ERROR event of exactly 64 KiB is kept whole and read as its Status,
+// even when it arrives a byte at a time; one byte more is too large to
+// keep.
+func TestWatchErrorEventAtTheKeepLimit(t *testing.T) {
+	event := func(size int) string {
+		s := `{"type":"ERROR","object":{"kind":"Status","code":410,"message":""}}`
+		return strings.Replace(s, `"message":""`, `"message":"`+strings.Repeat("m", size-len(s))+`"`, 1)
+	}
+	op := &operation{verb: "watch", resource: "deployments"}
+	for _, chunk := range []int{1, 32 << 10} {
+		w := newWatcher[Deployment](op, io.NopCloser(&smallReads{b: []byte(event(eventKeepMax)), n: chunk}), func() {}, objectLimit)
+		_, err := w.Next()
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Code != 410 {
+			t.Errorf("ERROR event of %d bytes, reads of %d: %v, want the 410", eventKeepMax, chunk, err)
+		}
+		w = newWatcher[Deployment](op, io.NopCloser(&smallReads{b: []byte(event(eventKeepMax + 1)), n: chunk}), func() {}, objectLimit)
+		if _, err := w.Next(); err == nil || !strings.Contains(err.Error(), "ERROR event over") {
+			t.Errorf("ERROR event of %d bytes, reads of %d: %v, want one too large to keep", eventKeepMax+1, chunk, err)
+		}
+	}
+}
