@@ -16,7 +16,7 @@ mkdir -p "$out"
 export WIDGET_UNIT_ONLY=1
 # gremlins times each mutant's tests against its first, coverage run of
 # them; a cached result there (0.2 s) would time every mutant out.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1"
+export GOFLAGS="$(go env GOFLAGS) -count=1"
 for p in $pkgs; do
 	echo "mutate: $p" >&2
 	"$work/gremlins" unleash --workers "${MUTATE_WORKERS:-0}" --timeout-coefficient 3 "./$p" >"$out/$p.out" 2>&1 || true
