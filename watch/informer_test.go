@@ -678,3 +678,31 @@ func TestInformerSilentWatchFromTheStart(t *testing.T) {
 		}
 	})
 }
+
+// A Deleted event calls OnDelete when it removes an object, at once, and
+// not at all for a key the cache never held.
+func TestInformerDeleteOfUnknownKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		rec := &recordingHandler{}
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: rec.handler()})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", "", obj("a", "5")), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		rec.take()
+		st.send(t, k8sapi.Deleted, obj("b", "11"))
+		synctest.Wait()
+		if got := rec.take(); got != "" {
+			t.Errorf("delete of a key never seen: %s", got)
+		}
+		st.send(t, k8sapi.Deleted, obj("a", "12"))
+		synctest.Wait()
+		if got := rec.take(); got != "delete a@12" {
+			t.Errorf("delete of a: %q, want delete a@12", got)
+		}
+		if got := inf.Stats().Deleted; got != 1 {
+			t.Errorf("Deleted = %d, want 1", got)
+		}
+	})
+}
