@@ -108,3 +108,83 @@ func TestAddCancelsTheEarliestDeadline(t *testing.T) {
 	}
 	check(t, q)
 }
+
+// zeroLimiter is a RateLimiter that never asks for a wait.
+type zeroLimiter struct{}
+
+func (zeroLimiter) When(string, time.Time) time.Duration { return 0 }
+func (zeroLimiter) Forget(string)                        {}
+func (zeroLimiter) NumRequeues(string) int               { return 0 }
+
+// AddAfter with a zero delay, and AddRateLimited when the limiter asks for
+// no wait, make the key ready at once: no timer is involved.
+func TestZeroDelayIsReadyAtOnce(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock, RateLimiter: zeroLimiter{}})
+	q.AddAfter("a", 0)
+	q.AddRateLimited("b")
+	if got := drain(q); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("ready without the clock moving: %q, want [a b]", got)
+	}
+	check(t, q)
+}
+
+// A key whose deadline moves earlier comes due after the keys already due
+// at that same time: ties go in the order the deadlines were set.
+func TestMovedDeadlineTiesAfterOlderOnes(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	q.AddAfter("a", 2*time.Second)
+	q.AddAfter("b", time.Second)
+	q.AddAfter("a", time.Second)
+	clock.Advance(time.Second)
+	if got := drain(q); !slices.Equal(got, []string{"b", "a"}) {
+		t.Fatalf("due together: %q, want [b a]", got)
+	}
+}
+
+// Ready keys keep their order when the ready ring grows while its first
+// key is not at the start of its buffer.
+func TestReadyOrderAcrossRingGrowth(t *testing.T) {
+	q := New(Config{})
+	var want []string
+	for i := range 16 {
+		q.Add(fmt.Sprintf("k%02d", i))
+	}
+	for i := range 5 {
+		if k := mustGet(t, q); k != fmt.Sprintf("k%02d", i) {
+			t.Fatalf("Get %d = %q", i, k)
+		}
+	}
+	for i := 5; i < 40; i++ {
+		want = append(want, fmt.Sprintf("k%02d", i))
+		if i >= 16 {
+			q.Add(fmt.Sprintf("k%02d", i))
+		}
+	}
+	check(t, q)
+	var got []string
+	for range want {
+		got = append(got, mustGet(t, q))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order after growth:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A held key with a pending deadline at shutdown keeps the queue's
+// invariants, and is forgotten at Done.
+func TestShutDownWithHeldKeyWaiting(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	q.Add("a")
+	k := mustGet(t, q)
+	q.AddAfter(k, time.Second)
+	q.ShutDown()
+	check(t, q)
+	q.Done(k)
+	check(t, q)
+	if len(q.entries) != 0 {
+		t.Fatalf("%d keys remembered after shutdown and Done", len(q.entries))
+	}
+}
