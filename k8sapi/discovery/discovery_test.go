@@ -317,3 +317,22 @@ func TestDocumentSizeLimit(t *testing.T) {
 		}
 	}
 }
+
+// A resource's singular name is the one the server gives, or else its
+// kind in lower case.
+func TestSingularName(t *testing.T) {
+	doc := `{"kind":"APIGroupDiscoveryList","items":[{"metadata":{"name":"example.com"},"versions":[{"version":"v1","resources":[
+		{"resource":"widgets","responseKind":{"kind":"Widget"},"singularResource":"thingy"},
+		{"resource":"gadgets","responseKind":{"kind":"Gadget"}}]}]}]}`
+	ms, err := parse("/apis", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Resource.Resource+"="+m.Singular)
+	}
+	if strings.Join(got, ",") != "widgets=thingy,gadgets=gadget" {
+		t.Errorf("singular names %q, want widgets=thingy and gadgets=gadget", got)
+	}
+}
