@@ -184,3 +184,14 @@ func TestRetryAfterFromStatusOrHeader(t *testing.T) {
 		}
 	}
 }
+
+// A long body that is not a Status is kept as its first 256 printable
+// bytes.
+func TestErrorSnippetOfALongBody(t *testing.T) {
+	body := []byte(strings.Repeat("<p>busy</p>\n", 200))
+	e := newAPIError(&operation{verb: "get", resource: "deployments"}, 503, http.Header{}, body)
+	want := printable(string(body[:1024]), 256)
+	if e.Body != want || len(e.Body) != 256 || !strings.HasPrefix(e.Body, "<p>busy</p> <p>busy</p>") {
+		t.Errorf("snippet %q (%d bytes), want the body's first 256 printable bytes", e.Body, len(e.Body))
+	}
+}
