@@ -125,6 +125,11 @@ func TestPrintable(t *testing.T) {
 		{"bad \xff\xfe utf8", 20, "bad utf8"},
 		{"héllo wörld", 6, "héllo"},
 		{strings.Repeat("x", 300), 256, strings.Repeat("x", 256)},
+		// The cut counts the space that joins two words, and no space
+		// before the first.
+		{" a", 1, "a"},
+		{"ab cd", 3, "ab"},
+		{"ab cd", 4, "ab c"},
 	}
 	for _, tt := range tests {
 		if got := printable(tt.in, tt.max); got != tt.want {
@@ -155,5 +160,38 @@ func TestErrorStringsHideSecrets(t *testing.T) {
 	_, err := For[Deployment](c, Deployments).Get(t.Context(), "shop", "web", GetOptions{})
 	if err == nil || strings.Contains(err.Error(), "sup3r-secret") || strings.Contains(err.Error(), "Bearer") {
 		t.Errorf("error %q", err)
+	}
+}
+
+// A Status's retryAfterSeconds wins over the Retry-After header; a Status
+// without it leaves the header to say how long to wait.
+func TestRetryAfterFromStatusOrHeader(t *testing.T) {
+	op := &operation{verb: "get", resource: "deployments"}
+	header := http.Header{"Retry-After": {"5"}}
+	tests := []struct {
+		name string
+		body string
+		want time.Duration
+	}{
+		{"details with retryAfterSeconds", `{"kind":"Status","code":429,"details":{"retryAfterSeconds":2}}`, 2 * time.Second},
+		{"details without retryAfterSeconds", `{"kind":"Status","code":429,"details":{"name":"web"}}`, 5 * time.Second},
+		{"no details", `{"kind":"Status","code":429}`, 5 * time.Second},
+		{"not a Status", `busy`, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := newAPIError(op, 429, header, []byte(tt.body)).RetryAfter; got != tt.want {
+			t.Errorf("%s: RetryAfter = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A long body that is not a Status is kept as its first 256 printable
+// bytes.
+func TestErrorSnippetOfALongBody(t *testing.T) {
+	body := []byte(strings.Repeat("<p>busy</p>\n", 200))
+	e := newAPIError(&operation{verb: "get", resource: "deployments"}, 503, http.Header{}, body)
+	want := printable(string(body[:1024]), 256)
+	if e.Body != want || len(e.Body) != 256 || !strings.HasPrefix(e.Body, "<p>busy</p> <p>busy</p>") {
+		t.Errorf("snippet %q (%d bytes), want the body's first 256 printable bytes", e.Body, len(e.Body))
 	}
 }

@@ -270,6 +270,7 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"exec always", "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: x\n      interactiveMode: Always\n", "", 5, "needs a terminal"},
 		{"exec no command", "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1}\n", "", 4, "command is missing"},
 		{"exec bad env", "users:\n- name: u\n  user:\n    exec:\n      env:\n      - value: x\n", "", 6, "invalid or missing name"},
+		{"exec env NUL", "users:\n- name: u\n  user:\n    exec:\n      env:\n      - name: A\n        value: \"a\\0b\"\n", "", 7, "env[0].value: contains a NUL byte"},
 		{"auth provider", "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n", "", 4, "auth providers are not supported"},
 		{"impersonation without user", head + ctx + "users:\n- name: u\n  user: {as-groups: [g]}\n", "", 10, "need a user name"},
 		{"impersonation extra not a map", "users:\n- name: u\n  user:\n    as-user-extra: [a]\n", "", 4, "as-user-extra: want a map"},

@@ -177,3 +177,28 @@ func TestRetryableError(t *testing.T) {
 		}
 	}
 }
+
+// A 429 is retried for any method; a 5xx other than 501 only for a GET or
+// HEAD; nothing else is.
+func TestRetryableStatus(t *testing.T) {
+	tests := []struct {
+		method string
+		code   int
+		want   bool
+	}{
+		{"POST", 429, true},
+		{"GET", 500, true},
+		{"HEAD", 503, true},
+		{"GET", 599, true},
+		{"GET", 501, false},
+		{"GET", 499, false},
+		{"GET", 404, false},
+		{"POST", 500, false},
+		{"PUT", 503, false},
+	}
+	for _, tt := range tests {
+		if got := retryableStatus(tt.method, tt.code); got != tt.want {
+			t.Errorf("retryableStatus(%s, %d) = %v, want %v", tt.method, tt.code, got, tt.want)
+		}
+	}
+}

@@ -45,3 +45,14 @@ func FuzzStringMap(f *testing.F) {
 		}
 	})
 }
+
+// Called directly, as any json.Unmarshaler may be, with input that ends
+// early, UnmarshalJSON returns an error and never reads past the end.
+func TestStringMapTruncatedInput(t *testing.T) {
+	for _, in := range []string{``, `  `, `{`, `{ `, `{"a`, `{"a"`, `{"a" `, `{"a":`, `{"a": `, `{"a":"b"`, `{"a":"b" `, `{"a":"b",`, `{"a":"b", `, `{"a":"b\`, `"`} {
+		var m StringMap
+		if err := m.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("UnmarshalJSON(%q) = nil error, map %v", in, m)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -121,7 +122,8 @@ func settle() {
 func TestControllerWiring(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := metrics.NewRegistry()
-		c := &Controller{Name: "test", Workers: 2, Metrics: reg}
+		var logs lockedBuffer
+		c := &Controller{Name: "test", Workers: 2, Metrics: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		prim := newMemSource(object("ns", "a", "5"))
 		own := newMemSource(
 			child("ns", "a-child", "example.com/v1", "Thing", "b"),
@@ -194,7 +196,29 @@ func TestControllerWiring(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("Run after ctx ended: %v", err)
 		}
+		// A stop is no failure: the watches end without an error line.
+		if strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("error logged by a clean run and stop:\n%s", logs.String())
+		}
 	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and the test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Each class of failure tells the queue what to do, and only the terminal

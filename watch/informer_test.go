@@ -439,7 +439,9 @@ func TestInformerStreamingListRefused(t *testing.T) {
 func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		defer func() { cancel(); <-done }()
 		limit := 2*time.Minute + 10*time.Second
 
@@ -459,6 +461,11 @@ func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 		}
 		if got := inf.Stats().Failures; got != 2 {
 			t.Errorf("Failures = %d, want 2", got)
+		}
+		for _, want := range []string{"list got no answer within 2m10s", "watch got no answer within 2m10s"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log lacks %q:\n%s", want, logs.String())
+			}
 		}
 	})
 }
@@ -531,5 +538,171 @@ func TestInformerListErrorIsNotATimeout(t *testing.T) {
 			t.Fatalf("Healthy = %v, want the list's own error", err)
 		}
 		src.expectList(t, "0", page("10", ""), nil)
+	})
+}
+
+// Healthy allows silence up to the longest watch (twice WatchTimeout) plus
+// IdleMargin, and no longer: 10m30s by default.
+func TestInformerHealthySilenceLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config[thing]
+		limit time.Duration
+	}{
+		{"defaults", Config[thing]{}, 10*time.Minute + 30*time.Second},
+		{"configured", Config[thing]{WatchTimeout: time.Minute, IdleMargin: 10 * time.Second}, 2*time.Minute + 10*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newScriptedSource()
+				tt.cfg.Source = src
+				inf, cancel, done := startInformer(t, tt.cfg)
+				defer func() { cancel(); <-done }()
+				src.expectList(t, "0", page("10", ""), nil)
+				src.expectWatch(t, "10", nil)
+				synctest.Wait()
+				last := inf.LastEvent()
+				if err := inf.Healthy(last.Add(tt.limit)); err != nil {
+					t.Errorf("silent for %v: Healthy = %v, want nil", tt.limit, err)
+				}
+				if err := inf.Healthy(last.Add(tt.limit + time.Nanosecond)); err == nil || !strings.Contains(err.Error(), "silent") {
+					t.Errorf("silent for %v and 1ns: Healthy = %v, want silent", tt.limit, err)
+				}
+			})
+		})
+	}
+}
+
+// A list asks for pages of Config.PageSize objects, 500 when it is zero.
+func TestInformerPageSize(t *testing.T) {
+	for _, tt := range []struct {
+		size, want int64
+	}{{0, 500}, {7, 7}} {
+		synctest.Test(t, func(t *testing.T) {
+			src := newScriptedSource()
+			_, cancel, done := startInformer(t, Config[thing]{Source: src, PageSize: tt.size})
+			defer func() { cancel(); <-done }()
+			c := <-src.lists
+			if c.opts.Limit != tt.want {
+				t.Errorf("PageSize %d: list limit = %d, want %d", tt.size, c.opts.Limit, tt.want)
+			}
+			c.reply <- listReply{page("10", ""), nil}
+			src.expectWatch(t, "10", nil)
+		})
+	}
+}
+
+// lateSource is a Source whose watches answer badly: the first opens a
+// stream only once the informer has given up on it (its context ended),
+// the second returns neither a stream nor an error; later ones, and every
+// list, go to the scriptedSource.
+type lateSource struct {
+	*scriptedSource
+	calls int
+	late  *scriptedStream
+}
+
+func (s *lateSource) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[thing], error) {
+	s.calls++
+	switch s.calls {
+	case 1:
+		<-ctx.Done()
+		s.late = newScriptedStream()
+		return s.late, nil
+	case 2:
+		return nil, nil
+	}
+	return s.scriptedSource.Watch(ctx, ns, opts)
+}
+
+// A watch that opens only after the informer gave up on it is closed, not
+// leaked, and one that comes back without a stream is a failure; both are
+// retried.
+func TestInformerBadWatchAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lateSource{scriptedSource: newScriptedSource()}
+		var logs lockedBuffer
+		inf, cancel, done := startInformer(t, Config[thing]{
+			Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", ""), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if src.late == nil || !src.late.isClosed() {
+			t.Error("a stream opened after the informer gave up on it was left open")
+		}
+		if got := inf.Stats().Failures; got != 2 {
+			t.Errorf("Failures = %d, want 2", got)
+		}
+		for _, want := range []string{"watch got no answer within 2m10s", "Source.Watch returned no stream"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log lacks %q:\n%s", want, logs.String())
+			}
+		}
+		st.send(t, k8sapi.Added, obj("a", "11"))
+		synctest.Wait()
+		if _, ok := inf.Store().Get("ns", "a"); !ok {
+			t.Error("the watch that finally opened is not applied")
+		}
+	})
+}
+
+// A watch that opens and then says nothing at all is given up exactly its
+// timeout plus IdleMargin after it opened, and watched again.
+func TestInformerSilentWatchFromTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", ""), nil)
+		c := <-src.watches
+		st := newScriptedStream()
+		c.reply <- watchReply{stream: st}
+		silence := time.Duration(c.opts.TimeoutSeconds)*time.Second + 10*time.Second
+		time.Sleep(silence - time.Nanosecond) // fake time inside the bubble
+		synctest.Wait()
+		if st.isClosed() {
+			t.Fatalf("stream closed before its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if !st.isClosed() {
+			t.Fatalf("stream still open after its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+		}
+		src.expectWatch(t, "10", nil)
+		if got := inf.Stats().Reconnects; got != 1 {
+			t.Errorf("Reconnects = %d, want 1", got)
+		}
+	})
+}
+
+// A Deleted event calls OnDelete when it removes an object, at once, and
+// not at all for a key the cache never held.
+func TestInformerDeleteOfUnknownKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		rec := &recordingHandler{}
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: rec.handler()})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", page("10", "", obj("a", "5")), nil)
+		st := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		rec.take()
+		st.send(t, k8sapi.Deleted, obj("b", "11"))
+		synctest.Wait()
+		if got := rec.take(); got != "" {
+			t.Errorf("delete of a key never seen: %s", got)
+		}
+		st.send(t, k8sapi.Deleted, obj("a", "12"))
+		synctest.Wait()
+		if got := rec.take(); got != "delete a@12" {
+			t.Errorf("delete of a: %q, want delete a@12", got)
+		}
+		if got := inf.Stats().Deleted; got != 1 {
+			t.Errorf("Deleted = %d, want 1", got)
+		}
 	})
 }

@@ -286,6 +286,40 @@ func TestStep(t *testing.T) {
 			wantRV: "11",
 		},
 		{
+			// The edges of "at once": a watch with events that lived a
+			// second, and one without events that lived half its timeout
+			// (300s here), ended normally.
+			name: "watch that lived a second with events, or half its timeout without, is watched on",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				event(100*time.Millisecond, k8sapi.Bookmark, bookmark("11", false), ""),
+				ended(time.Second, io.EOF, phaseOpen, `close; watch rv="11" timeout=300`),
+				opened(time.Second),
+				ended(time.Second+150*time.Second, io.EOF, phaseOpen, `close; watch rv="11" timeout=300`),
+				opened(151 * time.Second),
+				ended(151*time.Second+149*time.Second, io.EOF, phaseWait, "close; log WARN watch ended at once; wait 400ms"),
+			},
+			wantRV: "11",
+		},
+		{
+			name: "backoff starts over after exactly two healthy minutes",
+			steps: []stepCase{
+				start(),
+				listed(0, "10"),
+				opened(0),
+				ended(time.Second, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(2*time.Second, phaseOpen, `watch rv="10" timeout=300 reconnect`),
+				opened(2 * time.Second),
+				ended(2*time.Second+2*time.Minute, netErr(), phaseWait, "close; log WARN watch failed; wait 400ms"),
+				timer(3*time.Minute, phaseOpen, `watch rv="10" timeout=300 reconnect`),
+				opened(3 * time.Minute),
+				ended(3*time.Minute+2*time.Minute-time.Nanosecond, netErr(), phaseWait, "close; log WARN watch failed; wait 800ms"),
+			},
+			wantRV: "10",
+		},
+		{
 			name: "failed list page is retried from its continue token",
 			steps: []stepCase{
 				start(),
@@ -517,4 +551,51 @@ func TestTimeout(t *testing.T) {
 	if got := m.timeout(0.5); got != 3*time.Second {
 		t.Errorf("timeout(0.5) with 2s = %v, want 3s", got)
 	}
+}
+
+// Only a 400 or a 422 on opening a streaming list means the server does not
+// do streaming lists; other failures are retried as they are.
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&k8sapi.APIError{Code: 400}, true},
+		{fmt.Errorf("watch: %w", &k8sapi.APIError{Code: 422}), true},
+		{&k8sapi.APIError{Code: 500}, false},
+		{gone410(), false},
+		{tooMany(time.Second), false},
+		{netErr(), false},
+	}
+	for _, tt := range tests {
+		if got := refused(tt.err); got != tt.want {
+			t.Errorf("refused(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// A watch that ends at once says in its error how long it lived and how
+// many events it brought.
+func TestWatchEndedAtOnceCause(t *testing.T) {
+	m := &machine[thing]{meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }, pageSize: 500}
+	var s state[thing]
+	for _, in := range []input[thing]{
+		{kind: inStart, now: at(0)},
+		{kind: inListed, now: at(0), list: page("10", "")},
+		{kind: inOpened, now: at(0)},
+		{kind: inEvent, now: at(0), typ: k8sapi.Bookmark, obj: bookmark("11", false)},
+		{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("a", "12")},
+	} {
+		s, _ = m.step(s, in)
+	}
+	_, acts := m.step(s, input[thing]{kind: inEvent, now: at(500 * time.Millisecond), err: io.EOF})
+	for _, a := range acts {
+		if a.kind == actLog {
+			if a.err == nil || a.err.Error() != "watch: server closed the watch after 500ms with 2 events" {
+				t.Errorf("cause = %v", a.err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no log action in %s", describe(acts))
 }

@@ -3,6 +3,8 @@ package widget
 import (
 	"strings"
 	"testing"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
 // The validation's edges, one case at each side of each limit: a limit
@@ -63,5 +65,23 @@ func TestTrimMessageEdges(t *testing.T) {
 	multi := strings.Repeat("é", MaxMessageBytes)
 	if got := trimMessage(multi); len(got) > MaxMessageBytes || !strings.HasSuffix(got, "é...") {
 		t.Errorf("a cut inside a rune: %d bytes, ends %q", len(got), got[len(got)-5:])
+	}
+}
+
+// A message that is not UTF-8 at all (continuation bytes only) is cut to
+// the marker alone, without reading before its start.
+func TestTrimMessageNoRuneStart(t *testing.T) {
+	if got := trimMessage(strings.Repeat("\x80", MaxMessageBytes+1)); got != "..." {
+		t.Errorf("continuation bytes only: %q, want ...", got)
+	}
+}
+
+// A Status with details but no causes, as a NotFound has, is reported by
+// its message.
+func TestServerMessageDetailsWithoutCauses(t *testing.T) {
+	ae := &k8sapi.APIError{Code: 404, Status: k8sapi.Status{Message: `deployments.apps "web" not found`,
+		Details: &k8sapi.StatusDetails{Name: "web", Kind: "deployments"}}}
+	if got := serverMessage(ae); got != `deployments.apps "web" not found` {
+		t.Errorf("serverMessage = %q, want the Status's message", got)
 	}
 }

@@ -261,3 +261,78 @@ func TestResolveConcurrent(t *testing.T) {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
+
+// TestResourcesCacheTTL: Resources reads the documents once, serves them
+// from the cache within the TTL, and reads them again at the TTL. A zero
+// TTL means ten minutes.
+func TestResourcesCacheTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{"TTL", time.Minute, time.Minute},
+		{"zero TTL", 0, 10 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newRecordedServer(t)
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			r, _ := New(Config{Client: srv.client(t), TTL: tt.ttl, Now: func() time.Time { return now }})
+			ctx := t.Context()
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 2 {
+				t.Fatalf("first call: %v, %d requests, want 2", err, srv.count())
+			}
+			now = now.Add(tt.want - time.Second)
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 2 {
+				t.Fatalf("within the TTL: %v, %d requests, want 2", err, srv.count())
+			}
+			if _, err := r.Resolve(ctx, "deploy"); err != nil || srv.count() != 2 {
+				t.Fatalf("Resolve within the TTL: %v, %d requests, want 2", err, srv.count())
+			}
+			now = now.Add(time.Second)
+			if _, err := r.Resources(ctx); err != nil || srv.count() != 4 {
+				t.Fatalf("at the TTL: %v, %d requests, want 4", err, srv.count())
+			}
+		})
+	}
+}
+
+// A discovery document of exactly 16 MiB is read; one byte more is
+// refused with ErrBodyTooLarge.
+func TestDocumentSizeLimit(t *testing.T) {
+	apis, err := os.ReadFile(filepath.Join("testdata", "apis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		size     int
+		tooLarge bool
+	}{{docLimit, false}, {docLimit + 1, true}} {
+		srv := newRecordedServer(t)
+		srv.apis = append(apis[:len(apis):len(apis)], strings.Repeat(" ", tt.size-len(apis))...)
+		r, _ := New(Config{Client: srv.client(t)})
+		_, err := r.Resolve(t.Context(), "deploy")
+		if tt.tooLarge != errors.Is(err, k8sapi.ErrBodyTooLarge) || !tt.tooLarge && err != nil {
+			t.Errorf("document of %d bytes: %v", tt.size, err)
+		}
+	}
+}
+
+// A resource's singular name is the one the server gives, or else its
+// kind in lower case.
+func TestSingularName(t *testing.T) {
+	doc := `{"kind":"APIGroupDiscoveryList","items":[{"metadata":{"name":"example.com"},"versions":[{"version":"v1","resources":[
+		{"resource":"widgets","responseKind":{"kind":"Widget"},"singularResource":"thingy"},
+		{"resource":"gadgets","responseKind":{"kind":"Gadget"}}]}]}]}`
+	ms, err := parse("/apis", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Resource.Resource+"="+m.Singular)
+	}
+	if strings.Join(got, ",") != "widgets=thingy,gadgets=gadget" {
+		t.Errorf("singular names %q, want widgets=thingy and gadgets=gadget", got)
+	}
+}

@@ -1,0 +1,94 @@
+package k8sapi
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A plugin's stdout is kept up to its limit: output that fills it exactly
+// is whole; one byte more is an overflow, reported once, and what does not
+// fit is dropped while every write still succeeds.
+func TestBoundedBuffer(t *testing.T) {
+	calls := 0
+	w := &boundedBuffer{max: 4, overflow: func() { calls++ }}
+	for _, p := range []string{"ab", "cd"} {
+		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	if string(w.b) != "abcd" || w.over || calls != 0 {
+		t.Fatalf("at the limit: %q, over=%v, %d overflow calls", w.b, w.over, calls)
+	}
+	for _, p := range []string{"e", "fgh"} {
+		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
+			t.Fatalf("Write(%q) past the limit = %d, %v", p, n, err)
+		}
+		if string(w.b) != "abcd" || !w.over || calls != 1 {
+			t.Fatalf("after Write(%q) past the limit: %q, over=%v, %d overflow calls, want 1", p, w.b, w.over, calls)
+		}
+	}
+
+	w = &boundedBuffer{max: 4}
+	w.Write([]byte("abc"))
+	w.Write([]byte("de"))
+	if string(w.b) != "abcd" || !w.over {
+		t.Fatalf("a write across the limit: %q, over=%v; want what fits kept", w.b, w.over)
+	}
+}
+
+// truncate cuts a string over n bytes to n and marks the cut.
+func TestTruncate(t *testing.T) {
+	s := strings.Repeat("v", 80)
+	if got := truncate(s, 80); got != s {
+		t.Errorf("80 bytes cut to 80: %q", got)
+	}
+	if got := truncate(s+"w", 80); got != s+"..." {
+		t.Errorf("81 bytes cut to 80: %q", got)
+	}
+}
+
+// A credential with a short life is refreshed a quarter of its life before
+// it expires, not a whole minute before.
+func TestExecRefreshShortLife(t *testing.T) {
+	clock := newCredClock()
+	count := filepath.Join(t.TempDir(), "count")
+	expiry := clock.now().Add(2 * time.Minute)
+	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
+		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
+	creds, err := newExecCredentials(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.now = clock.now
+	runsAfter := func(d time.Duration) int {
+		t.Helper()
+		clock.advance(d)
+		if got := authHeader(t, creds); got != "Bearer tok" {
+			t.Fatalf("header %q", got)
+		}
+		waitForFetch(t, creds)
+		return runCount(t, count)
+	}
+	if n := runsAfter(0); n != 1 {
+		t.Fatalf("plugin ran %d times, want 1", n)
+	}
+	if n := runsAfter(89 * time.Second); n != 1 {
+		t.Fatalf("31s before the expiry of a 2-minute credential: plugin ran %d times, want 1 (cached)", n)
+	}
+	if n := runsAfter(time.Second); n != 2 {
+		t.Fatalf("30s before the expiry of a 2-minute credential: plugin ran %d times, want 2 (refreshed)", n)
+	}
+}
+
+// An exec plugin that returns a token and no certificate: over TLS the
+// token is sent and no client certificate is presented.
+func TestExecTokenOverTLS(t *testing.T) {
+	srv := newHeaderServer(t, true)
+	cfg := &Config{Host: srv.URL, CAData: certPEMOf(srv.Server), Exec: helperExec(execV1, "token", "HELPER_TOKEN=exec-tok")}
+	getOnce(t, cfg)
+	if a := srv.last(t).Get("Authorization"); a != "Bearer exec-tok" {
+		t.Errorf("Authorization %q, want the plugin's token", a)
+	}
+}
