@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,4 +79,43 @@ func alive(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestExecPluginLeavingItsGroupDoesNotHang: a plugin that exits but leaves
+// a process of its own session holding its stdout open is not waited for
+// until that process ends: runPlugin returns once cmd.WaitDelay (5 s) has
+// passed. The group kill cannot reach such a process.
+func TestExecPluginLeavingItsGroupDoesNotHang(t *testing.T) {
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("no setsid here")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "escaped.pid")
+	script := filepath.Join(dir, "plugin.sh")
+	body := "#!/bin/sh\n" + setsid + " sleep 300 &\necho $! > " + pidFile + "\necho '{}'\nexit 0\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	e := &execCredentials{command: script}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.runPlugin(context.Background(), script, nil, dir, nil)
+	}()
+	// Not a measure of speed: without a WaitDelay, runPlugin would wait
+	// the 300 s of the escaped process.
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("runPlugin still waits for the stdout of a process that left the plugin's group")
+	}
 }
