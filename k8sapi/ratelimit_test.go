@@ -98,6 +98,8 @@ func TestBackoffDelay(t *testing.T) {
 		{Backoff{1, 1<<63 - 1}, 63, 1<<63 - 1},
 		{Backoff{ms, time.Second}, 1 << 30, time.Second},
 		{Backoff{ms, time.Second}, -1, time.Second},
+		// Base = Max>>n, with Max odd: Base·2^n is just under Max, not capped.
+		{Backoff{5, 11}, 1, 10},
 	}
 	for _, tt := range tests {
 		if got := tt.b.Delay(tt.n); got != tt.want {
