@@ -100,6 +100,19 @@ func TestRetryWaitEndsWithContext(t *testing.T) {
 	}
 }
 
+// TestSleepWaits: a positive wait on a live context waits (here, until the
+// context's deadline); it does not return at once as a zero one does.
+func TestSleepWaits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := sleepCtx(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("sleepCtx(1h) = %v before the context's deadline, want %v", err, context.DeadlineExceeded)
+	}
+	if err := sleepCtx(t.Context(), 0); err != nil {
+		t.Errorf("sleepCtx(0) = %v, want nil at once", err)
+	}
+}
+
 func TestUnauthorizedRefresh(t *testing.T) {
 	tests := []struct {
 		name         string
