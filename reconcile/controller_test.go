@@ -17,6 +17,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
@@ -122,7 +123,7 @@ func settle() {
 func TestControllerWiring(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := metrics.NewRegistry()
-		var logs lockedBuffer
+		var logs logbuf.Buffer
 		c := &Controller{Name: "test", Workers: 2, Metrics: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		prim := newMemSource(object("ns", "a", "5"))
 		own := newMemSource(
@@ -201,24 +202,6 @@ func TestControllerWiring(t *testing.T) {
 			t.Errorf("error logged by a clean run and stop:\n%s", logs.String())
 		}
 	})
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger and the test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Each class of failure tells the queue what to do, and only the terminal

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 // scriptedSource is a Source whose answers the test gives one at a time:
@@ -192,24 +192,6 @@ func (h *recordingHandler) take() string {
 	return s
 }
 
-// lockedBuffer is a bytes.Buffer safe for the logger and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func startInformer(t *testing.T, cfg Config[thing]) (*Informer[thing], context.CancelFunc, chan error) {
 	t.Helper()
 	inf := New(cfg)
@@ -227,7 +209,7 @@ func TestInformerLifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
-		var logs lockedBuffer
+		var logs logbuf.Buffer
 		inf, cancel, done := startInformer(t, Config[thing]{
 			Source:   src,
 			Handler:  rec.handler(),
@@ -349,7 +331,7 @@ func TestInformerIdleWatchRestarts(t *testing.T) {
 func TestInformerBackoffAndLogsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		var logs lockedBuffer
+		var logs logbuf.Buffer
 		inf, cancel, done := startInformer(t, Config[thing]{
 			Source: src,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -439,7 +421,7 @@ func TestInformerStreamingListRefused(t *testing.T) {
 func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		var logs lockedBuffer
+		var logs logbuf.Buffer
 		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		defer func() { cancel(); <-done }()
@@ -622,7 +604,7 @@ func (s *lateSource) Watch(ctx context.Context, ns string, opts k8sapi.ListOptio
 func TestInformerBadWatchAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &lateSource{scriptedSource: newScriptedSource()}
-		var logs lockedBuffer
+		var logs logbuf.Buffer
 		inf, cancel, done := startInformer(t, Config[thing]{
 			Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 // seen is one request the eventServer received.
@@ -264,27 +265,8 @@ func TestRateLimitPerObject(t *testing.T) {
 	}
 }
 
-// logBuffer is a slog handler's destination that tests can read while
-// the recorder writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestForbiddenLoggedOnce(t *testing.T) {
-	var logs logBuffer
+	var logs logbuf.Buffer
 	r, srv, _, written := harness(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	srv.forbid.Store(true)
 	for i := range 3 {
@@ -334,7 +316,7 @@ func TestStopCutsWriteQuietly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
+	var logs logbuf.Buffer
 	r, err := New(Config{Client: c, Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

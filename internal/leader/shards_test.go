@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 func TestShardOf(t *testing.T) {
@@ -221,27 +222,9 @@ func (w *workLog) work(id string) func(context.Context, int) {
 type replica struct {
 	s      *Shards
 	link   *cutOff
-	log    *logBuffer
+	log    *logbuf.Buffer
 	cancel context.CancelFunc
 	done   chan struct{}
-}
-
-// logBuffer holds a replica's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 const testShards = 6
@@ -253,7 +236,7 @@ func startReplica(t *testing.T, store *leaseStore, wl *workLog, id string) *repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &logBuffer{}
+	log := &logbuf.Buffer{}
 	s, err := NewShards(ShardConfig{Client: c, Namespace: "ops", Name: "widget-operator", Shards: testShards,
 		Identity: id, Work: wl.work(id), Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
