@@ -1,7 +1,6 @@
 package k8sapi
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,15 +52,7 @@ func TestTruncate(t *testing.T) {
 // it expires, not a whole minute before.
 func TestExecRefreshShortLife(t *testing.T) {
 	clock := newCredClock()
-	count := filepath.Join(t.TempDir(), "count")
-	expiry := clock.now().Add(2 * time.Minute)
-	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
-		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
-	creds, err := newExecCredentials(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds.now = clock.now
+	creds, count := expiringExec(t, clock, 2*time.Minute)
 	runsAfter := func(d time.Duration) int {
 		t.Helper()
 		clock.advance(d)

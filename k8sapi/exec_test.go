@@ -148,10 +148,12 @@ func TestExecPluginVersions(t *testing.T) {
 	}
 }
 
-func TestExecCachesUntilExpiry(t *testing.T) {
-	clock := newCredClock()
+// expiringExec returns exec credentials, on clock, from a plugin whose
+// token expires after life, and the file that counts the plugin's runs.
+func expiringExec(t *testing.T, clock *credClock, life time.Duration) (*execCredentials, string) {
+	t.Helper()
 	count := filepath.Join(t.TempDir(), "count")
-	expiry := clock.now().Add(10 * time.Minute)
+	expiry := clock.now().Add(life)
 	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
 		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
 	creds, err := newExecCredentials(cfg)
@@ -159,6 +161,12 @@ func TestExecCachesUntilExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds.now = clock.now
+	return creds, count
+}
+
+func TestExecCachesUntilExpiry(t *testing.T) {
+	clock := newCredClock()
+	creds, count := expiringExec(t, clock, 10*time.Minute)
 
 	check := func(wantRuns int) {
 		t.Helper()
