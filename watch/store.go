@@ -246,8 +246,11 @@ type change[T any] struct {
 func (s *Store[T]) replace(items []*T) []change[T] {
 	next := make(map[string]*T, len(items))
 	var changes []change[T]
+	// Only the indexes built so far are rebuilt; one first queried while
+	// this runs is dropped here and built again on its next query.
 	s.mu.RLock()
 	prev := s.items
+	built := slices.Collect(maps.Keys(s.indexes))
 	s.mu.RUnlock()
 	for _, obj := range items {
 		m := s.meta(obj)
@@ -283,11 +286,6 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 		changes = append(changes, change[T]{old: prev[key]})
 	}
 
-	// Only the indexes built so far are rebuilt; one first queried while
-	// this runs is dropped here and built again on its next query.
-	s.mu.RLock()
-	built := slices.Collect(maps.Keys(s.indexes))
-	s.mu.RUnlock()
 	indexes := make(map[string]index, len(built))
 	for _, name := range built {
 		indexes[name] = buildIndex(s.indexers[name], next)
