@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 func pageTooLarge() error {
@@ -201,7 +201,7 @@ func TestInformerShrinksPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs safeBuffer
+	var logs logbuf.Buffer
 	inf := New(Config[k8sapi.Deployment]{
 		Source:    ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace: "ns",
@@ -234,22 +234,4 @@ func TestInformerShrinksPages(t *testing.T) {
 	if !strings.HasPrefix(got, "8 4 4 4 4 4 2 1 8 4 4 4 4") {
 		t.Errorf("page sizes asked for: %s", got)
 	}
-}
-
-// safeBuffer is a bytes.Buffer safe for concurrent use.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

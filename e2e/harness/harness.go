@@ -30,6 +30,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
@@ -134,7 +135,7 @@ type Operator struct {
 	Cmd *exec.Cmd
 	// Dir holds its kubeconfig and service-account folder.
 	Dir  string
-	log  *SyncBuffer
+	log  *logbuf.Buffer
 	done chan struct{}
 }
 
@@ -168,25 +169,6 @@ func (o *Operator) Exited() bool {
 
 // Log returns everything the process wrote so far.
 func (o *Operator) Log() string { return o.log.String() }
-
-// SyncBuffer collects a process's output; it may be read while the process
-// writes.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *SyncBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *SyncBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // WriteOperatorKubeconfig lays out a service-account folder for the
 // operator's ServiceAccount in dir, and a kubeconfig that reads its token
@@ -263,7 +245,7 @@ func (e *Env) launch(t testing.TB, p *controlplane.Plane, namespace, name string
 	// --metrics-secure=true (see ScrapeTLS).
 	base := []string{"--kubeconfig", kc, "--log-level", "debug",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--metrics-secure=false"}
-	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &SyncBuffer{}, done: make(chan struct{})}
+	o := &Operator{Cmd: exec.Command(e.bin, append(base, args...)...), Dir: dir, log: &logbuf.Buffer{}, done: make(chan struct{})}
 	o.Cmd.Stdout, o.Cmd.Stderr = o.log, o.log
 	o.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := o.Cmd.Start(); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 // containersConf is podman's configuration here: runc under cgroupfs (no
@@ -180,7 +181,7 @@ func TestImageRunsInPodman(t *testing.T) {
 		"-e", "KUBERNETES_SERVICE_HOST="+u.Hostname(), "-e", "KUBERNETES_SERVICE_PORT="+u.Port(),
 		tag, "--leader-elect", "--log-level=debug",
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
-	var logs harness.SyncBuffer
+	var logs logbuf.Buffer
 	run.Stdout, run.Stderr = &logs, &logs
 	if err := run.Start(); err != nil {
 		t.Fatal(err)

@@ -10,36 +10,17 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 var plane = controlplane.Shared{Options: controlplane.Options{Bare: true}}
 
 func TestMain(m *testing.M) { os.Exit(plane.Run(m)) }
-
-// syncBuffer is a bytes.Buffer safe for the watch's writer and the test's
-// reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestKget(t *testing.T) {
 	p := plane.Get(t)
@@ -101,7 +82,7 @@ func TestKget(t *testing.T) {
 
 	// -w: the existing object, then changes, until interrupted.
 	wctx, stop := context.WithCancel(ctx)
-	var out, errOut syncBuffer
+	var out, errOut logbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(wctx, []string{"-kubeconfig", p.Kubeconfig(), "-n", ns, "-w", "deploy", "web"}, &out, &errOut)
