@@ -15,7 +15,8 @@
 //	})
 //	go inf.Run(ctx)
 //
-// Objects in the store are shared: never mutate one; [Clone] it first.
+// Objects in the store are shared: never mutate one; copy it first
+// (package watch/deepcopy copies any object).
 //
 // A [Cache] is an Informer for a program that also writes the resource:
 // it has indexes by controlling owner and by label built in, and after

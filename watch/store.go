@@ -59,8 +59,8 @@ func ControllerUID[T any, P interface {
 // A Store is safe for concurrent use by any number of readers; only the
 // [Informer] that owns it writes to it. The objects it hands out are shared
 // with the store and with every other reader: never mutate one. To change
-// an object, copy it first ([Clone] copies any object; for a small change,
-// copy the struct and replace only the fields you change).
+// an object, copy it first (package watch/deepcopy copies any object; for
+// a small change, copy the struct and replace only the fields you change).
 type Store[T any] struct {
 	meta     func(*T) *k8sapi.ObjectMeta
 	indexers map[string]IndexFunc[T]

@@ -1,4 +1,10 @@
-package watch
+// Package deepcopy copies any object deeply, by reflection: for a program
+// that must change an object it read from a watch.Store or watch.Cache,
+// whose objects are shared and must never be mutated.
+//
+// The operator itself copies only the fields it changes and does not link
+// this package.
+package deepcopy
 
 import "reflect"
 
@@ -8,7 +14,8 @@ import "reflect"
 // copied as values (shallowly), which is right for types such as time.Time.
 // Clone(nil) is nil.
 //
-// Objects from a [Store] must not be mutated; Clone one before changing it.
+// Objects from a watch.Store must not be mutated; Clone one before
+// changing it.
 // For a change to one field it is cheaper to copy the struct and replace
 // only the maps or slices you change.
 func Clone[T any](obj *T) *T {
