@@ -76,19 +76,9 @@ type Store[T any] struct {
 	wrote map[string]*T
 }
 
-// index maps an index value to the keys of the objects with that value.
-type index map[string]postings
-
-// postings is the set of keys for one index value: a slice while small,
-// which costs a fraction of a map's memory, and a map when large, so that
-// removing a key stays cheap.
-type postings struct {
-	keys []string
-	set  map[string]struct{}
-}
-
-// maxPostingSlice is the size at which postings switch to a map.
-const maxPostingSlice = 16
+// index maps an index value to the set of keys of the objects with that
+// value.
+type index map[string]map[string]struct{}
 
 func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
 	s := &Store[T]{
@@ -180,12 +170,14 @@ func (s *Store[T]) ByIndex(name, value string) []*T {
 
 // lookup returns the objects under value in idx. The caller holds s.mu.
 func (s *Store[T]) lookup(idx index, value string) []*T {
-	n := idx.count(value)
-	if n == 0 {
+	keys := idx[value]
+	if len(keys) == 0 {
 		return nil
 	}
-	out := make([]*T, 0, n)
-	idx.each(value, func(k string) { out = append(out, s.items[k]) })
+	out := make([]*T, 0, len(keys))
+	for k := range keys {
+		out = append(out, s.items[k])
+	}
 	return out
 }
 
@@ -327,70 +319,15 @@ func (s *Store[T]) reindex(key string, old, obj *T) {
 }
 
 func (idx index) add(value, key string) {
-	p := idx[value]
-	if p.set != nil {
-		p.set[key] = struct{}{}
-		return
+	if idx[value] == nil {
+		idx[value] = make(map[string]struct{})
 	}
-	if slices.Contains(p.keys, key) {
-		return
-	}
-	if len(p.keys) < maxPostingSlice {
-		if p.keys == nil {
-			p.keys = make([]string, 0, 1)
-		}
-		p.keys = append(p.keys, key)
-		idx[value] = p
-		return
-	}
-	p.set = make(map[string]struct{}, len(p.keys)+1)
-	for _, k := range p.keys {
-		p.set[k] = struct{}{}
-	}
-	p.set[key] = struct{}{}
-	p.keys = nil
-	idx[value] = p
+	idx[value][key] = struct{}{}
 }
 
 func (idx index) del(value, key string) {
-	p, ok := idx[value]
-	if !ok {
-		return
-	}
-	if p.set != nil {
-		delete(p.set, key)
-		if len(p.set) == 0 {
-			delete(idx, value)
-		}
-		return
-	}
-	i := slices.Index(p.keys, key)
-	if i < 0 {
-		return
-	}
-	if len(p.keys) == 1 {
+	delete(idx[value], key)
+	if len(idx[value]) == 0 {
 		delete(idx, value)
-		return
 	}
-	p.keys = slices.Delete(p.keys, i, i+1)
-	idx[value] = p
-}
-
-// each calls f for every key with value.
-func (idx index) each(value string, f func(key string)) {
-	p := idx[value]
-	for k := range p.set {
-		f(k)
-	}
-	for _, k := range p.keys {
-		f(k)
-	}
-}
-
-func (idx index) count(value string) int {
-	p := idx[value]
-	if p.set != nil {
-		return len(p.set)
-	}
-	return len(p.keys)
 }

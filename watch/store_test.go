@@ -149,7 +149,7 @@ func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 
 func TestStoreIndexLargeFanIn(t *testing.T) {
 	s := newStore(thingMeta, map[string]IndexFunc[thing]{IndexControllerUID: ControllerUID[thing]})
-	const n = 3 * maxPostingSlice
+	const n = 48
 	for i := range n {
 		name := fmt.Sprintf("c%02d", i)
 		s.put("ns/"+name, owned(name, "1", "w", true))
