@@ -329,36 +329,16 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		return input[T]{kind: inTimer}, true
 	case actReplace:
-		relist := inf.synced.Load()
-		changes := inf.store.replace(a.items)
-		if relist {
+		if inf.synced.Load() {
 			inf.stats.Relists.Add(1)
 		}
 		inf.stats.Lists.Add(1)
-		h := inf.cfg.Handler
-		for _, c := range changes {
-			switch {
-			case c.old == nil:
-				inf.stats.Added.Add(1)
-				if h.OnAdd != nil {
-					h.OnAdd(c.new)
-				}
-			case c.new == nil:
-				inf.stats.Deleted.Add(1)
-				if h.OnDelete != nil {
-					h.OnDelete(c.old)
-				}
-			default:
-				inf.stats.Modified.Add(1)
-				if h.OnUpdate != nil {
-					h.OnUpdate(c.old, c.new)
-				}
-			}
+		for _, c := range inf.store.replace(a.items) {
+			inf.notify(c.old, c.new)
 		}
+		inf.synced.Store(true)
 	case actApply:
 		inf.apply(a.typ, a.obj)
-	case actSynced:
-		inf.synced.Store(true)
 	case actLog:
 		args := []any{"informer", inf.cfg.Name, "namespace", ns}
 		if a.err != nil {
@@ -371,31 +351,38 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 
 // apply applies one watch event to the store and calls the handler.
 func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
-	m := inf.m.meta(obj)
-	key := k8sapi.Key(m.Namespace, m.Name)
-	h := inf.cfg.Handler
-	if typ == k8sapi.Deleted {
-		old := inf.store.remove(key)
-		if old == nil {
-			return // never seen, or already gone: no duplicate delete
-		}
-		inf.stats.Deleted.Add(1)
-		if h.OnDelete != nil {
-			h.OnDelete(obj)
-		}
+	key := inf.store.key(obj)
+	if typ != k8sapi.Deleted {
+		inf.notify(inf.store.put(key, obj), obj)
 		return
 	}
-	old := inf.store.put(key, obj)
-	if old == nil {
+	// Nothing for a key never seen, or already gone: no duplicate delete.
+	// OnDelete gets the event's object, the last state seen.
+	if inf.store.remove(key) != nil {
+		inf.notify(obj, nil)
+	}
+}
+
+// notify counts one change to the cache and tells the handler: old is nil
+// for an add, obj nil for a delete.
+func (inf *Informer[T]) notify(old, obj *T) {
+	h := inf.cfg.Handler
+	switch {
+	case old == nil:
 		inf.stats.Added.Add(1)
 		if h.OnAdd != nil {
 			h.OnAdd(obj)
 		}
-		return
-	}
-	inf.stats.Modified.Add(1)
-	if h.OnUpdate != nil {
-		h.OnUpdate(old, obj)
+	case obj == nil:
+		inf.stats.Deleted.Add(1)
+		if h.OnDelete != nil {
+			h.OnDelete(old)
+		}
+	default:
+		inf.stats.Modified.Add(1)
+		if h.OnUpdate != nil {
+			h.OnUpdate(old, obj)
+		}
 	}
 }
 

@@ -129,9 +129,8 @@ const (
 	actWatch                     // open a watch with opts
 	actClose                     // close the open watch
 	actWait                      // wait for delay, then send inTimer
-	actReplace                   // replace the whole cache with items
+	actReplace                   // replace the whole cache with items: a full list
 	actApply                     // apply one event (typ, obj) to the cache
-	actSynced                    // the first full list has been delivered
 	actLog                       // log msg at level, with err
 )
 
@@ -402,10 +401,7 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 	s.pending, s.cont = nil, ""
 	s.gone, s.relistLogged = false, false
 	s.big, s.pageSize = false, 0
-	if !s.synced {
-		s.synced = true
-		acts = append(acts, action[T]{kind: actSynced})
-	}
+	s.synced = true
 	return acts
 }
 

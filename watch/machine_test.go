@@ -104,8 +104,6 @@ func describe(acts []action[thing]) string {
 			s = "replace [" + strings.Join(names, " ") + "]"
 		case actApply:
 			s = fmt.Sprintf("apply %s %s", a.typ, a.obj.Name)
-		case actSynced:
-			s = "synced"
 		case actLog:
 			s = fmt.Sprintf("log %s %s", a.level, a.msg)
 		}
@@ -131,7 +129,7 @@ func listed(d time.Duration, rv string, items ...*thing) stepCase {
 		names = append(names, it.Name)
 	}
 	return stepCase{input[thing]{kind: inListed, now: at(d), list: page(rv, "", items...)}, phaseOpen,
-		"replace [" + strings.Join(names, " ") + "]; synced; watch rv=\"" + rv + "\" timeout=300"}
+		"replace [" + strings.Join(names, " ") + "]; watch rv=\"" + rv + "\" timeout=300"}
 }
 
 func opened(d time.Duration) stepCase {
@@ -329,7 +327,7 @@ func TestStep(t *testing.T) {
 					"log WARN list failed; wait 400ms"},
 				timer(2*time.Second, phaseList, `list rv="" cont=tok limit=500`),
 				{input[thing]{kind: inListed, now: at(3 * time.Second), list: page("9", "", obj("b", "2"))}, phaseOpen,
-					`replace [a b]; synced; watch rv="9" timeout=300`},
+					`replace [a b]; watch rv="9" timeout=300`},
 			},
 			wantRV: "9",
 		},
@@ -352,7 +350,7 @@ func TestStep(t *testing.T) {
 				opened(0),
 				event(0, k8sapi.Added, obj("a", "3"), ""),
 				event(0, k8sapi.Added, obj("b", "4"), ""),
-				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]; synced"),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]"),
 				event(time.Second, k8sapi.Modified, obj("a", "10"), "apply MODIFIED a"),
 				ended(5*time.Minute, io.EOF, phaseOpen, `close; watch rv="10" timeout=300`),
 			},
@@ -370,7 +368,7 @@ func TestStep(t *testing.T) {
 				event(0, k8sapi.Added, obj("a", "3"), ""),
 				event(0, k8sapi.Bookmark, bookmark("5", false), ""),
 				event(0, k8sapi.Added, obj("b", "4"), ""),
-				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]; synced"),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]"),
 			},
 			wantRV: "9",
 		},
@@ -380,7 +378,7 @@ func TestStep(t *testing.T) {
 			steps: []stepCase{
 				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
-				event(0, k8sapi.Bookmark, bookmark("9", true), "replace []; synced"),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace []"),
 				ended(time.Second, goneEvent(), phaseWait, "close; log INFO resourceVersion expired; relisting; wait 400ms"),
 				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
 				opened(2 * time.Second),
@@ -411,7 +409,7 @@ func TestStep(t *testing.T) {
 				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
 				opened(2 * time.Second),
 				event(2*time.Second, k8sapi.Added, obj("b", "4"), ""),
-				event(2*time.Second, k8sapi.Bookmark, bookmark("9", true), "replace [b]; synced"),
+				event(2*time.Second, k8sapi.Bookmark, bookmark("9", true), "replace [b]"),
 			},
 			wantRV: "9",
 		},

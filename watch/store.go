@@ -198,6 +198,12 @@ func (s *Store[T]) HasIndex(name string) bool {
 	return ok
 }
 
+// key returns obj's key.
+func (s *Store[T]) key(obj *T) string {
+	m := s.meta(obj)
+	return k8sapi.Key(m.Namespace, m.Name)
+}
+
 // put stores obj under key and returns the object it replaced, if any.
 func (s *Store[T]) put(key string, obj *T) (old *T) {
 	s.mu.Lock()
@@ -245,8 +251,8 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	built := slices.Collect(maps.Keys(s.indexes))
 	s.mu.RUnlock()
 	for _, obj := range items {
+		key := s.key(obj)
 		m := s.meta(obj)
-		key := k8sapi.Key(m.Namespace, m.Name)
 		if old, ok := prev[key]; ok && s.meta(old).ResourceVersion == m.ResourceVersion && m.ResourceVersion != "" {
 			next[key] = old
 			continue
@@ -255,8 +261,7 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	}
 	// Changes are computed against next, so a key listed twice counts once.
 	for _, obj := range items {
-		m := s.meta(obj)
-		key := k8sapi.Key(m.Namespace, m.Name)
+		key := s.key(obj)
 		cur := next[key]
 		old, had := prev[key]
 		if had && cur == old {
