@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,16 +87,18 @@ type Informer[T any] struct {
 	cfg   Config[T]
 	m     machine[T]
 	store *Store[T]
-	stats Stats
 
-	running   atomic.Bool
-	synced    atomic.Bool
-	lastEvent atomic.Int64 // unix nanoseconds
+	running atomic.Bool
+	synced  atomic.Bool
+
+	mu        sync.Mutex // guards the fields below
+	stats     StatsSnapshot
+	lastEvent time.Time
 	// failingSince is when the current streak of failed lists and watches
-	// began (unix nanoseconds), zero while the last attempt succeeded;
-	// lastErr is the streak's latest error.
-	failingSince atomic.Int64
-	lastErr      atomic.Pointer[string]
+	// began, zero while the last attempt succeeded; lastErr is the streak's
+	// latest error.
+	failingSince time.Time
+	lastErr      error
 }
 
 // New returns an informer for cfg. P is the pointer type of T; it is
@@ -134,11 +137,9 @@ func (inf *Informer[T]) HasSynced() bool { return inf.synced.Load() }
 // a watch opening, an event or a bookmark. A time much older than the
 // watch timeout means the watch is dead. Zero before the first.
 func (inf *Informer[T]) LastEvent() time.Time {
-	n := inf.lastEvent.Load()
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.lastEvent
 }
 
 // Healthy returns nil while the informer's list and watch work: the last
@@ -146,32 +147,42 @@ func (inf *Informer[T]) LastEvent() time.Time {
 // watch may be. Otherwise it returns a one-line reason, for a readiness
 // probe. A watch that the server ends normally is not a failure.
 func (inf *Informer[T]) Healthy(now time.Time) error {
-	if since := inf.failingSince.Load(); since != 0 {
-		msg := "failing"
-		if p := inf.lastErr.Load(); p != nil {
-			msg = *p
-		}
-		return fmt.Errorf("watch: failing for %v: %s", now.Sub(time.Unix(0, since)).Round(time.Second), msg)
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if !inf.failingSince.IsZero() {
+		return fmt.Errorf("watch: failing for %v: %v", now.Sub(inf.failingSince).Round(time.Second), inf.lastErr)
 	}
-	if last := inf.LastEvent(); !last.IsZero() {
-		// The longest a healthy watch stays silent: its timeout (at most
-		// twice WatchTimeout) plus the margin.
-		if limit := inf.requestLimit(); now.Sub(last) > limit {
-			return fmt.Errorf("watch: silent for %v", now.Sub(last).Round(time.Second))
-		}
+	// The longest a healthy watch stays silent: its timeout (at most twice
+	// WatchTimeout) plus the margin.
+	if last := inf.lastEvent; !last.IsZero() && now.Sub(last) > inf.requestLimit() {
+		return fmt.Errorf("watch: silent for %v", now.Sub(last).Round(time.Second))
 	}
 	return nil
 }
 
 // noteFailure records a failed list or watch for Healthy.
 func (inf *Informer[T]) noteFailure(err error) {
-	msg := err.Error()
-	inf.lastErr.Store(&msg)
-	inf.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.lastErr = err
+	if inf.failingSince.IsZero() {
+		inf.failingSince = time.Now()
+	}
 }
 
 // Stats returns a snapshot of the informer's counters.
-func (inf *Informer[T]) Stats() StatsSnapshot { return inf.stats.Snapshot() }
+func (inf *Informer[T]) Stats() StatsSnapshot {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.stats
+}
+
+// count adds one to c, a counter in inf.stats.
+func (inf *Informer[T]) count(c *int64) {
+	inf.mu.Lock()
+	*c++
+	inf.mu.Unlock()
+}
 
 // ErrRunning is returned by [Informer.Run] on an informer already running.
 var ErrRunning = errors.New("watch: informer already running")
@@ -260,7 +271,7 @@ func (r *runner[T]) run(ctx context.Context) {
 				r.inf.touch()
 				idle.Reset(idleAfter())
 				if it.ev.Type == k8sapi.Bookmark {
-					r.inf.stats.Bookmarks.Add(1)
+					r.inf.count(&r.inf.stats.Bookmarks)
 				}
 			}
 			next = input[T]{kind: inEvent, typ: it.ev.Type, obj: it.ev.Object, err: it.err}
@@ -277,7 +288,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	ns := inf.cfg.Namespace
 	switch a.kind {
 	case actList:
-		inf.stats.ListRequests.Add(1)
+		inf.count(&inf.stats.ListRequests)
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
@@ -291,9 +302,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
 	case actWatch:
-		inf.stats.WatchRequests.Add(1)
+		inf.count(&inf.stats.WatchRequests)
 		if a.reconnect {
-			inf.stats.Reconnects.Add(1)
+			inf.count(&inf.stats.Reconnects)
 		}
 		// The stream lives as long as wctx; opening it must not take
 		// longer than the silence a watch is allowed.
@@ -320,7 +331,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	case actClose:
 		r.closeStream()
 	case actWait:
-		inf.stats.Failures.Add(1)
+		inf.count(&inf.stats.Failures)
 		t := time.NewTimer(a.delay)
 		defer t.Stop()
 		select {
@@ -330,9 +341,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		return input[T]{kind: inTimer}, true
 	case actReplace:
 		if inf.synced.Load() {
-			inf.stats.Relists.Add(1)
+			inf.count(&inf.stats.Relists)
 		}
-		inf.stats.Lists.Add(1)
+		inf.count(&inf.stats.Lists)
 		for _, c := range inf.store.replace(a.items) {
 			inf.notify(c.old, c.new)
 		}
@@ -369,17 +380,17 @@ func (inf *Informer[T]) notify(old, obj *T) {
 	h := inf.cfg.Handler
 	switch {
 	case old == nil:
-		inf.stats.Added.Add(1)
+		inf.count(&inf.stats.Added)
 		if h.OnAdd != nil {
 			h.OnAdd(obj)
 		}
 	case obj == nil:
-		inf.stats.Deleted.Add(1)
+		inf.count(&inf.stats.Deleted)
 		if h.OnDelete != nil {
 			h.OnDelete(old)
 		}
 	default:
-		inf.stats.Modified.Add(1)
+		inf.count(&inf.stats.Modified)
 		if h.OnUpdate != nil {
 			h.OnUpdate(old, obj)
 		}
@@ -389,8 +400,10 @@ func (inf *Informer[T]) notify(old, obj *T) {
 // touch records that the server answered: a list, a watch opening, an
 // event or a bookmark. It ends a streak of failures.
 func (inf *Informer[T]) touch() {
-	inf.lastEvent.Store(time.Now().UnixNano())
-	inf.failingSince.Store(0)
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.lastEvent = time.Now()
+	inf.failingSince = time.Time{}
 }
 
 // idleMargin is how long past its timeout a watch may stay silent.
@@ -440,39 +453,17 @@ func (r *runner[T]) closeStream() {
 	r.stream, r.events, r.stop, r.cancel = nil, nil, nil, nil
 }
 
-// Stats counts what an informer did. The metrics code reads it through
-// [Informer.Stats].
-type Stats struct {
-	ListRequests  atomic.Int64 // list pages requested
-	Lists         atomic.Int64 // full lists delivered to the cache
-	Relists       atomic.Int64 // full lists after the first (after a 410)
-	WatchRequests atomic.Int64 // watches opened or attempted
-	Reconnects    atomic.Int64 // watches reopened after a failure
-	Failures      atomic.Int64 // failed or dead lists and watches, each followed by a backoff
-	Bookmarks     atomic.Int64 // bookmarks received
-	Added         atomic.Int64 // objects added to the cache
-	Modified      atomic.Int64 // objects updated in the cache
-	Deleted       atomic.Int64 // objects removed from the cache
-}
-
-// StatsSnapshot is a copy of [Stats] at one moment.
+// StatsSnapshot counts what an informer did, as of one moment; see
+// [Informer.Stats]. The metrics code reads it.
 type StatsSnapshot struct {
-	ListRequests, Lists, Relists, WatchRequests, Reconnects, Failures int64
-	Bookmarks, Added, Modified, Deleted                               int64
-}
-
-// Snapshot returns the current counts.
-func (s *Stats) Snapshot() StatsSnapshot {
-	return StatsSnapshot{
-		ListRequests:  s.ListRequests.Load(),
-		Lists:         s.Lists.Load(),
-		Relists:       s.Relists.Load(),
-		WatchRequests: s.WatchRequests.Load(),
-		Reconnects:    s.Reconnects.Load(),
-		Failures:      s.Failures.Load(),
-		Bookmarks:     s.Bookmarks.Load(),
-		Added:         s.Added.Load(),
-		Modified:      s.Modified.Load(),
-		Deleted:       s.Deleted.Load(),
-	}
+	ListRequests  int64 // list pages requested
+	Lists         int64 // full lists delivered to the cache
+	Relists       int64 // full lists after the first (after a 410)
+	WatchRequests int64 // watches opened or attempted
+	Reconnects    int64 // watches reopened after a failure
+	Failures      int64 // failed or dead lists and watches, each followed by a backoff
+	Bookmarks     int64 // bookmarks received
+	Added         int64 // objects added to the cache
+	Modified      int64 // objects updated in the cache
+	Deleted       int64 // objects removed from the cache
 }
