@@ -108,22 +108,29 @@ func New[T any, P interface {
 	k8sapi.Object
 }](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
-	pageSize := cfg.PageSize
-	if pageSize <= 0 {
-		pageSize = defaultPageSize
-	}
+	cfg.PageSize = orDefault(cfg.PageSize, defaultPageSize)
+	cfg.WatchTimeout = orDefault(cfg.WatchTimeout, defaultWatchTimeout)
+	cfg.IdleMargin = orDefault(cfg.IdleMargin, defaultIdleMargin)
 	return &Informer[T]{
 		cfg: cfg,
 		m: machine[T]{
 			meta:         meta,
 			labels:       cfg.LabelSelector,
 			fields:       cfg.FieldSelector,
-			pageSize:     pageSize,
+			pageSize:     cfg.PageSize,
 			streaming:    cfg.StreamingList,
 			watchTimeout: cfg.WatchTimeout,
 		},
 		store: newStore(meta, cfg.Indexers),
 	}
+}
+
+// orDefault returns v, or def if v is zero or negative.
+func orDefault[N int64 | time.Duration](v, def N) N {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
@@ -227,7 +234,7 @@ type streamItem[T any] struct {
 
 func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
-	idleAfter := func() time.Duration { return r.s.watchTimeout + r.inf.idleMargin() }
+	idleAfter := func() time.Duration { return r.s.watchTimeout + r.inf.cfg.IdleMargin }
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
@@ -406,18 +413,10 @@ func (inf *Informer[T]) touch() {
 	inf.failingSince = time.Time{}
 }
 
-// idleMargin is how long past its timeout a watch may stay silent.
-func (inf *Informer[T]) idleMargin() time.Duration {
-	if inf.cfg.IdleMargin > 0 {
-		return inf.cfg.IdleMargin
-	}
-	return defaultIdleMargin
-}
-
 // requestLimit bounds a list page and the opening of a watch: the longest
 // timeout a watch may ask for, plus the margin.
 func (inf *Informer[T]) requestLimit() time.Duration {
-	return 2*cmp.Or(inf.cfg.WatchTimeout, defaultWatchTimeout) + inf.idleMargin()
+	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
 }
 
 // startStream starts a goroutine that reads st into r.events. cancel

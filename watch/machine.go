@@ -157,7 +157,7 @@ type machine[T any] struct {
 	fields       string
 	pageSize     int64
 	streaming    bool          // offer streaming lists
-	watchTimeout time.Duration // zero: 5 to 10 minutes
+	watchTimeout time.Duration // each watch asks for 1 to 2 times this
 }
 
 // step returns the state after in and the actions to carry out, in order.
@@ -572,14 +572,10 @@ func retryAfter(err error) time.Duration {
 	return 0
 }
 
-// timeout returns the timeout of the next watch: by default between 5 and
-// 10 minutes, drawn by r in [0, 1), so that watches started together do
-// not end together.
+// timeout returns the timeout of the next watch: between watchTimeout and
+// twice that (by default 5 to 10 minutes), drawn by r in [0, 1), so that
+// watches started together do not end together.
 func (m *machine[T]) timeout(r float64) time.Duration {
-	base := m.watchTimeout
-	if base <= 0 {
-		base = defaultWatchTimeout
-	}
-	d := base + time.Duration(r*float64(base))
+	d := m.watchTimeout + time.Duration(r*float64(m.watchTimeout))
 	return d.Truncate(time.Second)
 }

@@ -438,9 +438,10 @@ func TestStep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &machine[thing]{
-				meta:      func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-				pageSize:  500,
-				streaming: tt.streaming,
+				meta:         func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
+				pageSize:     500,
+				streaming:    tt.streaming,
+				watchTimeout: 5 * time.Minute,
 			}
 			runSteps(t, m, tt.steps, tt.wantRV)
 		})
@@ -538,7 +539,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	m := &machine[thing]{}
+	m := &New(Config[thing]{}).m // the default WatchTimeout
 	if got := m.timeout(0); got != 5*time.Minute {
 		t.Errorf("timeout(0) = %v, want 5m", got)
 	}
@@ -575,7 +576,7 @@ func TestRefused(t *testing.T) {
 // A watch that ends at once says in its error how long it lived and how
 // many events it brought.
 func TestWatchEndedAtOnceCause(t *testing.T) {
-	m := &machine[thing]{meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }, pageSize: 500}
+	m := &machine[thing]{meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }, pageSize: 500, watchTimeout: 5 * time.Minute}
 	var s state[thing]
 	for _, in := range []input[thing]{
 		{kind: inStart, now: at(0)},

@@ -108,9 +108,10 @@ func TestStepTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &machine[thing]{
-				meta:      func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-				pageSize:  4,
-				streaming: tt.streaming,
+				meta:         func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
+				pageSize:     4,
+				streaming:    tt.streaming,
+				watchTimeout: 5 * time.Minute,
 			}
 			runSteps(t, m, tt.steps, tt.wantRV)
 		})
