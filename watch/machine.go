@@ -48,19 +48,7 @@ const (
 )
 
 func (p phase) String() string {
-	switch p {
-	case phaseNew:
-		return "new"
-	case phaseList:
-		return "list"
-	case phaseOpen:
-		return "open"
-	case phaseWatch:
-		return "watch"
-	case phaseWait:
-		return "wait"
-	}
-	return fmt.Sprintf("phase(%d)", uint8(p))
+	return [...]string{"new", "list", "open", "watch", "wait"}[p]
 }
 
 // state is everything the machine remembers. It is a value: step returns a
@@ -177,11 +165,11 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			return s, nil
 		}
 		if in.err != nil {
-			if tooLarge(in.err) {
+			if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
 				acts = m.pageTooLarge(&s, in, acts)
 				break
 			}
-			if isGone(in.err) {
+			if k8sapi.IsGone(in.err) {
 				// The continue token or resourceVersion expired: start a
 				// consistent list from the first page.
 				s.gone = true
@@ -226,7 +214,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				acts = m.list(&s, acts)
 				break
 			}
-			if isGone(in.err) {
+			if k8sapi.IsGone(in.err) {
 				s.gone = true
 			}
 			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
@@ -331,10 +319,10 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 		// last resourceVersion, at once, without relisting.
 		return m.watch(s, in, false, acts)
 	}
-	if isGone(in.err) {
+	if k8sapi.IsGone(in.err) {
 		s.gone = true
 	}
-	if tooLarge(in.err) {
+	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
 		// Reopening from the same resourceVersion would meet the same
 		// event again: list instead, which skips it once the object is
 		// gone or smaller.
@@ -370,11 +358,6 @@ func (m *machine[T]) pageSizeOf(s *state[T]) int64 {
 		return s.pageSize
 	}
 	return m.pageSize
-}
-
-// tooLarge reports whether err is a response over the client's size limit.
-func tooLarge(err error) bool {
-	return errors.Is(err, k8sapi.ErrBodyTooLarge)
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
@@ -466,7 +449,7 @@ func (m *machine[T]) healthy(s *state[T], now time.Time) {
 
 // listOptions returns the options of the next list page.
 func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
-	rv, match := nextResourceVersion(s.phaseFor(phaseList), s.rv, s.synced, s.gone || s.big, s.cont)
+	rv, match := nextResourceVersion(reqList, s.rv, s.synced, s.gone || s.big, s.cont)
 	return k8sapi.ListOptions{
 		LabelSelector:        m.labels,
 		FieldSelector:        m.fields,
@@ -485,24 +468,13 @@ func (m *machine[T]) watchOptions(s *state[T]) k8sapi.ListOptions {
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      int64(s.watchTimeout / time.Second),
 	}
+	req := reqWatch
 	if s.initial {
-		t := true
-		o.SendInitialEvents = &t
+		req = reqStream
+		o.SendInitialEvents = new(true)
 	}
-	o.ResourceVersion, o.ResourceVersionMatch = nextResourceVersion(s.phaseFor(phaseOpen), s.rv, s.synced, s.gone, "")
+	o.ResourceVersion, o.ResourceVersionMatch = nextResourceVersion(req, s.rv, s.synced, s.gone, "")
 	return o
-}
-
-// phaseFor is a helper for nextResourceVersion: the request kind, with a
-// streaming list told apart from a plain watch.
-func (s *state[T]) phaseFor(p phase) request {
-	switch {
-	case p == phaseList:
-		return reqList
-	case s.initial:
-		return reqStream
-	}
-	return reqWatch
 }
 
 // request is a kind of request for nextResourceVersion.
@@ -529,26 +501,15 @@ const (
 //   - A streaming list asks for "" with NotOlderThan: the server sends the
 //     current state, then a bookmark, then changes.
 func nextResourceVersion(req request, lastRV string, synced, gone bool, cont string) (rv, match string) {
-	switch req {
-	case reqList:
-		switch {
-		case cont != "":
-			return "", ""
-		case gone || synced:
-			return "", ""
-		}
-		return "0", ""
-	case reqStream:
+	switch {
+	case req == reqWatch:
+		return lastRV, ""
+	case req == reqStream:
 		return "", "NotOlderThan"
+	case cont != "" || gone || synced:
+		return "", ""
 	}
-	return lastRV, ""
-}
-
-// isGone reports whether err says the resourceVersion asked for is too old
-// to serve: an HTTP 410, an ERROR event with code 410 or a "too old
-// resource version" message. The answer to it is a consistent relist.
-func isGone(err error) bool {
-	return err != nil && k8sapi.IsGone(err)
+	return "0", ""
 }
 
 // refused reports whether err is the server rejecting a request's

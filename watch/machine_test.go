@@ -512,8 +512,8 @@ func TestIsGone(t *testing.T) {
 		{"EOF", io.EOF, false},
 	}
 	for _, tt := range tests {
-		if got := isGone(tt.err); got != tt.want {
-			t.Errorf("%s: isGone = %v, want %v", tt.name, got, tt.want)
+		if got := k8sapi.IsGone(tt.err); got != tt.want {
+			t.Errorf("%s: k8sapi.IsGone = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
