@@ -111,6 +111,7 @@ func New[T any, P interface {
 	cfg.PageSize = orDefault(cfg.PageSize, defaultPageSize)
 	cfg.WatchTimeout = orDefault(cfg.WatchTimeout, defaultWatchTimeout)
 	cfg.IdleMargin = orDefault(cfg.IdleMargin, defaultIdleMargin)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
 		cfg: cfg,
 		m: machine[T]{
@@ -205,10 +206,7 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer inf.running.Store(false)
-	r := runner[T]{inf: inf, log: inf.cfg.Logger}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
+	r := runner[T]{inf: inf}
 	r.run(ctx)
 	return nil
 }
@@ -217,13 +215,11 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 // and feeds the outcomes back as inputs.
 type runner[T any] struct {
 	inf *Informer[T]
-	log *slog.Logger
 	s   state[T]
 
 	stream Stream[T]
-	cancel context.CancelFunc // ends the stream's context
+	cancel context.CancelFunc // ends the stream's context and its reader goroutine
 	events chan streamItem[T] // from the stream's reader goroutine
-	stop   chan struct{}      // closed to release the reader goroutine
 }
 
 // streamItem is one result of Stream.Next.
@@ -266,7 +262,7 @@ func (r *runner[T]) run(ctx context.Context) {
 		}
 		if r.s.phase != phaseWatch {
 			// Nothing to wait for: a machine bug. Avoid spinning.
-			r.log.Error("watch: informer stalled", "phase", r.s.phase.String())
+			r.inf.cfg.Logger.Error("watch: informer stalled", "phase", r.s.phase.String())
 			<-ctx.Done()
 			return
 		}
@@ -333,7 +329,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 			return input[T]{kind: inOpened, err: err}, true
 		}
 		inf.touch()
-		r.startStream(st, cancel)
+		r.startStream(wctx, st, cancel)
 		return input[T]{kind: inOpened}, true
 	case actClose:
 		r.closeStream()
@@ -362,7 +358,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if a.err != nil {
 			args = append(args, "err", a.err)
 		}
-		r.log.Log(ctx, a.level, "watch: "+a.msg, args...)
+		r.inf.cfg.Logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
 	return input[T]{}, false
 }
@@ -419,19 +415,17 @@ func (inf *Informer[T]) requestLimit() time.Duration {
 	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
 }
 
-// startStream starts a goroutine that reads st into r.events. cancel
-// ends the context the stream was opened with.
-func (r *runner[T]) startStream(st Stream[T], cancel context.CancelFunc) {
-	r.stream, r.cancel = st, cancel
+// startStream starts a goroutine that reads st into r.events until ctx,
+// the context st was opened with, ends. cancel ends ctx.
+func (r *runner[T]) startStream(ctx context.Context, st Stream[T], cancel context.CancelFunc) {
 	events := make(chan streamItem[T])
-	stop := make(chan struct{})
-	r.events, r.stop = events, stop
+	r.stream, r.cancel, r.events = st, cancel, events
 	go func() {
 		for {
 			ev, err := st.Next()
 			select {
 			case events <- streamItem[T]{ev, err}:
-			case <-stop:
+			case <-ctx.Done():
 				return
 			}
 			if err != nil {
@@ -446,10 +440,9 @@ func (r *runner[T]) closeStream() {
 	if r.stream == nil {
 		return
 	}
-	close(r.stop)
 	r.stream.Close()
 	r.cancel()
-	r.stream, r.events, r.stop, r.cancel = nil, nil, nil, nil
+	r.stream, r.events, r.cancel = nil, nil, nil
 }
 
 // StatsSnapshot counts what an informer did, as of one moment; see
