@@ -83,16 +83,12 @@ type index map[string]map[string]struct{}
 func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
 	s := &Store[T]{
 		meta:     meta,
-		indexers: make(map[string]IndexFunc[T], len(indexers)),
+		indexers: maps.Clone(indexers),
 		items:    make(map[string]*T),
 		indexes:  make(map[string]index, len(indexers)),
 		wrote:    make(map[string]*T),
 	}
-	for name, f := range indexers {
-		if f != nil {
-			s.indexers[name] = f
-		}
-	}
+	maps.DeleteFunc(s.indexers, func(_ string, f IndexFunc[T]) bool { return f == nil })
 	return s
 }
 
@@ -242,35 +238,28 @@ type change[T any] struct {
 // An object whose resourceVersion did not change keeps its old pointer and
 // yields no change. Later items win over earlier ones with the same key.
 func (s *Store[T]) replace(items []*T) []change[T] {
-	next := make(map[string]*T, len(items))
-	var changes []change[T]
 	// Only the indexes built so far are rebuilt; one first queried while
 	// this runs is dropped here and built again on its next query.
 	s.mu.RLock()
 	prev := s.items
 	built := slices.Collect(maps.Keys(s.indexes))
 	s.mu.RUnlock()
+	next := make(map[string]*T, len(items))
 	for _, obj := range items {
-		key := s.key(obj)
-		m := s.meta(obj)
-		if old, ok := prev[key]; ok && s.meta(old).ResourceVersion == m.ResourceVersion && m.ResourceVersion != "" {
-			next[key] = old
-			continue
-		}
-		next[key] = obj
+		next[s.key(obj)] = obj
 	}
-	// Changes are computed against next, so a key listed twice counts once.
+	var changes []change[T]
 	for _, obj := range items {
 		key := s.key(obj)
-		cur := next[key]
 		old, had := prev[key]
-		if had && cur == old {
-			continue // unchanged
+		rv := s.meta(obj).ResourceVersion
+		switch {
+		case next[key] != obj: // superseded by a later duplicate
+		case had && rv != "" && s.meta(old).ResourceVersion == rv:
+			next[key] = old // unchanged: no change, and the old pointer kept
+		default:
+			changes = append(changes, change[T]{old: old, new: obj})
 		}
-		if cur != obj {
-			continue // superseded by a later duplicate
-		}
-		changes = append(changes, change[T]{old: old, new: obj})
 	}
 	var gone []string
 	for key := range prev {
