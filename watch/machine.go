@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -97,6 +98,19 @@ const (
 	inIdle                    // no byte arrived for too long: err says so
 )
 
+// awaits is the phase in which the machine waits for each kind of input.
+var awaits = [...]phase{
+	inStart:  phaseNew,
+	inListed: phaseList,
+	inOpened: phaseOpen,
+	inEvent:  phaseWatch,
+	inTimer:  phaseWait,
+	inIdle:   phaseWatch,
+}
+
+// eventTypes are the types of the watch events the machine knows.
+var eventTypes = []k8sapi.EventType{k8sapi.Added, k8sapi.Modified, k8sapi.Deleted, k8sapi.Bookmark}
+
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
 type input[T any] struct {
@@ -152,19 +166,16 @@ type machine[T any] struct {
 // At most one action of kinds actList, actWatch and actWait is returned:
 // the machine waits for one thing at a time.
 func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
+	if s.phase != awaits[in.kind] {
+		return s, nil // not what the machine waits for: stale
+	}
 	var acts []action[T]
 	switch in.kind {
 	case inStart:
-		if s.phase != phaseNew {
-			return s, nil
-		}
 		acts = m.sync(&s, in, acts)
 
 	case inListed:
-		if s.phase != phaseList {
-			return s, nil
-		}
-		if in.err != nil {
+		if in.err != nil || in.list == nil {
 			if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
 				acts = m.pageTooLarge(&s, in, acts)
 				break
@@ -175,10 +186,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				s.gone = true
 				s.cont, s.pending = "", nil
 			}
-			acts = m.fail(&s, in, phaseList, "list failed", acts)
-			break
-		}
-		if in.list == nil {
 			acts = m.fail(&s, in, phaseList, "list failed", acts)
 			break
 		}
@@ -201,9 +208,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		acts = m.watch(&s, in, false, acts)
 
 	case inOpened:
-		if s.phase != phaseOpen {
-			return s, nil
-		}
 		if in.err != nil {
 			if s.initial && refused(in.err) {
 				// The server does not do streaming lists: list instead,
@@ -226,71 +230,51 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		s.watchEvents = 0
 
 	case inEvent:
-		if s.phase != phaseWatch {
-			return s, nil
-		}
 		if in.err != nil {
 			acts = append(acts, action[T]{kind: actClose})
 			acts = m.ended(&s, in, acts)
 			break
 		}
-		if in.obj == nil {
+		if in.obj == nil || !slices.Contains(eventTypes, in.typ) {
 			acts = append(acts, action[T]{kind: actClose})
-			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
+			acts = m.fail(&s, in, phaseOpen, "watch failed", acts,
+				fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil))
 			break
 		}
 		s.watchEvents++
 		meta := m.meta(in.obj)
-		switch in.typ {
-		case k8sapi.Bookmark:
-			if meta.ResourceVersion != "" {
-				s.rv = meta.ResourceVersion
-			}
+		if meta.ResourceVersion != "" {
+			s.rv = meta.ResourceVersion
+		}
+		switch {
+		case in.typ == k8sapi.Bookmark:
 			if s.initial && meta.Annotations[InitialEventsEndAnnotation] == "true" {
 				s.initial = false
 				acts = m.synced(&s, acts)
 			}
-		case k8sapi.Added, k8sapi.Modified, k8sapi.Deleted:
-			if meta.ResourceVersion != "" {
-				s.rv = meta.ResourceVersion
-			}
-			if s.initial {
-				// Before the end bookmark a streaming list sends only the
-				// objects that exist; collect them.
-				if in.typ != k8sapi.Deleted {
-					s.pending = append(s.pending, in.obj)
-				}
-				break
-			}
+		case !s.initial:
 			acts = append(acts, action[T]{kind: actApply, typ: in.typ, obj: in.obj})
-		default:
-			acts = append(acts, action[T]{kind: actClose})
-			acts = m.fail(&s, in, phaseOpen, "watch failed",
-				acts, fmt.Errorf("watch: unexpected event type %q", in.typ))
+		case in.typ != k8sapi.Deleted:
+			// Before the end bookmark a streaming list sends only the
+			// objects that exist; collect them.
+			s.pending = append(s.pending, in.obj)
 		}
 
 	case inIdle:
-		if s.phase != phaseWatch {
-			return s, nil
-		}
 		acts = append(acts, action[T]{kind: actClose})
 		acts = m.fail(&s, in, phaseOpen, "watch silent; reconnecting", acts)
 
 	case inTimer:
-		if s.phase != phaseWait {
-			return s, nil
-		}
-		if s.after == phaseList {
-			if s.cont != "" {
-				// Resume a paginated list where it failed.
-				s.phase = phaseList
-				acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
-				break
-			}
+		switch {
+		case s.after == phaseOpen:
+			acts = m.watch(&s, in, true, acts)
+		case s.cont != "":
+			// Resume a paginated list where it failed.
+			s.phase = phaseList
+			acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
+		default:
 			acts = m.sync(&s, in, acts)
-			break
 		}
-		acts = m.watch(&s, in, true, acts)
 	}
 	return s, acts
 }
