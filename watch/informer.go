@@ -219,13 +219,7 @@ type runner[T any] struct {
 
 	stream Stream[T]
 	cancel context.CancelFunc // ends the stream's context and its reader goroutine
-	events chan streamItem[T] // from the stream's reader goroutine
-}
-
-// streamItem is one result of Stream.Next.
-type streamItem[T any] struct {
-	ev  k8sapi.WatchEvent[*T]
-	err error
+	events chan input[T]      // inEvent inputs from the stream's reader goroutine
 }
 
 func (r *runner[T]) run(ctx context.Context) {
@@ -269,15 +263,14 @@ func (r *runner[T]) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case it := <-r.events:
-			if it.err == nil {
+		case next = <-r.events:
+			if next.err == nil {
 				r.inf.touch()
 				idle.Reset(idleAfter())
-				if it.ev.Type == k8sapi.Bookmark {
+				if next.typ == k8sapi.Bookmark {
 					r.inf.count(&r.inf.stats.Bookmarks)
 				}
 			}
-			next = input[T]{kind: inEvent, typ: it.ev.Type, obj: it.ev.Object, err: it.err}
 		case <-idle.C:
 			next = input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", idleAfter())}
 		}
@@ -418,13 +411,13 @@ func (inf *Informer[T]) requestLimit() time.Duration {
 // startStream starts a goroutine that reads st into r.events until ctx,
 // the context st was opened with, ends. cancel ends ctx.
 func (r *runner[T]) startStream(ctx context.Context, st Stream[T], cancel context.CancelFunc) {
-	events := make(chan streamItem[T])
+	events := make(chan input[T])
 	r.stream, r.cancel, r.events = st, cancel, events
 	go func() {
 		for {
 			ev, err := st.Next()
 			select {
-			case events <- streamItem[T]{ev, err}:
+			case events <- input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}:
 			case <-ctx.Done():
 				return
 			}

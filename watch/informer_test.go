@@ -81,19 +81,19 @@ func (s *scriptedSource) Watch(ctx context.Context, _ string, opts k8sapi.ListOp
 
 // scriptedStream is a Stream fed by the test.
 type scriptedStream struct {
-	events    chan streamItem[thing]
+	events    chan input[thing]
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
 func newScriptedStream() *scriptedStream {
-	return &scriptedStream{events: make(chan streamItem[thing]), closed: make(chan struct{})}
+	return &scriptedStream{events: make(chan input[thing]), closed: make(chan struct{})}
 }
 
 func (s *scriptedStream) Next() (k8sapi.WatchEvent[*thing], error) {
 	select {
 	case it := <-s.events:
-		return it.ev, it.err
+		return k8sapi.WatchEvent[*thing]{Type: it.typ, Object: it.obj}, it.err
 	case <-s.closed:
 		return k8sapi.WatchEvent[*thing]{}, errors.New("scripted stream closed")
 	}
@@ -107,7 +107,7 @@ func (s *scriptedStream) Close() error {
 func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
 	t.Helper()
 	select {
-	case s.events <- streamItem[thing]{ev: k8sapi.WatchEvent[*thing]{Type: typ, Object: o}}:
+	case s.events <- input[thing]{typ: typ, obj: o}:
 	case <-s.closed:
 		t.Fatalf("send %s %s: stream closed", typ, o.Name)
 	}
@@ -115,7 +115,7 @@ func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
 
 func (s *scriptedStream) end(err error) {
 	select {
-	case s.events <- streamItem[thing]{err: err}:
+	case s.events <- input[thing]{err: err}:
 	case <-s.closed:
 	}
 }
