@@ -88,8 +88,7 @@ func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
 func (c *Cache[T]) Wrote(prev, obj *T) {
 	s := c.store
 	rv := func(o *T) string { return s.meta(o).ResourceVersion }
-	m := s.meta(obj)
-	key := k8sapi.Key(m.Namespace, m.Name)
+	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.items[key]
@@ -98,7 +97,7 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 		shown = cur
 	}
 	switch {
-	case cur != nil && rv(cur) == m.ResourceVersion: // the watch has delivered it
+	case cur != nil && rv(cur) == rv(obj): // the watch has delivered it
 	case (shown == nil) != (prev == nil), shown != nil && rv(shown) != rv(prev): // the watch moved
 	default:
 		s.wrote[key] = obj
@@ -112,15 +111,14 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 // when Get no longer shows obj: the watch has moved since.
 func (c *Cache[T]) Deleted(obj *T) {
 	s := c.store
-	m := s.meta(obj)
-	key := k8sapi.Key(m.Namespace, m.Name)
+	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	shown, ok := s.wrote[key]
 	if !ok {
 		shown = s.items[key]
 	}
-	if shown != nil && s.meta(shown).ResourceVersion == m.ResourceVersion {
+	if shown != nil && s.meta(shown).ResourceVersion == s.meta(obj).ResourceVersion {
 		s.wrote[key] = nil
 	}
 }

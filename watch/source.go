@@ -57,9 +57,7 @@ func (s clientStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 	if err != nil {
 		return k8sapi.WatchEvent[*T]{}, err
 	}
-	obj := new(T)
-	*obj = ev.Object
-	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: obj}, nil
+	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, nil
 }
 
 func (s clientStream[T]) Close() error { return s.w.Close() }

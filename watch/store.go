@@ -28,9 +28,6 @@ func OwnerUIDs[T any, P interface {
 	k8sapi.Object
 }](obj *T) []string {
 	refs := P(obj).GetObjectMeta().OwnerReferences
-	if len(refs) == 0 {
-		return nil
-	}
 	uids := make([]string, 0, len(refs))
 	for i := range refs {
 		if refs[i].UID != "" {
@@ -118,20 +115,13 @@ func (s *Store[T]) Len() int {
 func (s *Store[T]) List() []*T {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]*T, 0, len(s.items))
-	for _, obj := range s.items {
-		out = append(out, obj)
-	}
-	return out
+	return slices.AppendSeq(make([]*T, 0, len(s.items)), maps.Values(s.items))
 }
 
 // Keys returns every key, sorted.
 func (s *Store[T]) Keys() []string {
 	s.mu.RLock()
-	out := make([]string, 0, len(s.items))
-	for k := range s.items {
-		out = append(out, k)
-	}
+	out := slices.AppendSeq(make([]string, 0, len(s.items)), maps.Keys(s.items))
 	s.mu.RUnlock()
 	slices.Sort(out)
 	return out
