@@ -175,17 +175,11 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		acts = m.sync(&s, in, acts)
 
 	case inListed:
+		if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
+			acts = m.pageTooLarge(&s, in, acts)
+			break
+		}
 		if in.err != nil || in.list == nil {
-			if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
-				acts = m.pageTooLarge(&s, in, acts)
-				break
-			}
-			if k8sapi.IsGone(in.err) {
-				// The continue token or resourceVersion expired: start a
-				// consistent list from the first page.
-				s.gone = true
-				s.cont, s.pending = "", nil
-			}
 			acts = m.fail(&s, in, phaseList, "list failed", acts)
 			break
 		}
@@ -218,9 +212,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				acts = m.list(&s, acts)
 				break
 			}
-			if k8sapi.IsGone(in.err) {
-				s.gone = true
-			}
 			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
 			break
 		}
@@ -237,8 +228,8 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 		if in.obj == nil || !slices.Contains(eventTypes, in.typ) {
 			acts = append(acts, action[T]{kind: actClose})
-			acts = m.fail(&s, in, phaseOpen, "watch failed", acts,
-				fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil))
+			in.err = fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil)
+			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
 			break
 		}
 		s.watchEvents++
@@ -296,21 +287,12 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 		// turn into a hot loop against a server in trouble.
 		lived := in.now.Sub(s.watchStart)
 		if lived < minWatchLife || s.watchEvents == 0 && lived < s.watchTimeout/2 {
-			return m.fail(s, in, phaseOpen, "watch ended at once", acts,
-				fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents))
+			in.err = fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents)
+			return m.fail(s, in, phaseOpen, "watch ended at once", acts)
 		}
 		// The server ended the watch at its timeout: watch on from the
 		// last resourceVersion, at once, without relisting.
 		return m.watch(s, in, false, acts)
-	}
-	if k8sapi.IsGone(in.err) {
-		s.gone = true
-	}
-	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
-		// Reopening from the same resourceVersion would meet the same
-		// event again: list instead, which skips it once the object is
-		// gone or smaller.
-		s.big = true
 	}
 	return m.fail(s, in, phaseOpen, "watch failed", acts)
 }
@@ -332,8 +314,8 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 		return append(acts, action[T]{kind: actList, opts: m.listOptions(s)})
 	}
 	s.cont, s.pending, s.pageSize = "", nil, 0
-	return m.fail(s, in, phaseList, "list failed", acts,
-		fmt.Errorf("watch: one object is over the client's size limit: %w", in.err))
+	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
+	return m.fail(s, in, phaseList, "list failed", acts)
 }
 
 // pageSizeOf returns the page size of the list in progress.
@@ -348,7 +330,6 @@ func (m *machine[T]) pageSizeOf(s *state[T]) int64 {
 // else a paginated list.
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
 	if m.streaming && !s.streamRefused && !s.big {
-		s.pending, s.cont = nil, ""
 		s.initial = true
 		return m.watch(s, in, s.retrying, acts)
 	}
@@ -383,18 +364,26 @@ func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []acti
 	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: reconnect})
 }
 
-// fail records a failure and schedules a retry of after once the backoff
-// has passed. err, if given, replaces in.err as the cause.
-func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, acts []action[T], err ...error) []action[T] {
-	cause := in.err
-	if len(err) > 0 {
-		cause = err[0]
+// fail records a failure, whose cause is in.err, and schedules a retry of
+// after once the backoff has passed.
+func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, acts []action[T]) []action[T] {
+	if k8sapi.IsGone(in.err) {
+		// The resourceVersion or continue token expired: sync again,
+		// consistently, from the first page.
+		s.gone = true
+		s.cont, s.pending = "", nil
+	}
+	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
+		// Reopening a watch from the same resourceVersion would meet the
+		// same event again: list instead, which skips it once the object
+		// is gone or smaller.
+		s.big = true
 	}
 	if !s.healthySince.IsZero() && in.now.Sub(s.healthySince) >= backoffReset {
 		s.failures = 0
 	}
 	s.healthySince = time.Time{}
-	delay := max(retryBackoff.Jittered(s.failures, in.rand), retryAfter(cause))
+	delay := max(retryBackoff.Jittered(s.failures, in.rand), retryAfter(in.err))
 	s.failures++
 
 	// Log each episode once: its start at warning level, a relist at info
@@ -408,7 +397,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 		level = slog.LevelWarn
 	}
 	s.retrying = true
-	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: cause})
+	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: in.err})
 
 	if s.gone || s.big {
 		after = phaseList // sync again, consistently
