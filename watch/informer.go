@@ -113,15 +113,8 @@ func New[T any, P interface {
 	cfg.IdleMargin = orDefault(cfg.IdleMargin, defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
-		cfg: cfg,
-		m: machine[T]{
-			meta:         meta,
-			labels:       cfg.LabelSelector,
-			fields:       cfg.FieldSelector,
-			pageSize:     cfg.PageSize,
-			streaming:    cfg.StreamingList,
-			watchTimeout: cfg.WatchTimeout,
-		},
+		cfg:   cfg,
+		m:     machine[T]{meta: meta, cfg: cfg},
 		store: newStore(meta, cfg.Indexers),
 	}
 }

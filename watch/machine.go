@@ -152,14 +152,11 @@ type action[T any] struct {
 	err   error
 }
 
-// machine holds what step needs that never changes during a run.
+// machine holds what step needs that never changes during a run: the
+// informer's config, with New's defaults filled in.
 type machine[T any] struct {
-	meta         func(*T) *k8sapi.ObjectMeta
-	labels       string
-	fields       string
-	pageSize     int64
-	streaming    bool          // offer streaming lists
-	watchTimeout time.Duration // each watch asks for 1 to 2 times this
+	meta func(*T) *k8sapi.ObjectMeta
+	cfg  Config[T]
 }
 
 // step returns the state after in and the actions to carry out, in order.
@@ -323,13 +320,13 @@ func (m *machine[T]) pageSizeOf(s *state[T]) int64 {
 	if s.pageSize > 0 {
 		return s.pageSize
 	}
-	return m.pageSize
+	return m.cfg.PageSize
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
 // else a paginated list.
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
-	if m.streaming && !s.streamRefused && !s.big {
+	if m.cfg.StreamingList && !s.streamRefused && !s.big {
 		s.initial = true
 		return m.watch(s, in, s.retrying, acts)
 	}
@@ -424,8 +421,8 @@ func (m *machine[T]) healthy(s *state[T], now time.Time) {
 func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
 	rv, match := nextResourceVersion(reqList, s.rv, s.synced, s.gone || s.big, s.cont)
 	return k8sapi.ListOptions{
-		LabelSelector:        m.labels,
-		FieldSelector:        m.fields,
+		LabelSelector:        m.cfg.LabelSelector,
+		FieldSelector:        m.cfg.FieldSelector,
 		ResourceVersion:      rv,
 		ResourceVersionMatch: match,
 		Limit:                m.pageSizeOf(s),
@@ -436,8 +433,8 @@ func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
 // watchOptions returns the options of the next watch.
 func (m *machine[T]) watchOptions(s *state[T]) k8sapi.ListOptions {
 	o := k8sapi.ListOptions{
-		LabelSelector:       m.labels,
-		FieldSelector:       m.fields,
+		LabelSelector:       m.cfg.LabelSelector,
+		FieldSelector:       m.cfg.FieldSelector,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      int64(s.watchTimeout / time.Second),
 	}
@@ -510,6 +507,6 @@ func retryAfter(err error) time.Duration {
 // twice that (by default 5 to 10 minutes), drawn by r in [0, 1), so that
 // watches started together do not end together.
 func (m *machine[T]) timeout(r float64) time.Duration {
-	d := m.watchTimeout + time.Duration(r*float64(m.watchTimeout))
+	d := m.cfg.WatchTimeout + time.Duration(r*float64(m.cfg.WatchTimeout))
 	return d.Truncate(time.Second)
 }

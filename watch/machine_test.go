@@ -437,14 +437,17 @@ func TestStep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &machine[thing]{
-				meta:         func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-				pageSize:     500,
-				streaming:    tt.streaming,
-				watchTimeout: 5 * time.Minute,
-			}
-			runSteps(t, m, tt.steps, tt.wantRV)
+			runSteps(t, testMachine(500, tt.streaming), tt.steps, tt.wantRV)
 		})
+	}
+}
+
+// testMachine returns a machine with a page size of pageSize, streaming
+// lists if streaming, and the default watch timeout.
+func testMachine(pageSize int64, streaming bool) *machine[thing] {
+	return &machine[thing]{
+		meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
+		cfg:  Config[thing]{PageSize: pageSize, StreamingList: streaming, WatchTimeout: 5 * time.Minute},
 	}
 }
 
@@ -546,7 +549,7 @@ func TestTimeout(t *testing.T) {
 	if got := m.timeout(0.9999); got < 9*time.Minute || got >= 10*time.Minute {
 		t.Errorf("timeout(0.9999) = %v, want within [9m, 10m)", got)
 	}
-	m.watchTimeout = 2 * time.Second
+	m.cfg.WatchTimeout = 2 * time.Second
 	if got := m.timeout(0.5); got != 3*time.Second {
 		t.Errorf("timeout(0.5) with 2s = %v, want 3s", got)
 	}
@@ -576,7 +579,7 @@ func TestRefused(t *testing.T) {
 // A watch that ends at once says in its error how long it lived and how
 // many events it brought.
 func TestWatchEndedAtOnceCause(t *testing.T) {
-	m := &machine[thing]{meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta }, pageSize: 500, watchTimeout: 5 * time.Minute}
+	m := testMachine(500, false)
 	var s state[thing]
 	for _, in := range []input[thing]{
 		{kind: inStart, now: at(0)},

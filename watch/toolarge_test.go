@@ -107,13 +107,7 @@ func TestStepTooLarge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &machine[thing]{
-				meta:         func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-				pageSize:     4,
-				streaming:    tt.streaming,
-				watchTimeout: 5 * time.Minute,
-			}
-			runSteps(t, m, tt.steps, tt.wantRV)
+			runSteps(t, testMachine(4, tt.streaming), tt.steps, tt.wantRV)
 		})
 	}
 }
