@@ -380,7 +380,8 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 		s.failures = 0
 	}
 	s.healthySince = time.Time{}
-	delay := max(retryBackoff.Jittered(s.failures, in.rand), retryAfter(in.err))
+	// A server's Retry-After (as k8sapi read and capped it) wins if longer.
+	delay := max(retryBackoff.Jittered(s.failures, in.rand), apiError(in.err).RetryAfter)
 	s.failures++
 
 	// Log each episode once: its start at warning level, a relist at info
@@ -486,21 +487,16 @@ func nextResourceVersion(req request, lastRV string, synced, gone bool, cont str
 // parameters, as a server without streaming lists rejects
 // sendInitialEvents.
 func refused(err error) bool {
-	var ae *k8sapi.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	return ae.Code == 400 || ae.Code == 422
+	code := apiError(err).Code
+	return code == 400 || code == 422
 }
 
-// retryAfter returns how long the server asked the client to wait, as
-// k8sapi read and capped it ([k8sapi.APIError.RetryAfter]), or 0.
-func retryAfter(err error) time.Duration {
-	var ae *k8sapi.APIError
-	if errors.As(err, &ae) {
-		return ae.RetryAfter
-	}
-	return 0
+// apiError returns the [*k8sapi.APIError] err wraps, or an empty one: no
+// code, and no Retry-After.
+func apiError(err error) *k8sapi.APIError {
+	ae := new(k8sapi.APIError)
+	errors.As(err, &ae)
+	return ae
 }
 
 // timeout returns the timeout of the next watch: between watchTimeout and
