@@ -161,13 +161,23 @@ func (inf *Informer[T]) Healthy(now time.Time) error {
 	return nil
 }
 
-// noteFailure records a failed list or watch for Healthy.
-func (inf *Informer[T]) noteFailure(err error) {
+// record notes, for Healthy and LastEvent, what in says of the server: an
+// answer (a list, a watch opening, an event or a bookmark), which ends a
+// streak of failures, or a failure. The start, the end of a backoff and
+// the clean end of a watch say nothing.
+func (inf *Informer[T]) record(in input[T]) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	inf.lastErr = err
-	if inf.failingSince.IsZero() {
-		inf.failingSince = time.Now()
+	switch {
+	case in.kind == inStart, in.kind == inTimer, errors.Is(in.err, io.EOF):
+	case in.err != nil:
+		inf.lastErr = in.err
+		if inf.failingSince.IsZero() {
+			inf.failingSince = time.Now()
+		}
+	default:
+		inf.lastEvent = time.Now()
+		inf.failingSince = time.Time{}
 	}
 }
 
@@ -227,9 +237,7 @@ func (r *runner[T]) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if next.err != nil && !errors.Is(next.err, io.EOF) {
-			r.inf.noteFailure(next.err)
-		}
+		r.inf.record(next)
 		next.now = time.Now()
 		next.rand = rand.Float64()
 		var acts []action[T]
@@ -258,7 +266,6 @@ func (r *runner[T]) run(ctx context.Context) {
 			return
 		case next = <-r.events:
 			if next.err == nil {
-				r.inf.touch()
 				idle.Reset(idleAfter())
 				if next.typ == k8sapi.Bookmark {
 					r.inf.count(&r.inf.stats.Bookmarks)
@@ -284,9 +291,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		// Read before cancel, which would set it in every case.
 		timedOut := lctx.Err() != nil
 		cancel()
-		if err == nil {
-			inf.touch()
-		} else if timedOut && ctx.Err() == nil {
+		if err != nil && timedOut && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
@@ -314,7 +319,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 			cancel()
 			return input[T]{kind: inOpened, err: err}, true
 		}
-		inf.touch()
 		r.startStream(wctx, st, cancel)
 		return input[T]{kind: inOpened}, true
 	case actClose:
@@ -384,15 +388,6 @@ func (inf *Informer[T]) notify(old, obj *T) {
 			h.OnUpdate(old, obj)
 		}
 	}
-}
-
-// touch records that the server answered: a list, a watch opening, an
-// event or a bookmark. It ends a streak of failures.
-func (inf *Informer[T]) touch() {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	inf.lastEvent = time.Now()
-	inf.failingSince = time.Time{}
 }
 
 // requestLimit bounds a list page and the opening of a watch: the longest
