@@ -317,19 +317,17 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		if err != nil {
 			cancel()
-			return input[T]{kind: inOpened, err: err}, true
+		} else {
+			r.startStream(wctx, st, cancel)
 		}
-		r.startStream(wctx, st, cancel)
-		return input[T]{kind: inOpened}, true
+		return input[T]{kind: inOpened, err: err}, true
 	case actClose:
 		r.closeStream()
 	case actWait:
 		inf.count(&inf.stats.Failures)
-		t := time.NewTimer(a.delay)
-		defer t.Stop()
 		select {
 		case <-ctx.Done():
-		case <-t.C:
+		case <-time.After(a.delay):
 		}
 		return input[T]{kind: inTimer}, true
 	case actReplace:
