@@ -35,29 +35,26 @@ func ClientSource[T any](c *k8sapi.Client, r k8sapi.Resource) Source[T] {
 	return clientSource[T]{k8sapi.For[T](c, r)}
 }
 
-type clientSource[T any] struct{ typed k8sapi.Typed[T] }
-
-func (s clientSource[T]) List(ctx context.Context, namespace string, opts k8sapi.ListOptions) (*k8sapi.List[T], error) {
-	return s.typed.List(ctx, namespace, opts)
-}
+// clientSource is a [k8sapi.Typed], whose List is the Source's, with a
+// Watch that yields a Stream.
+type clientSource[T any] struct{ k8sapi.Typed[T] }
 
 func (s clientSource[T]) Watch(ctx context.Context, namespace string, opts k8sapi.ListOptions) (Stream[T], error) {
-	w, err := s.typed.Watch(ctx, namespace, opts)
+	w, err := s.Typed.Watch(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
 	return clientStream[T]{w}, nil
 }
 
-// clientStream adapts a [k8sapi.Watcher] to a Stream.
-type clientStream[T any] struct{ w *k8sapi.Watcher[T] }
+// clientStream adapts a [k8sapi.Watcher], whose Close is the Stream's, to
+// a Stream.
+type clientStream[T any] struct{ *k8sapi.Watcher[T] }
 
 func (s clientStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
-	ev, err := s.w.Next()
+	ev, err := s.Watcher.Next()
 	if err != nil {
 		return k8sapi.WatchEvent[*T]{}, err
 	}
 	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, nil
 }
-
-func (s clientStream[T]) Close() error { return s.w.Close() }
