@@ -68,14 +68,20 @@ func NewCache[T any, P interface {
 // store. Do not mutate it.
 func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
 	s := c.store
-	key := k8sapi.Key(namespace, name)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if obj, ok := s.wrote[key]; ok {
-		return obj, obj != nil // nil: deleted, by Deleted
+	obj := c.shown(k8sapi.Key(namespace, name))
+	return obj, obj != nil
+}
+
+// shown returns what Get returns for key: the entry of [Cache.Wrote] or
+// [Cache.Deleted] (nil), else the store's object, if any. The caller holds
+// the store's mutex.
+func (c *Cache[T]) shown(key string) *T {
+	if obj, ok := c.store.wrote[key]; ok {
+		return obj
 	}
-	obj, ok := s.items[key]
-	return obj, ok
+	return c.store.items[key]
 }
 
 // Wrote records obj, the object the API server returned for a write, so
@@ -92,10 +98,7 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.items[key]
-	shown, ok := s.wrote[key]
-	if !ok {
-		shown = cur
-	}
+	shown := c.shown(key)
 	switch {
 	case cur != nil && rv(cur) == rv(obj): // the watch has delivered it
 	case (shown == nil) != (prev == nil), shown != nil && rv(shown) != rv(prev): // the watch moved
@@ -114,11 +117,7 @@ func (c *Cache[T]) Deleted(obj *T) {
 	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	shown, ok := s.wrote[key]
-	if !ok {
-		shown = s.items[key]
-	}
-	if shown != nil && s.meta(shown).ResourceVersion == s.meta(obj).ResourceVersion {
+	if shown := c.shown(key); shown != nil && s.meta(shown).ResourceVersion == s.meta(obj).ResourceVersion {
 		s.wrote[key] = nil
 	}
 }
