@@ -181,13 +181,11 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		m.healthy(&s, in.now)
-		for i := range in.list.Items {
-			// A copy of its own per object: a pointer into the page would
-			// keep the whole page alive for as long as any one object of
-			// it stays in the cache.
-			o := new(T)
-			*o = in.list.Items[i]
-			s.pending = append(s.pending, o)
+		for _, item := range in.list.Items {
+			// A copy of its own per object (item is a new variable in each
+			// iteration): a pointer into the page would keep the whole page
+			// alive for as long as any one object of it stays in the cache.
+			s.pending = append(s.pending, &item)
 		}
 		if c := in.list.Metadata.Continue; c != "" {
 			s.cont = c
