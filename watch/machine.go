@@ -216,15 +216,12 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		s.watchEvents = 0
 
 	case inEvent:
+		if in.err == nil && (in.obj == nil || !slices.Contains(eventTypes, in.typ)) {
+			in.err = fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil)
+		}
 		if in.err != nil {
 			acts = append(acts, action[T]{kind: actClose})
 			acts = m.ended(&s, in, acts)
-			break
-		}
-		if in.obj == nil || !slices.Contains(eventTypes, in.typ) {
-			acts = append(acts, action[T]{kind: actClose})
-			in.err = fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil)
-			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
 			break
 		}
 		s.watchEvents++
@@ -351,9 +348,7 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 // watch opens a watch from the last resourceVersion, or a streaming list
 // (from its start) if s.initial.
 func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []action[T]) []action[T] {
-	if s.initial {
-		s.pending = nil
-	}
+	s.pending = nil // a streaming list collects from its start
 	s.phase = phaseOpen
 	s.watchTimeout = m.timeout(in.rand)
 	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: reconnect})
