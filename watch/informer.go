@@ -244,8 +244,7 @@ func (r *runner[T]) run(ctx context.Context) {
 		r.s, acts = r.inf.m.step(r.s, next)
 		have := false
 		for _, a := range acts {
-			in, ok := r.do(ctx, a)
-			if ok {
+			if in, ok := r.do(ctx, a); ok {
 				next, have = in, true
 			}
 		}

@@ -208,12 +208,11 @@ func (s *Store[T]) remove(key string) (old *T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.wrote, key)
-	old, ok := s.items[key]
-	if !ok {
-		return nil
+	old = s.items[key]
+	if old != nil {
+		delete(s.items, key)
+		s.reindex(key, old, nil)
 	}
-	delete(s.items, key)
-	s.reindex(key, old, nil)
 	return old
 }
 
