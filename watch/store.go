@@ -235,19 +235,23 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	s.mu.RUnlock()
 	next := make(map[string]*T, len(items))
 	for _, obj := range items {
-		next[s.key(obj)] = obj
+		key := s.key(obj)
+		rv := s.meta(obj).ResourceVersion
+		if old, ok := prev[key]; ok && rv != "" && s.meta(old).ResourceVersion == rv {
+			obj = old // unchanged: the old pointer is kept, and no change
+		}
+		next[key] = obj
 	}
+	// Changes are computed against next, so a key listed twice counts once.
 	var changes []change[T]
 	for _, obj := range items {
-		key := s.key(obj)
-		old, had := prev[key]
-		rv := s.meta(obj).ResourceVersion
-		switch {
-		case next[key] != obj: // superseded by a later duplicate
-		case had && rv != "" && s.meta(old).ResourceVersion == rv:
-			next[key] = old // unchanged: no change, and the old pointer kept
-		default:
-			changes = append(changes, change[T]{old: old, new: obj})
+		// Not s.key, whose result would be allocated: this key stays off
+		// the heap.
+		m := s.meta(obj)
+		key := k8sapi.Key(m.Namespace, m.Name)
+		// Neither unchanged nor superseded by a later duplicate.
+		if next[key] == obj && prev[key] != obj {
+			changes = append(changes, change[T]{old: prev[key], new: obj})
 		}
 	}
 	var gone []string
