@@ -187,27 +187,16 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 }
 
 // acquire makes one attempt to take the Lease and reports whether this
-// replica holds it now. It takes the Lease when it is missing (it
-// creates it), free, or expired.
+// replica holds it now.
 func (e *Elector) acquire(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, e.renewDeadline)
 	defer cancel()
-	if e.read(ctx, &e.lease) != nil {
-		return false
+	from, ok := e.take(ctx, &e.lease)
+	e.setHolder(e.lease.observed.holder)
+	if ok && from != e.identity && from != "" {
+		e.log.Info("leader: took the lease", "from", from)
 	}
-	from := e.lease.observed.holder
-	e.setHolder(from)
-	if e.live(&e.lease) {
-		return false
-	}
-	if from != e.identity && from != "" {
-		e.log.Info("leader: taking the lease", "from", from)
-	}
-	if !e.write(ctx, &e.lease) {
-		return false
-	}
-	e.setHolder(e.identity)
-	return true
+	return ok
 }
 
 // renew renews every RetryPeriod. It returns nil when ctx ends, and

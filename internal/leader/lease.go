@@ -127,6 +127,17 @@ func (k *keeper) live(sl *slot) bool {
 		!canAcquire(sl.observed, sl.observedAt, k.clock.Now(), k.identity, k.leaseDuration)
 }
 
+// take reads sl's Lease and, if it is missing, free, ours or expired,
+// writes it for this replica. It returns the holder it found and whether
+// this replica holds the Lease now.
+func (k *keeper) take(ctx context.Context, sl *slot) (from string, ok bool) {
+	if k.read(ctx, sl) != nil || k.live(sl) {
+		return sl.observed.holder, false
+	}
+	from = sl.observed.holder
+	return from, k.write(ctx, sl)
+}
+
 // keep renews a Lease this replica holds and reports whether it still
 // may act on it: renewed now, or not renewed but still within the renew
 // deadline and not taken by anyone else. A renewal writes from the copy

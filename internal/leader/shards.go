@@ -111,20 +111,27 @@ func (s *Shards) Run(ctx context.Context) error {
 	defer s.shutdown()
 	for {
 		s.step(ctx)
-		wait := s.retryPeriod
-		for _, sl := range s.shards {
-			if sl.ours() {
-				// Never sleep past a renew deadline: work on a shard that
-				// could not be renewed must stop right at it.
-				wait = min(wait, sl.lastRenew.Add(s.renewDeadline).Sub(s.clock.Now()))
-			}
-		}
+		// Never sleep past a renew deadline: work on a shard that could
+		// not be renewed must stop right at it.
+		wait := min(s.retryPeriod, s.earliest().Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.after(max(wait, 0)):
 		}
 	}
+}
+
+// earliest returns the earliest renew deadline of the shards held, and
+// at most RenewDeadline from now.
+func (s *Shards) earliest() time.Time {
+	t := s.clock.Now().Add(s.renewDeadline)
+	for _, sl := range s.shards {
+		if sl.ours() && sl.lastRenew.Add(s.renewDeadline).Before(t) {
+			t = sl.lastRenew.Add(s.renewDeadline)
+		}
+	}
+	return t
 }
 
 // step is one round: renew, look, then take and give. No request of it
@@ -136,13 +143,7 @@ func (s *Shards) step(ctx context.Context) {
 			s.lose(k, sl)
 		}
 	}
-	until := s.clock.Now().Add(s.renewDeadline)
-	for _, sl := range s.shards {
-		if sl.ours() && sl.lastRenew.Add(s.renewDeadline).Before(until) {
-			until = sl.lastRenew.Add(s.renewDeadline)
-		}
-	}
-	attempt, cancel := context.WithDeadline(ctx, until)
+	attempt, cancel := context.WithDeadline(ctx, s.earliest())
 	defer cancel()
 	defer func() {
 		for k, sl := range s.shards {
@@ -221,7 +222,7 @@ func (s *Shards) memberSlot(ctx context.Context) *slot {
 		}
 	}
 	for _, sl := range s.members {
-		if s.read(ctx, sl) == nil && !s.live(sl) && s.write(ctx, sl) {
+		if _, ok := s.take(ctx, sl); ok {
 			return sl
 		}
 	}
