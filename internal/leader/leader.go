@@ -102,6 +102,7 @@ func New(cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	k.log = k.log.With("lease", k.namespace+"/"+cfg.Name, "identity", k.identity)
+	k.retake = true
 	return &Elector{keeper: k, lease: slot{name: cfg.Name}}, nil
 }
 

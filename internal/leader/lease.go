@@ -24,7 +24,11 @@ type keeper struct {
 	retryPeriod   time.Duration
 	clock         k8sapi.Clock
 	log           *slog.Logger
-	failing       bool // the last read or write failed
+	// retake lets keep take back a Lease it finds free or expired, not
+	// only one still its own: the Elector's rule. A shard found free goes
+	// back through balance instead.
+	retake  bool
+	failing bool // the last read or write failed
 }
 
 // slot is one Lease as this replica knows it. Owned by Run's goroutine.
@@ -143,14 +147,14 @@ func (k *keeper) take(ctx context.Context, sl *slot) (from string, ok bool) {
 // deadline and not taken by anyone else. A renewal writes from the copy
 // written last, without reading first; if that fails (a conflict:
 // someone else wrote the Lease), it reads the Lease and tries again if it
-// is still ours or free.
+// is still ours (or, with retake, free or expired).
 func (k *keeper) keep(ctx context.Context, sl *slot) bool {
 	ctx, cancel := context.WithDeadline(ctx, sl.lastRenew.Add(k.renewDeadline))
 	defer cancel()
 	if sl.seen != nil && k.write(ctx, sl) {
 		return true
 	}
-	if ctx.Err() == nil && k.read(ctx, sl) == nil && !k.live(sl) && k.write(ctx, sl) {
+	if ctx.Err() == nil && k.read(ctx, sl) == nil && (sl.observed.holder == k.identity || k.retake && !k.live(sl)) && k.write(ctx, sl) {
 		return true
 	}
 	return sl.observed.holder == k.identity && !mustStepDown(sl.lastRenew, k.clock.Now(), k.renewDeadline)
