@@ -37,7 +37,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +90,7 @@ type Elector struct {
 	lease   slot // owned by Run's goroutine
 	running atomic.Bool
 	leading atomic.Bool
-	mu      sync.Mutex
-	holder  string // last holder seen
+	holder  atomic.Value // string: the last holder seen
 }
 
 // New checks cfg and returns an Elector.
@@ -125,15 +123,8 @@ func (e *Elector) IsLeader() bool { return e.leading.Load() }
 // Leader returns the holder of the Lease as last seen: this replica's
 // identity while it leads, "" if the Lease is free or not read yet.
 func (e *Elector) Leader() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.holder
-}
-
-func (e *Elector) setHolder(h string) {
-	e.mu.Lock()
-	e.holder = h
-	e.mu.Unlock()
+	h, _ := e.holder.Load().(string)
+	return h
 }
 
 // Run campaigns until this replica leads, then calls onStartedLeading on a
@@ -193,7 +184,7 @@ func (e *Elector) acquire(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, e.renewDeadline)
 	defer cancel()
 	from, ok := e.take(ctx, &e.lease)
-	e.setHolder(e.lease.observed.holder)
+	e.holder.Store(e.lease.observed.holder)
 	if ok && from != e.identity && from != "" {
 		e.log.Info("leader: took the lease", "from", from)
 	}
@@ -214,7 +205,7 @@ func (e *Elector) renew(ctx context.Context) error {
 		}
 		ok := e.keep(ctx, &e.lease)
 		h := e.lease.observed.holder
-		e.setHolder(h)
+		e.holder.Store(h)
 		switch {
 		case ok:
 		case ctx.Err() != nil:
@@ -244,6 +235,6 @@ func (e *Elector) release() {
 		e.log.Warn("leader: releasing the lease failed; it will expire", "err", err)
 		return
 	}
-	e.setHolder("")
+	e.holder.Store("")
 	e.log.Info("leader: released the lease")
 }
