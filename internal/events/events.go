@@ -233,15 +233,6 @@ func (r *Recorder) Run(ctx context.Context) {
 func (r *Recorder) write(runCtx context.Context, it item) {
 	ctx, cancel := context.WithTimeout(runCtx, writeTimeout)
 	defer cancel()
-	fail := func(err error) {
-		if runCtx.Err() != nil {
-			// Cut short by the recorder stopping: nothing to warn
-			// about, the event is simply not written.
-			r.dropped.Add(1)
-			return
-		}
-		r.fail(err)
-	}
 	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
 	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.cfg.Window {
 		count := s.count + 1
@@ -249,23 +240,19 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 		_, err := r.events.Patch(ctx, s.namespace, s.name, k8sapi.MergePatch, patch, k8sapi.PatchOptions{})
 		if err == nil {
 			s.count, s.last = count, it.at
-			r.patched.Add(1)
-			r.succeeded()
-			return
 		}
 		if !k8sapi.IsNotFound(err) {
-			fail(err)
+			r.count(runCtx, &r.patched, err)
 			return
 		}
 		// The Event expired or was deleted: start a new one.
 	}
 	ev := r.newEvent(it)
-	if _, err := r.events.Create(ctx, ev.Namespace, ev, k8sapi.WriteOptions{}); err != nil {
-		fail(err)
+	_, err := r.events.Create(ctx, ev.Namespace, ev, k8sapi.WriteOptions{})
+	r.count(runCtx, &r.created, err)
+	if err != nil {
 		return
 	}
-	r.created.Add(1)
-	r.succeeded()
 	if len(r.series) >= maxTracked {
 		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.cfg.Window })
 	}
@@ -302,20 +289,29 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 	}
 }
 
-func (r *Recorder) succeeded() { r.failing = false }
-
-// fail counts a failed write and logs it if it starts a streak.
-func (r *Recorder) fail(err error) {
+// count counts the end of a write: in n when err is nil; as dropped when
+// it was cut short by Run's end, which is nothing to warn about; else as
+// a failure, logged if it starts a streak.
+func (r *Recorder) count(runCtx context.Context, n *atomic.Int64, err error) {
+	switch {
+	case err == nil:
+		n.Add(1)
+		r.failing = false
+		return
+	case runCtx.Err() != nil:
+		r.dropped.Add(1)
+		return
+	}
 	r.failed.Add(1)
 	if r.failing {
 		return
 	}
 	r.failing = true
+	msg := "events: writing an Event failed; further failures are not logged until a write succeeds"
 	if k8sapi.IsForbidden(err) {
-		r.cfg.Logger.Warn("events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds", "err", err)
-		return
+		msg = "events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds"
 	}
-	r.cfg.Logger.Warn("events: writing an Event failed; further failures are not logged until a write succeeds", "err", err)
+	r.cfg.Logger.Warn(msg, "err", err)
 }
 
 // objectKey identifies the object an event is about.

@@ -30,7 +30,6 @@
 package leader
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -38,8 +37,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,109 +86,22 @@ type Config struct {
 // start it with Run, once. IsLeader and Leader are safe to call from any
 // goroutine at any time.
 type Elector struct {
-	leases        k8sapi.Typed[k8sapi.Lease]
-	namespace     string
-	name          string
-	identity      string
-	leaseDuration time.Duration
-	renewDeadline time.Duration
-	retryPeriod   time.Duration
-	clock         k8sapi.Clock
-	log           *slog.Logger
-
+	keeper
+	lease   slot // owned by Run's goroutine
+	running atomic.Bool
 	leading atomic.Bool
-	mu      sync.Mutex
-	holder  string // last holder seen
-
-	// Owned by Run's goroutine.
-	running    atomic.Bool
-	observed   record
-	observedAt time.Time
-	last       *k8sapi.Lease // the Lease as last read or written; nil to read it first
-	failing    bool
+	holder  atomic.Value // string: the last holder seen
 }
 
 // New checks cfg and returns an Elector.
 func New(cfg Config) (*Elector, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("leader: Config.Client is required")
+	k, err := newKeeper(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Name == "" {
-		return nil, errors.New("leader: Config.Name is required")
-	}
-	e := &Elector{
-		leases:        k8sapi.For[k8sapi.Lease](cfg.Client, k8sapi.Leases),
-		namespace:     cfg.Namespace,
-		name:          cfg.Name,
-		identity:      cfg.Identity,
-		leaseDuration: cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
-		renewDeadline: cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline),
-		retryPeriod:   cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod),
-		clock:         cfg.Clock,
-		log:           cfg.Logger,
-	}
-	if e.namespace == "" {
-		e.namespace = cfg.Client.Namespace()
-	}
-	// A bad name would be refused by the server at every attempt, forever:
-	// say so now instead.
-	if !isDNSSubdomain(e.name) {
-		return nil, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", e.name)
-	}
-	if !isDNSLabel(e.namespace) {
-		return nil, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", e.namespace)
-	}
-	switch {
-	case e.leaseDuration < time.Second:
-		return nil, fmt.Errorf("leader: LeaseDuration %v is under the API's 1s resolution", e.leaseDuration)
-	case e.renewDeadline >= e.leaseDuration:
-		return nil, fmt.Errorf("leader: RenewDeadline %v must be less than LeaseDuration %v", e.renewDeadline, e.leaseDuration)
-	case e.retryPeriod <= 0 || e.retryPeriod >= e.renewDeadline:
-		return nil, fmt.Errorf("leader: RetryPeriod %v must be positive and less than RenewDeadline %v", e.retryPeriod, e.renewDeadline)
-	}
-	if e.identity == "" {
-		id, err := DefaultIdentity()
-		if err != nil {
-			return nil, err
-		}
-		e.identity = id
-	}
-	if e.clock == nil {
-		e.clock = k8sapi.RealClock{}
-	}
-	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
-	}
-	e.log = e.log.With("lease", e.namespace+"/"+e.name, "identity", e.identity)
-	return e, nil
-}
-
-// isDNSLabel reports whether s is an RFC 1123 label, as namespace names
-// are.
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// isDNSSubdomain reports whether s is an RFC 1123 subdomain, as the
-// names of most objects, Leases included, are.
-func isDNSSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if !isDNSLabel(label) {
-			return false
-		}
-	}
-	return true
+	k.log = k.log.With("lease", k.namespace+"/"+cfg.Name, "identity", k.identity)
+	k.retake = true
+	return &Elector{keeper: k, lease: slot{name: cfg.Name}}, nil
 }
 
 // DefaultIdentity returns the host name (in a pod, the pod's name), an
@@ -202,17 +112,10 @@ func DefaultIdentity() (string, error) {
 	if err != nil || h == "" {
 		return "", fmt.Errorf("leader: no host name for the identity: %v", err)
 	}
-	return h + "_" + randomHex(), nil
-}
-
-func randomHex() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return h + "_" + hex.EncodeToString(b[:]), nil
 }
-
-// Identity returns this replica's identity.
-func (e *Elector) Identity() string { return e.identity }
 
 // IsLeader reports whether this replica leads now.
 func (e *Elector) IsLeader() bool { return e.leading.Load() }
@@ -220,9 +123,8 @@ func (e *Elector) IsLeader() bool { return e.leading.Load() }
 // Leader returns the holder of the Lease as last seen: this replica's
 // identity while it leads, "" if the Lease is free or not read yet.
 func (e *Elector) Leader() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.holder
+	h, _ := e.holder.Load().(string)
+	return h
 }
 
 // Run campaigns until this replica leads, then calls onStartedLeading on a
@@ -239,8 +141,12 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("leader: Run called twice")
 	}
-	if !e.acquire(ctx) {
-		return nil
+	for !e.acquire(ctx) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.after(e.retryPeriod):
+		}
 	}
 	leadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -272,138 +178,44 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	return err
 }
 
-// after returns a channel that is closed once d has elapsed on the clock.
-func (e *Elector) after(d time.Duration) <-chan struct{} {
-	c := make(chan struct{})
-	e.clock.AfterFunc(d, func() { close(c) })
-	return c
-}
-
-// acquire tries every RetryPeriod until it holds the Lease (true) or ctx
-// ends (false).
+// acquire makes one attempt to take the Lease and reports whether this
+// replica holds it now.
 func (e *Elector) acquire(ctx context.Context) bool {
-	for {
-		attempt, cancel := context.WithTimeout(ctx, e.renewDeadline)
-		ok := e.tryAcquireOrRenew(attempt)
-		cancel()
-		if ok {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-e.after(e.retryPeriod):
-		}
+	ctx, cancel := context.WithTimeout(ctx, e.renewDeadline)
+	defer cancel()
+	from, ok := e.take(ctx, &e.lease)
+	e.holder.Store(e.lease.observed.holder)
+	if ok && from != e.identity && from != "" {
+		e.log.Info("leader: took the lease", "from", from)
 	}
+	return ok
 }
 
 // renew renews every RetryPeriod. It returns nil when ctx ends, and
 // ErrLeaseLost, wrapped with the reason, when the elector must stop.
 func (e *Elector) renew(ctx context.Context) error {
-	lastRenew := e.observedAt // when the successful acquire started
 	for {
 		// Wait a retry period, but never past the renew deadline, so that
 		// a leader that cannot renew stops right at it.
-		wait := min(e.retryPeriod, lastRenew.Add(e.renewDeadline).Sub(e.clock.Now()))
+		wait := min(e.retryPeriod, e.lease.lastRenew.Add(e.renewDeadline).Sub(e.clock.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-e.after(max(wait, 0)):
 		}
-		start := e.clock.Now()
-		if mustStepDown(lastRenew, start, e.renewDeadline) {
-			return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, start.Sub(lastRenew))
-		}
-		attempt, cancel := context.WithTimeout(ctx, lastRenew.Add(e.renewDeadline).Sub(start))
-		ok := e.tryAcquireOrRenew(attempt)
-		cancel()
+		ok := e.keep(ctx, &e.lease)
+		h := e.lease.observed.holder
+		e.holder.Store(h)
 		switch {
 		case ok:
-			lastRenew = start
 		case ctx.Err() != nil:
 			return nil
-		case e.observed.holder != e.identity && e.observed.holder != "":
-			return fmt.Errorf("%w: taken by %q", ErrLeaseLost, e.observed.holder)
-		case mustStepDown(lastRenew, e.clock.Now(), e.renewDeadline):
-			return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(lastRenew))
+		case h != e.identity && h != "":
+			return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
+		default:
+			return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
 		}
 	}
-}
-
-// tryAcquireOrRenew makes one attempt to hold the Lease and reports
-// whether it holds it now. On success e.observedAt is the time the
-// attempt started.
-func (e *Elector) tryAcquireOrRenew(ctx context.Context) bool {
-	start := e.clock.Now()
-	if e.last != nil && e.leading.Load() {
-		// Renew from the copy we wrote last, without reading first. If
-		// that fails (a conflict: someone else wrote the Lease), read it
-		// and decide again in this same attempt.
-		if e.update(ctx, start, e.last) {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-	}
-	got, err := e.leases.Get(ctx, e.namespace, e.name, k8sapi.GetOptions{})
-	switch {
-	case k8sapi.IsNotFound(err):
-		return e.create(ctx, start)
-	case err != nil:
-		e.failed("reading the lease", err)
-		return false
-	}
-	rec := recordOf(got)
-	if !rec.equal(e.observed) || e.observedAt.IsZero() {
-		e.observed, e.observedAt = rec, start
-		e.setHolder(rec.holder)
-	}
-	if !canAcquire(rec, e.observedAt, start, e.identity, e.leaseDuration) {
-		e.last = nil
-		e.succeeded()
-		return false
-	}
-	if rec.holder != e.identity {
-		e.log.Info("leader: taking the lease", "from", rec.holder)
-	}
-	return e.update(ctx, start, got)
-}
-
-// update writes the acquired or renewed record over lease, conditional on
-// its resourceVersion.
-func (e *Elector) update(ctx context.Context, start time.Time, lease *k8sapi.Lease) bool {
-	upd := next(recordOf(lease), e.identity, start, e.leaseDuration).apply(*lease)
-	got, err := e.leases.Update(ctx, e.namespace, e.name, &upd, k8sapi.WriteOptions{})
-	if err != nil {
-		e.last = nil // read it again next time
-		e.failed("writing the lease", err)
-		return false
-	}
-	return e.wrote(got, start)
-}
-
-func (e *Elector) create(ctx context.Context, start time.Time) bool {
-	l := first(e.identity, start, e.leaseDuration).apply(k8sapi.Lease{
-		TypeMeta:   k8sapi.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-		ObjectMeta: k8sapi.ObjectMeta{Name: e.name, Namespace: e.namespace},
-	})
-	got, err := e.leases.Create(ctx, e.namespace, &l, k8sapi.WriteOptions{})
-	if err != nil {
-		e.failed("creating the lease", err)
-		return false
-	}
-	return e.wrote(got, start)
-}
-
-// wrote records got, the Lease as this replica just wrote it in an
-// attempt that started at start, and reports success.
-func (e *Elector) wrote(got *k8sapi.Lease, start time.Time) bool {
-	e.last = got
-	e.observed, e.observedAt = recordOf(got), start
-	e.setHolder(e.identity)
-	e.succeeded()
-	return true
 }
 
 // release gives the Lease up if this replica still holds it. It reads
@@ -412,36 +224,17 @@ func (e *Elector) wrote(got *k8sapi.Lease, start time.Time) bool {
 func (e *Elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.retryPeriod)
 	defer cancel()
-	lease, err := e.leases.Get(ctx, e.namespace, e.name, k8sapi.GetOptions{})
-	if err == nil && recordOf(lease).holder != e.identity {
+	err := e.read(ctx, &e.lease)
+	if err == nil && e.lease.observed.holder != e.identity {
 		return // not ours any more
 	}
 	if err == nil {
-		upd := released(recordOf(lease), e.clock.Now()).apply(*lease)
-		_, err = e.leases.Update(ctx, e.namespace, e.name, &upd, k8sapi.WriteOptions{})
+		err = e.keeper.release(ctx, &e.lease)
 	}
 	if err != nil {
 		e.log.Warn("leader: releasing the lease failed; it will expire", "err", err)
 		return
 	}
-	e.setHolder("")
+	e.holder.Store("")
 	e.log.Info("leader: released the lease")
 }
-
-func (e *Elector) setHolder(h string) {
-	e.mu.Lock()
-	e.holder = h
-	e.mu.Unlock()
-}
-
-// failed logs the first failure of a streak; conflicts are normal races
-// and are not logged.
-func (e *Elector) failed(what string, err error) {
-	if k8sapi.IsConflict(err) || k8sapi.IsAlreadyExists(err) || e.failing {
-		return
-	}
-	e.failing = true
-	e.log.Warn("leader: "+what+" failed; retrying, further failures are not logged until an attempt succeeds", "err", err)
-}
-
-func (e *Elector) succeeded() { e.failing = false }

@@ -450,3 +450,24 @@ func TestStuckLeaderDoesNotRelease(t *testing.T) {
 		close(release)
 	})
 }
+
+// TestDeletedLeaseIsRecreated: the leader whose Lease is deleted by hand
+// creates it again at its next renewal and goes on leading.
+func TestDeletedLeaseIsRecreated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &leaseServer{}
+		a := startCandidate(t, srv, "a")
+		time.Sleep(3 * time.Second)
+		srv.mu.Lock()
+		srv.lease = nil
+		srv.mu.Unlock()
+		time.Sleep(DefaultRetryPeriod)
+		synctest.Wait()
+		if !a.e.IsLeader() || a.stopped.Load() != 0 {
+			t.Fatal("stopped leading when its Lease was deleted")
+		}
+		if l := srv.current(); *l.Spec.HolderIdentity != "a" {
+			t.Errorf("Lease not recreated for a: %+v", l.Spec)
+		}
+	})
+}

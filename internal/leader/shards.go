@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,49 +58,28 @@ type ShardConfig struct {
 // Create Shards with NewShards and start it with Run, once. Holds, Held
 // and Transitions are safe to call from any goroutine.
 type Shards struct {
-	cfg     ShardConfig
-	leases  k8sapi.Typed[k8sapi.Lease]
+	keeper
+	work    func(ctx context.Context, shard int)
 	held    []atomic.Bool // held[k]: this replica may work on shard k
 	moves   atomic.Uint64
-	log     *slog.Logger
 	shards  []*slot // owned by Run's goroutine
 	members []*slot // likewise
 }
-
-// slot is one Lease as this replica knows it. Owned by Run's goroutine.
-type slot struct {
-	name       string
-	seen       *k8sapi.Lease // as last read or written; nil if missing or unread
-	observed   record
-	observedAt time.Time // when observed was first seen, on our clock
-	lastRenew  time.Time // start of our last successful write; zero when not ours
-	// While a shard is worked on: stop ends Work's context, done is
-	// closed when Work has returned, giving is set once the shard is to
-	// be given up.
-	stop   context.CancelFunc
-	done   chan struct{}
-	giving bool
-}
-
-func (s *slot) ours() bool { return !s.lastRenew.IsZero() }
 
 // NewShards checks cfg and returns a Shards.
 func NewShards(cfg ShardConfig) (*Shards, error) {
 	if cfg.Work == nil || cfg.Shards < 1 {
 		return nil, errors.New("leader: ShardConfig.Work and a Shards count of at least 1 are required")
 	}
-	// The Elector checks the client, names and durations the same way;
-	// the longest Lease name stands for all of them.
-	e, err := New(Config{Client: cfg.Client, Namespace: cfg.Namespace, Name: cfg.Name + "-member-" + strconv.Itoa(cfg.Shards-1),
+	// The longest Lease name stands for all of them.
+	k, err := newKeeper(Config{Client: cfg.Client, Namespace: cfg.Namespace, Name: cfg.Name + "-member-" + strconv.Itoa(cfg.Shards-1),
 		Identity: cfg.Identity, LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline,
 		RetryPeriod: cfg.RetryPeriod, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Namespace, cfg.Identity, cfg.Clock = e.namespace, e.identity, e.clock
-	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = e.leaseDuration, e.renewDeadline, e.retryPeriod
-	s := &Shards{cfg: cfg, leases: e.leases, held: make([]atomic.Bool, cfg.Shards),
-		log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("identity", cfg.Identity)}
+	k.log = k.log.With("identity", k.identity)
+	s := &Shards{keeper: k, work: cfg.Work, held: make([]atomic.Bool, cfg.Shards)}
 	for k := range cfg.Shards {
 		s.shards = append(s.shards, &slot{name: cfg.Name + "-shard-" + strconv.Itoa(k)})
 		s.members = append(s.members, &slot{name: cfg.Name + "-member-" + strconv.Itoa(k)})
@@ -126,9 +104,6 @@ func (s *Shards) Held() int {
 // Transitions counts the shards this replica took, gave up or lost.
 func (s *Shards) Transitions() uint64 { return s.moves.Load() }
 
-// Identity returns this replica's identity.
-func (s *Shards) Identity() string { return s.cfg.Identity }
-
 // Run holds a share of the shards until ctx ends. Then it ends every
 // Work's context, waits for them (at most RenewDeadline) and releases
 // its Leases. It returns nil.
@@ -136,20 +111,27 @@ func (s *Shards) Run(ctx context.Context) error {
 	defer s.shutdown()
 	for {
 		s.step(ctx)
-		wait := s.cfg.RetryPeriod
-		for _, sl := range s.shards {
-			if sl.ours() {
-				// Never sleep past a renew deadline: work on a shard that
-				// could not be renewed must stop right at it.
-				wait = min(wait, sl.lastRenew.Add(s.cfg.RenewDeadline).Sub(s.cfg.Clock.Now()))
-			}
-		}
+		// Never sleep past a renew deadline: work on a shard that could
+		// not be renewed must stop right at it.
+		wait := min(s.retryPeriod, s.earliest().Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.after(max(wait, 0)):
 		}
 	}
+}
+
+// earliest returns the earliest renew deadline of the shards held, and
+// at most RenewDeadline from now.
+func (s *Shards) earliest() time.Time {
+	t := s.clock.Now().Add(s.renewDeadline)
+	for _, sl := range s.shards {
+		if sl.ours() && sl.lastRenew.Add(s.renewDeadline).Before(t) {
+			t = sl.lastRenew.Add(s.renewDeadline)
+		}
+	}
+	return t
 }
 
 // step is one round: renew, look, then take and give. No request of it
@@ -161,25 +143,19 @@ func (s *Shards) step(ctx context.Context) {
 			s.lose(k, sl)
 		}
 	}
-	until := s.cfg.Clock.Now().Add(s.cfg.RenewDeadline)
-	for _, sl := range s.shards {
-		if sl.ours() && sl.lastRenew.Add(s.cfg.RenewDeadline).Before(until) {
-			until = sl.lastRenew.Add(s.cfg.RenewDeadline)
-		}
-	}
-	attempt, cancel := context.WithDeadline(ctx, until)
+	attempt, cancel := context.WithDeadline(ctx, s.earliest())
 	defer cancel()
 	defer func() {
 		for k, sl := range s.shards {
-			if sl.ours() && mustStepDown(sl.lastRenew, s.cfg.Clock.Now(), s.cfg.RenewDeadline) {
+			if sl.ours() && mustStepDown(sl.lastRenew, s.clock.Now(), s.renewDeadline) {
 				s.lose(k, sl)
 			}
 		}
 	}()
 	self := s.memberSlot(attempt)
-	v := view{self: s.cfg.Identity, holders: make([]string, len(s.shards))}
+	v := view{self: s.identity, holders: make([]string, len(s.shards))}
 	if self != nil {
-		v.members = append(v.members, s.cfg.Identity)
+		v.members = append(v.members, s.identity)
 	}
 	for _, sl := range s.members {
 		if sl != self && s.read(attempt, sl) == nil && s.live(sl) {
@@ -189,7 +165,7 @@ func (s *Shards) step(ctx context.Context) {
 	for k, sl := range s.shards {
 		switch {
 		case sl.ours():
-			v.holders[k] = s.cfg.Identity
+			v.holders[k] = s.identity
 		case s.read(attempt, sl) != nil:
 			v.holders[k] = "?" // unknown: neither free nor anyone's
 		case s.live(sl):
@@ -246,92 +222,19 @@ func (s *Shards) memberSlot(ctx context.Context) *slot {
 		}
 	}
 	for _, sl := range s.members {
-		if s.read(ctx, sl) == nil && !s.live(sl) && s.write(ctx, sl) {
+		if _, ok := s.take(ctx, sl); ok {
 			return sl
 		}
 	}
 	return nil
 }
 
-// live reports whether sl, as last read, is held by another replica that
-// has renewed it within its lease duration.
-func (s *Shards) live(sl *slot) bool {
-	return sl.observed.holder != s.cfg.Identity &&
-		!canAcquire(sl.observed, sl.observedAt, s.cfg.Clock.Now(), s.cfg.Identity, s.cfg.LeaseDuration)
-}
-
-// keep renews a Lease this replica holds and reports whether it still
-// may act on it: renewed now, or not renewed but still within the renew
-// deadline and not taken by anyone else.
-func (s *Shards) keep(ctx context.Context, sl *slot) bool {
-	ctx, cancel := context.WithDeadline(ctx, sl.lastRenew.Add(s.cfg.RenewDeadline))
-	defer cancel()
-	if sl.seen != nil && s.write(ctx, sl) {
-		return true
-	}
-	if ctx.Err() == nil && s.read(ctx, sl) == nil && sl.observed.holder == s.cfg.Identity && s.write(ctx, sl) {
-		return true
-	}
-	return sl.observed.holder == s.cfg.Identity && !mustStepDown(sl.lastRenew, s.cfg.Clock.Now(), s.cfg.RenewDeadline)
-}
-
-// read gets sl's Lease and notes when its record changed: at the time the
-// answer came, so that expiry is never judged early.
-func (s *Shards) read(ctx context.Context, sl *slot) error {
-	got, err := s.leases.Get(ctx, s.cfg.Namespace, sl.name, k8sapi.GetOptions{})
-	if k8sapi.IsNotFound(err) {
-		got, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
-	var rec record
-	if got != nil {
-		rec = recordOf(got)
-	}
-	if !rec.equal(sl.observed) || sl.observedAt.IsZero() {
-		sl.observed, sl.observedAt = rec, s.cfg.Clock.Now()
-	}
-	sl.seen = got
-	return nil
-}
-
-// write takes or renews sl for this replica, from the Lease as last seen
-// (creating it when there was none), conditional on its resourceVersion.
-// The renew deadline counts from the start of the write.
-func (s *Shards) write(ctx context.Context, sl *slot) bool {
-	now := s.cfg.Clock.Now()
-	var got *k8sapi.Lease
-	var err error
-	if sl.seen == nil {
-		l := first(s.cfg.Identity, now, s.cfg.LeaseDuration).apply(k8sapi.Lease{
-			TypeMeta:   k8sapi.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			ObjectMeta: k8sapi.ObjectMeta{Name: sl.name, Namespace: s.cfg.Namespace},
-		})
-		got, err = s.leases.Create(ctx, s.cfg.Namespace, &l, k8sapi.WriteOptions{})
-	} else {
-		upd := next(recordOf(sl.seen), s.cfg.Identity, now, s.cfg.LeaseDuration).apply(*sl.seen)
-		got, err = s.leases.Update(ctx, s.cfg.Namespace, sl.name, &upd, k8sapi.WriteOptions{})
-	}
-	if err != nil {
-		sl.seen = nil // read it again before the next write
-		sl.observedAt = time.Time{}
-		return false
-	}
-	sl.seen, sl.observed, sl.observedAt, sl.lastRenew = got, recordOf(got), now, now
-	return true
-}
-
-// release gives sl's Lease up (no holder, a one-second duration), so
-// that another replica takes it at its next round.
+// release gives sl's Lease up, so that another replica takes it at its
+// next round.
 func (s *Shards) release(ctx context.Context, sl *slot) {
-	if sl.seen != nil && sl.ours() {
-		upd := released(recordOf(sl.seen), s.cfg.Clock.Now()).apply(*sl.seen)
-		if _, err := s.leases.Update(ctx, s.cfg.Namespace, sl.name, &upd, k8sapi.WriteOptions{}); err != nil {
-			s.log.Warn("shard: release failed; the lease will expire", "lease", sl.name, "err", err)
-		}
+	if err := s.keeper.release(ctx, sl); err != nil {
+		s.log.Warn("shard: release failed; the lease will expire", "lease", sl.name, "err", err)
 	}
-	*sl = slot{name: sl.name}
 }
 
 // start marks shard k held and runs Work for it.
@@ -342,7 +245,7 @@ func (s *Shards) start(ctx context.Context, k int, sl *slot) {
 	s.held[k].Store(true)
 	go func() {
 		defer close(done)
-		s.cfg.Work(wctx, k)
+		s.work(wctx, k)
 	}()
 }
 
@@ -370,8 +273,8 @@ func (s *Shards) shutdown() {
 			sl.stop()
 		}
 	}
-	deadline := s.after(s.cfg.RenewDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryPeriod)
+	deadline := s.after(s.renewDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), s.retryPeriod)
 	defer cancel()
 	for k, sl := range s.shards {
 		if !sl.ours() {
@@ -388,11 +291,4 @@ func (s *Shards) shutdown() {
 	for _, sl := range s.members {
 		s.release(ctx, sl)
 	}
-}
-
-// after returns a channel closed once d has elapsed on the clock.
-func (s *Shards) after(d time.Duration) <-chan struct{} {
-	c := make(chan struct{})
-	s.cfg.Clock.AfterFunc(d, func() { close(c) })
-	return c
 }

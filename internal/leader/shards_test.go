@@ -359,6 +359,7 @@ func TestShardsDeletedLeaseIsRecovered(t *testing.T) {
 		a := startReplica(t, store, wl, "a")
 		b := startReplica(t, store, wl, "b")
 		waitFor(t, time.Minute, "3 shards each", func() bool { return slices.Equal(held(a, b), []int{3, 3}) })
+		moves := a.s.Transitions() + b.s.Transitions()
 		store.delete("widget-operator-shard-0")
 		waitFor(t, time.Minute, "shard 0 recreated and held", func() bool {
 			store.mu.Lock()
@@ -366,6 +367,11 @@ func TestShardsDeletedLeaseIsRecovered(t *testing.T) {
 			store.mu.Unlock()
 			return l != nil && a.s.Held()+b.s.Held() == testShards && (a.s.Holds(0) || b.s.Holds(0))
 		})
+		// Its holder does not quietly recreate it: it stops work on the
+		// shard, which is then taken again as a free one.
+		if m := a.s.Transitions() + b.s.Transitions() - moves; m != 2 {
+			t.Errorf("%d shard moves after the deletion; want 2 (lost, then taken)", m)
+		}
 	})
 }
 

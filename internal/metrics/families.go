@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -234,9 +235,9 @@ func NewWatchMetrics(now func() time.Time) *WatchMetrics {
 	}
 	return &WatchMetrics{
 		now:        now,
-		relists:    NewCounterFuncVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", "resource"),
-		reconnects: NewCounterFuncVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", "resource"),
-		events:     NewCounterFuncVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", "resource", "type"),
+		relists:    newFuncVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, []string{"resource"}),
+		reconnects: newFuncVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, []string{"resource"}),
+		events:     newFuncVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, []string{"resource", "type"}),
 		age:        NewGaugeFuncVec("widget_operator_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
 	}
 }
@@ -353,26 +354,25 @@ func Verb(method, path, watchParam string) string {
 		rest = rest[2:] // a resource in a namespace
 	}
 	collection := len(rest) == 1
-	switch method {
-	case http.MethodGet, http.MethodHead:
-		switch {
-		case watchParam == "true" || watchParam == "1":
-			return "watch"
-		case collection:
-			return "list"
-		}
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case read && (watchParam == "true" || watchParam == "1"):
+		return "watch"
+	case read && collection:
+		return "list"
+	case read:
 		return "get"
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	case http.MethodPatch:
-		return "patch"
-	case http.MethodDelete:
-		if collection {
-			return "deletecollection"
-		}
-		return "delete"
+	case method == http.MethodDelete && collection:
+		return "deletecollection"
 	}
-	return strings.ToLower(method)
+	return cmp.Or(writeVerbs[method], strings.ToLower(method))
+}
+
+// writeVerbs are the Kubernetes verbs of the methods that change a
+// resource.
+var writeVerbs = map[string]string{
+	http.MethodPost:   "create",
+	http.MethodPut:    "update",
+	http.MethodPatch:  "patch",
+	http.MethodDelete: "delete",
 }

@@ -33,7 +33,6 @@ func NewRuntimeCollector(start time.Time) Collector {
 	}
 	info := NewGaugeVec("go_info", "Information about the Go environment.", "version")
 	info.WithLabelValues(runtime.Version()).Set(1)
-	startSec := float64(start.UnixNano()) / 1e9
 	return collectors{
 		NewGaugeFunc("go_goroutines", "Number of goroutines that currently exist.", func() float64 {
 			return float64(runtime.NumGoroutine())
@@ -44,7 +43,7 @@ func NewRuntimeCollector(start time.Time) Collector {
 		read(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
 		read(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
 		read(typeGauge, "process_open_fds", "Number of open file descriptors.", openFDs),
-		NewGaugeFunc("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() float64 { return startSec }),
+		NewGaugeFunc("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() float64 { return float64(start.UnixNano()) / 1e9 }),
 	}
 }
 

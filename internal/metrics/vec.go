@@ -160,17 +160,13 @@ func (fv *funcValue) sample() series {
 // NewGaugeFunc returns an unlabelled gauge whose value is f(), called at
 // every scrape.
 func NewGaugeFunc(name, help string, f func() float64) *FuncVec {
-	v := NewGaugeFuncVec(name, help)
-	v.Bind(f)
-	return v
+	return newFunc(typeGauge, name, help, f)
 }
 
 // NewCounterFunc returns an unlabelled counter whose value is f(), called
 // at every scrape. f must never return less than it did before.
 func NewCounterFunc(name, help string, f func() float64) *FuncVec {
-	v := NewCounterFuncVec(name, help)
-	v.Bind(f)
-	return v
+	return newFunc(typeCounter, name, help, f)
 }
 
 // NewGaugeFuncVec returns a gauge family whose series are bound to
@@ -179,15 +175,17 @@ func NewGaugeFuncVec(name, help string, labelNames ...string) *FuncVec {
 	return newFuncVec(name, help, typeGauge, labelNames)
 }
 
-// NewCounterFuncVec returns a counter family whose series are bound to
-// functions with [FuncVec.Bind].
-func NewCounterFuncVec(name, help string, labelNames ...string) *FuncVec {
-	return newFuncVec(name, help, typeCounter, labelNames)
-}
-
 func newFuncVec(name, help, typ string, labelNames []string) *FuncVec {
 	d := newDesc(name, help, typ, labelNames, nil)
 	return &FuncVec{newVec(d, func() *funcValue { return new(funcValue) }, (*funcValue).sample)}
+}
+
+// newFunc returns an unlabelled family of type typ whose value is f(),
+// called at every scrape.
+func newFunc(typ, name, help string, f func() float64) *FuncVec {
+	v := newFuncVec(name, help, typ, nil)
+	v.Bind(f)
+	return v
 }
 
 // Bind makes f the source of the series with the label values, replacing

@@ -20,20 +20,19 @@ import (
 // maxPEMSize bounds the certificate and key files read.
 const maxPEMSize = 1 << 20
 
-// recheck is how often the files of a certificate folder are looked at
+// recheck is how often the files of a certificate folder are read again
 // for a new certificate.
 const recheck = time.Minute
 
 // Certificates holds an endpoint's serving certificate: tls.crt and tls.key
 // from a folder (as a kubernetes.io/tls Secret mounts them), read again
-// when they change, or a self-signed one made at start. It is safe for
-// concurrent use.
+// every minute so that a renewed pair is served, or a self-signed one made
+// at start. It is safe for concurrent use.
 type Certificates struct {
 	dir string // "" for a self-signed certificate
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
-	mtime   time.Time // the later of the two files' modification times
 	checked time.Time
 }
 
@@ -41,21 +40,15 @@ type Certificates struct {
 // empty, makes a self-signed ECDSA P-256 certificate valid for a year for
 // hosts (DNS names or IP addresses), localhost and the loopback addresses.
 func NewCertificates(dir string, hosts ...string) (*Certificates, error) {
-	c := &Certificates{dir: dir}
+	load := func() (*tls.Certificate, error) { return loadPair(dir) }
 	if dir == "" {
-		cert, err := selfSigned(hosts, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		c.cert = cert
-		return c, nil
+		load = func() (*tls.Certificate, error) { return selfSigned(hosts, time.Now()) }
 	}
-	cert, mtime, err := loadPair(dir)
+	cert, err := load()
 	if err != nil {
 		return nil, err
 	}
-	c.cert, c.mtime, c.checked = cert, mtime, time.Now()
-	return c, nil
+	return &Certificates{dir: dir, cert: cert, checked: time.Now()}, nil
 }
 
 // TLSConfig returns a server configuration that serves the certificate,
@@ -69,8 +62,7 @@ func (c *Certificates) TLSConfig() *tls.Config {
 }
 
 // get returns the certificate, first reading the folder again if it is
-// due and the files changed. A pair that fails to load leaves the current
-// certificate in place.
+// due. A pair that fails to load leaves the current certificate in place.
 func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,46 +70,26 @@ func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		return c.cert, nil
 	}
 	c.checked = time.Now()
-	if mtime, err := modTime(c.dir); err == nil && !mtime.Equal(c.mtime) {
-		if cert, mtime, err := loadPair(c.dir); err == nil {
-			c.cert, c.mtime = cert, mtime
-		}
+	if cert, err := loadPair(c.dir); err == nil {
+		c.cert = cert
 	}
 	return c.cert, nil
 }
 
-func modTime(dir string) (time.Time, error) {
-	var latest time.Time
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil {
-			return time.Time{}, err
-		}
-		if fi.ModTime().After(latest) {
-			latest = fi.ModTime()
-		}
-	}
-	return latest, nil
-}
-
-func loadPair(dir string) (*tls.Certificate, time.Time, error) {
-	mtime, err := modTime(dir)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("metricsauth: certificate: %w", err)
-	}
+func loadPair(dir string) (*tls.Certificate, error) {
 	crt, err := readFile(filepath.Join(dir, "tls.crt"))
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, err
 	}
 	key, err := readFile(filepath.Join(dir, "tls.key"))
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, err
 	}
 	cert, err := tls.X509KeyPair(crt, key)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("metricsauth: certificate in %s: %w", dir, err)
+		return nil, fmt.Errorf("metricsauth: certificate in %s: %w", dir, err)
 	}
-	return &cert, mtime, nil
+	return &cert, nil
 }
 
 // readFile reads at most maxPEMSize bytes; a larger file is an error.

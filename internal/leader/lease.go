@@ -1,0 +1,242 @@
+package leader
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// keeper reads, takes, renews and releases Leases for one replica: the
+// one Lease loop under both the Elector and Shards. Its methods are called
+// from Run's goroutine only.
+type keeper struct {
+	leases        k8sapi.Typed[k8sapi.Lease]
+	namespace     string
+	identity      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	clock         k8sapi.Clock
+	log           *slog.Logger
+	// retake lets keep take back a Lease it finds free or expired, not
+	// only one still its own: the Elector's rule. A shard found free goes
+	// back through balance instead.
+	retake  bool
+	failing bool // the last read or write failed
+}
+
+// slot is one Lease as this replica knows it. Owned by Run's goroutine.
+type slot struct {
+	name       string
+	seen       *k8sapi.Lease // as last read or written; nil if missing or unread
+	observed   record
+	observedAt time.Time // when observed was first seen, on our clock
+	lastRenew  time.Time // start of our last successful write; zero when not ours
+	// While a shard is worked on: stop ends Work's context, done is
+	// closed when Work has returned, giving is set once the shard is to
+	// be given up.
+	stop   context.CancelFunc
+	done   chan struct{}
+	giving bool
+}
+
+func (s *slot) ours() bool { return !s.lastRenew.IsZero() }
+
+// newKeeper checks cfg, fills in its defaults and returns a keeper for
+// the Lease cfg names.
+func newKeeper(cfg Config) (keeper, error) {
+	if cfg.Client == nil {
+		return keeper{}, errors.New("leader: Config.Client is required")
+	}
+	if cfg.Name == "" {
+		return keeper{}, errors.New("leader: Config.Name is required")
+	}
+	k := keeper{
+		leases:        k8sapi.For[k8sapi.Lease](cfg.Client, k8sapi.Leases),
+		namespace:     cmp.Or(cfg.Namespace, cfg.Client.Namespace()),
+		identity:      cfg.Identity,
+		leaseDuration: cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		renewDeadline: cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline),
+		retryPeriod:   cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod),
+		clock:         cmp.Or[k8sapi.Clock](cfg.Clock, k8sapi.RealClock{}),
+		log:           cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+	}
+	// A bad name would be refused by the server at every attempt, forever:
+	// say so now instead.
+	if !isDNSSubdomain(cfg.Name) {
+		return keeper{}, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", cfg.Name)
+	}
+	if !isDNSLabel(k.namespace) {
+		return keeper{}, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", k.namespace)
+	}
+	switch {
+	case k.leaseDuration < time.Second:
+		return keeper{}, fmt.Errorf("leader: LeaseDuration %v is under the API's 1s resolution", k.leaseDuration)
+	case k.renewDeadline >= k.leaseDuration:
+		return keeper{}, fmt.Errorf("leader: RenewDeadline %v must be less than LeaseDuration %v", k.renewDeadline, k.leaseDuration)
+	case k.retryPeriod <= 0 || k.retryPeriod >= k.renewDeadline:
+		return keeper{}, fmt.Errorf("leader: RetryPeriod %v must be positive and less than RenewDeadline %v", k.retryPeriod, k.renewDeadline)
+	}
+	if k.identity == "" {
+		id, err := DefaultIdentity()
+		if err != nil {
+			return keeper{}, err
+		}
+		k.identity = id
+	}
+	return k, nil
+}
+
+// isDNSLabel reports whether s is an RFC 1123 label, as namespace names
+// are.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNSSubdomain reports whether s is an RFC 1123 subdomain, as the
+// names of most objects, Leases included, are.
+func isDNSSubdomain(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if !isDNSLabel(label) {
+			return false
+		}
+	}
+	return true
+}
+
+// Identity returns this replica's identity.
+func (k *keeper) Identity() string { return k.identity }
+
+// live reports whether sl, as last read, is held by another replica that
+// has renewed it within its lease duration.
+func (k *keeper) live(sl *slot) bool {
+	return sl.observed.holder != k.identity &&
+		!canAcquire(sl.observed, sl.observedAt, k.clock.Now(), k.identity, k.leaseDuration)
+}
+
+// take reads sl's Lease and, if it is missing, free, ours or expired,
+// writes it for this replica. It returns the holder it found and whether
+// this replica holds the Lease now.
+func (k *keeper) take(ctx context.Context, sl *slot) (from string, ok bool) {
+	if k.read(ctx, sl) != nil || k.live(sl) {
+		return sl.observed.holder, false
+	}
+	from = sl.observed.holder
+	return from, k.write(ctx, sl)
+}
+
+// keep renews a Lease this replica holds and reports whether it still
+// may act on it: renewed now, or not renewed but still within the renew
+// deadline and not taken by anyone else. A renewal writes from the copy
+// written last, without reading first; if that fails (a conflict:
+// someone else wrote the Lease), it reads the Lease and tries again if it
+// is still ours (or, with retake, free or expired).
+func (k *keeper) keep(ctx context.Context, sl *slot) bool {
+	ctx, cancel := context.WithDeadline(ctx, sl.lastRenew.Add(k.renewDeadline))
+	defer cancel()
+	if sl.seen != nil && k.write(ctx, sl) {
+		return true
+	}
+	if ctx.Err() == nil && k.read(ctx, sl) == nil && (sl.observed.holder == k.identity || k.retake && !k.live(sl)) && k.write(ctx, sl) {
+		return true
+	}
+	return sl.observed.holder == k.identity && !mustStepDown(sl.lastRenew, k.clock.Now(), k.renewDeadline)
+}
+
+// read gets sl's Lease and notes when its record changed: at the time the
+// answer came, so that expiry is never judged early.
+func (k *keeper) read(ctx context.Context, sl *slot) error {
+	got, err := k.leases.Get(ctx, k.namespace, sl.name, k8sapi.GetOptions{})
+	if k8sapi.IsNotFound(err) {
+		got, err = nil, nil
+	}
+	if err != nil {
+		k.failed("reading the lease", err)
+		return err
+	}
+	var rec record
+	if got != nil {
+		rec = recordOf(got)
+	}
+	if !rec.equal(sl.observed) || sl.observedAt.IsZero() {
+		sl.observed, sl.observedAt = rec, k.clock.Now()
+	}
+	sl.seen = got
+	k.failing = false
+	return nil
+}
+
+// write takes or renews sl for this replica, from the Lease as last seen
+// (creating it when there was none), conditional on its resourceVersion.
+// The renew deadline counts from the start of the write.
+func (k *keeper) write(ctx context.Context, sl *slot) bool {
+	now := k.clock.Now()
+	var got *k8sapi.Lease
+	var err error
+	if sl.seen == nil {
+		l := first(k.identity, now, k.leaseDuration).apply(k8sapi.Lease{
+			TypeMeta:   k8sapi.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: k8sapi.ObjectMeta{Name: sl.name, Namespace: k.namespace},
+		})
+		got, err = k.leases.Create(ctx, k.namespace, &l, k8sapi.WriteOptions{})
+	} else {
+		upd := next(recordOf(sl.seen), k.identity, now, k.leaseDuration).apply(*sl.seen)
+		got, err = k.leases.Update(ctx, k.namespace, sl.name, &upd, k8sapi.WriteOptions{})
+	}
+	if err != nil {
+		sl.seen = nil // read it again before the next write
+		sl.observedAt = time.Time{}
+		k.failed("writing the lease", err)
+		return false
+	}
+	sl.seen, sl.observed, sl.observedAt, sl.lastRenew = got, recordOf(got), now, now
+	k.failing = false
+	return true
+}
+
+// release gives sl's Lease up if this replica holds it, as last seen:
+// no holder and a one-second duration, so that the next candidate takes
+// it at its next try. It forgets sl either way.
+func (k *keeper) release(ctx context.Context, sl *slot) error {
+	defer func() { *sl = slot{name: sl.name} }()
+	if sl.seen == nil || !sl.ours() || sl.observed.holder != k.identity {
+		return nil
+	}
+	upd := released(sl.observed, k.clock.Now()).apply(*sl.seen)
+	_, err := k.leases.Update(ctx, k.namespace, sl.name, &upd, k8sapi.WriteOptions{})
+	return err
+}
+
+// failed logs the first failure of a streak; conflicts are normal races
+// and are not logged.
+func (k *keeper) failed(what string, err error) {
+	if k8sapi.IsConflict(err) || k8sapi.IsAlreadyExists(err) || k.failing {
+		return
+	}
+	k.failing = true
+	k.log.Warn("leader: "+what+" failed; retrying, further failures are not logged until an attempt succeeds", "err", err)
+}
+
+// after returns a channel that is closed once d has elapsed on the clock.
+func (k *keeper) after(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	k.clock.AfterFunc(d, func() { close(c) })
+	return c
+}
