@@ -104,16 +104,8 @@ type execCredential struct {
 
 func newExecCredentials(c *Config) (*execCredentials, error) {
 	x := c.Exec
-	if x.Command == "" {
-		return nil, errors.New("k8sapi: exec plugin: no command")
-	}
-	switch x.APIVersion {
-	case execV1, execV1beta1:
-	default:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: apiVersion %q is not supported; use %s or %s", x.Command, x.APIVersion, execV1, execV1beta1)
-	}
-	if x.InteractiveMode == "Always" {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: interactiveMode Always needs a terminal, which the client never gives a plugin", x.Command)
+	if err := x.check(); err != nil {
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
 	}
 	info := execInfo{APIVersion: x.APIVersion, Kind: "ExecCredential"}
 	if x.ProvideClusterInfo {
@@ -134,6 +126,21 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 		return e.runPlugin(ctx, cmd, args, dir, env)
 	}
 	return e, nil
+}
+
+// check reports an ExecConfig that cannot run, whatever its source.
+func (x *ExecConfig) check() error {
+	switch {
+	case x.APIVersion == "":
+		return errors.New("apiVersion is missing")
+	case x.APIVersion != execV1 && x.APIVersion != execV1beta1:
+		return fmt.Errorf("apiVersion %q is not supported; use %s or %s", x.APIVersion, execV1, execV1beta1)
+	case x.Command == "":
+		return errors.New("command is missing")
+	case x.InteractiveMode == "Always":
+		return errors.New("interactiveMode Always needs a terminal, which the client never gives a plugin")
+	}
+	return nil
 }
 
 func (e *execCredentials) authorize(ctx context.Context, req *http.Request) error {
