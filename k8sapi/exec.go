@@ -37,7 +37,7 @@ const (
 // execResult is one credential a plugin returned.
 type execResult struct {
 	token     string
-	cert      *tls.Certificate // nil when the plugin gave no certificate
+	cert      *tls.Certificate // empty when the plugin gave no certificate
 	expiry    time.Time        // zero when the credential does not expire
 	refreshAt time.Time        // zero when it does not expire
 }
@@ -55,11 +55,11 @@ type execCall struct {
 // fetched; callers wait only when there is no valid one. Safe for
 // concurrent use.
 type execCredentials struct {
-	command string // for error messages
-	version string // the ExecCredential apiVersion spoken
-	now     func() time.Time
-	// run runs the plugin once and returns its stdout. Its stderr is
-	// counted, never kept (see stderrSummary).
+	// cfg is the plugin, its Env the whole environment it runs in.
+	cfg ExecConfig
+	now func() time.Time
+	// run runs the plugin once and returns its stdout: runPlugin, but for
+	// tests.
 	run func(ctx context.Context) (stdout []byte, err error)
 
 	mu       sync.Mutex
@@ -71,14 +71,12 @@ type execCredentials struct {
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
 type execInfo struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Spec       execInfoSpec `json:"spec"`
-}
-
-type execInfoSpec struct {
-	Cluster     *execCluster `json:"cluster,omitempty"`
-	Interactive bool         `json:"interactive"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Spec       struct {
+		Cluster     *execCluster `json:"cluster,omitempty"`
+		Interactive bool         `json:"interactive"`
+	} `json:"spec"`
 }
 
 type execCluster struct {
@@ -118,13 +116,9 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 		}
 	}
 	infoJSON, _ := json.Marshal(info) // strings, bools and bytes: it cannot fail
-	env := append(os.Environ(), x.Env...)
-	env = append(env, "KUBERNETES_EXEC_INFO="+string(infoJSON))
-	e := &execCredentials{command: x.Command, version: x.APIVersion, now: time.Now}
-	cmd, args, dir := x.Command, append([]string(nil), x.Args...), x.Dir
-	e.run = func(ctx context.Context) ([]byte, error) {
-		return e.runPlugin(ctx, cmd, args, dir, env)
-	}
+	e := &execCredentials{cfg: *x, now: time.Now}
+	e.cfg.Env = append(append(os.Environ(), x.Env...), "KUBERNETES_EXEC_INFO="+string(infoJSON))
+	e.run = e.runPlugin
 	return e, nil
 }
 
@@ -169,9 +163,6 @@ func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certifica
 	if err != nil {
 		return nil, err
 	}
-	if r.cert == nil {
-		return &tls.Certificate{}, nil // no certificate: none is sent
-	}
 	return r.cert, nil
 }
 
@@ -207,7 +198,7 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, ctx.Err())
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, ctx.Err())
 	}
 }
 
@@ -237,7 +228,7 @@ func (e *execCredentials) fetch(c *execCall) {
 // without quoting the output, which holds the credential.
 func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.command}, args...)...)
+		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.cfg.Command}, args...)...)
 	}
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
@@ -250,7 +241,7 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	if ec.Kind != "ExecCredential" {
 		return nil, fail("output kind is not ExecCredential")
 	}
-	want := e.version
+	want := e.cfg.APIVersion
 	if ec.APIVersion != want {
 		return nil, fail("output apiVersion %q, want %q", truncate(ec.APIVersion, 80), want)
 	}
@@ -258,7 +249,7 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	if st == nil {
 		return nil, fail("output has no status")
 	}
-	r := &execResult{token: st.Token}
+	r := &execResult{token: st.Token, cert: &tls.Certificate{}}
 	if err := checkHeaderValue(st.Token); err != nil {
 		return nil, fail("token %v", err)
 	}
@@ -283,29 +274,29 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 }
 
 // runPlugin runs the plugin once without a terminal and returns its stdout.
-func (e *execCredentials) runPlugin(ctx context.Context, command string, args []string, dir string, env []string) ([]byte, error) {
+func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, command, args...)
-	cmd.Dir = dir
-	cmd.Env = env
+	cmd := exec.CommandContext(ctx, e.cfg.Command, e.cfg.Args...)
+	cmd.Dir = e.cfg.Dir
+	cmd.Env = e.cfg.Env
 	cmd.WaitDelay = 5 * time.Second
 	killGroupOnCancel(cmd)
 	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
-	stderr := &byteCounter{}
+	stderr := &boundedBuffer{} // counted, never kept: see stderrSummary
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	switch {
-	case stdout.over:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.command, execMaxStdout>>10)
+	case stdout.n > execMaxStdout:
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.cfg.Command, execMaxStdout>>10)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.command, execTimeout)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.cfg.Command, execTimeout)
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.command, exec.ErrNotFound)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.cfg.Command, exec.ErrNotFound)
 	case err != nil && stderr.n > 0:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: %s", e.command, err, stderrSummary(stderr.n))
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: %s", e.cfg.Command, err, stderrSummary(stderr.n))
 	case err != nil:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, err)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 	}
 	return stdout.b, nil
 }
@@ -327,34 +318,23 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// boundedBuffer keeps at most max bytes; past that it records the
-// overflow, calls overflow once and drops the rest.
+// boundedBuffer keeps at most max bytes and counts them all; past max it
+// calls overflow once and drops the rest.
 type boundedBuffer struct {
 	b        []byte
+	n        int64 // bytes written
 	max      int
-	over     bool
 	overflow func()
 }
 
 // Write keeps what fits and reports the whole of p written, so that the
 // plugin is not stopped by a write error before overflow cancels it.
 func (w *boundedBuffer) Write(p []byte) (int, error) {
-	if room := w.max - len(w.b); len(p) > room {
-		w.b = append(w.b, p[:room]...)
-		if !w.over && w.overflow != nil {
-			w.overflow()
-		}
-		w.over = true
-		return len(p), nil
+	over := w.n > int64(w.max)
+	w.n += int64(len(p))
+	if w.n > int64(w.max) && !over && w.overflow != nil {
+		w.overflow()
 	}
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// byteCounter counts what is written to it and keeps none of it.
-type byteCounter struct{ n int64 }
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
+	w.b = append(w.b, p[:min(len(p), w.max-len(w.b))]...)
 	return len(p), nil
 }

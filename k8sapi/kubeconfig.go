@@ -51,7 +51,9 @@ const (
 	maxPEMFileSize = 1 << 20
 )
 
-// kcFile is one kubeconfig file that took part in a merge.
+// kcFile is one kubeconfig file that took part in a merge. Its methods
+// decode the file's nodes into kubeconfig entries; their errors name fields
+// and entries, never a field's value.
 type kcFile struct {
 	path string // as given
 	dir  string // absolute folder, for relative paths inside it
@@ -156,7 +158,7 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	if err != nil {
 		return &ConfigError{Path: path, Err: err}
 	}
-	d := decoder{file: &kcFile{path: path, dir: dir}}
+	d := &kcFile{path: path, dir: dir}
 	root, err := yaml.Parse(data)
 	if err != nil {
 		var se *yaml.SyntaxError
@@ -190,18 +192,12 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	return nil
 }
 
-// decoder turns the nodes of one file into kubeconfig entries. Its errors
-// name fields and entries, never a field's value.
-type decoder struct {
-	file *kcFile
-}
-
-func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {
-	return &ConfigError{Path: d.file.path, Line: n.Line, Err: fmt.Errorf(format, args...)}
+func (d *kcFile) errorf(n *yaml.Node, format string, args ...any) error {
+	return &ConfigError{Path: d.path, Line: n.Line, Err: fmt.Errorf(format, args...)}
 }
 
 // want checks that n is null or of kind k.
-func (d *decoder) want(n *yaml.Node, k yaml.Kind, field string) error {
+func (d *kcFile) want(n *yaml.Node, k yaml.Kind, field string) error {
 	if n.IsNull() || n.Kind == k {
 		return nil
 	}
@@ -209,7 +205,7 @@ func (d *decoder) want(n *yaml.Node, k yaml.Kind, field string) error {
 }
 
 // str decodes a string; null is empty. No string may hold a NUL byte.
-func (d *decoder) str(n *yaml.Node, field string) (string, error) {
+func (d *kcFile) str(n *yaml.Node, field string) (string, error) {
 	if n.IsNull() {
 		return "", nil
 	}
@@ -222,7 +218,7 @@ func (d *decoder) str(n *yaml.Node, field string) (string, error) {
 	return n.Value, nil
 }
 
-func (d *decoder) boolean(n *yaml.Node, field string) (bool, error) {
+func (d *kcFile) boolean(n *yaml.Node, field string) (bool, error) {
 	if n.IsNull() {
 		return false, nil
 	}
@@ -237,24 +233,22 @@ func (d *decoder) boolean(n *yaml.Node, field string) (bool, error) {
 	return false, d.errorf(n, "%s: want true or false", field)
 }
 
-func (d *decoder) base64(n *yaml.Node, field string) ([]byte, error) {
+func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	s, err := d.str(n, field)
 	if err != nil || s == "" {
 		return nil, err
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		var ce base64.CorruptInputError
-		if errors.As(err, &ce) {
-			return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
-		}
-		return nil, d.errorf(n, "%s: invalid base64", field)
+		var ce base64.CorruptInputError // the only error it returns
+		errors.As(err, &ce)
+		return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
 	}
 	return b, nil
 }
 
 // strings decodes a list of strings; null is an empty list.
-func (d *decoder) strings(n *yaml.Node, field string) ([]string, error) {
+func (d *kcFile) strings(n *yaml.Node, field string) ([]string, error) {
 	if err := d.want(n, yaml.List, field); err != nil {
 		return nil, err
 	}
@@ -270,7 +264,7 @@ func (d *decoder) strings(n *yaml.Node, field string) ([]string, error) {
 }
 
 // extra decodes as-user-extra: a map of lists of strings.
-func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error) {
+func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) {
 	if err := d.want(n, yaml.Map, field); err != nil || len(n.Entries) == 0 {
 		return nil, err
 	}
@@ -289,7 +283,7 @@ func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error)
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
 // *[]string, a *map[string][]string, or a function. Other keys are
 // ignored. An entry's field name in errors is prefix and its key.
-func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
+func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
 	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
 	}
@@ -319,7 +313,7 @@ func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) 
 
 // section decodes a list of {name: ..., <kind>: {...}} entries, such as
 // clusters, and adds to kc those whose name it does not hold yet.
-func (d *decoder) section(kc *kubeconfig, n *yaml.Node, field string) error {
+func (d *kcFile) section(kc *kubeconfig, n *yaml.Node, field string) error {
 	if err := d.want(n, yaml.List, field); err != nil {
 		return err
 	}
@@ -341,7 +335,7 @@ func (d *decoder) section(kc *kubeconfig, n *yaml.Node, field string) error {
 			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
 		}
 		seen[name] = it.Line
-		e := &kcEntry{file: d.file, line: it.Line, kind: kind, name: name}
+		e := &kcEntry{file: d, line: it.Line, kind: kind, name: name}
 		what := kind + " " + strconv.Quote(name)
 		if err := d.fields(it.Get(kind), what, what+": ", d.table(e)); err != nil {
 			return err
@@ -354,7 +348,7 @@ func (d *decoder) section(kc *kubeconfig, n *yaml.Node, field string) error {
 }
 
 // table returns the destinations of the fields of entry e's kind.
-func (d *decoder) table(e *kcEntry) map[string]any {
+func (d *kcFile) table(e *kcEntry) map[string]any {
 	c := &e.cfg
 	switch e.kind {
 	case "cluster":
@@ -403,7 +397,7 @@ func (d *decoder) table(e *kcEntry) map[string]any {
 
 // exec decodes an exec plugin, its Command not yet resolved and its Dir
 // not set, and its install hint.
-func (d *decoder) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
+func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
 	x := &ExecConfig{}
 	var hint string
 	err := d.fields(n, field, field+".", map[string]any{
@@ -439,7 +433,7 @@ func (d *decoder) exec(n *yaml.Node, field string) (*ExecConfig, string, error) 
 
 // env decodes an exec plugin's env: a list of {name, value} maps, as
 // "name=value" strings.
-func (d *decoder) env(n *yaml.Node, field string) ([]string, error) {
+func (d *kcFile) env(n *yaml.Node, field string) ([]string, error) {
 	if err := d.want(n, yaml.List, field); err != nil {
 		return nil, err
 	}
