@@ -39,7 +39,7 @@ func newCredentials(c *Config) (credentials, error) {
 	}
 	switch {
 	case plainHTTP(c.Host):
-		return noCredentials{}, nil
+		return fixedHeader(""), nil
 	case c.Exec != nil:
 		return newExecCredentials(c)
 	case c.BearerTokenFile != "":
@@ -52,14 +52,14 @@ func newCredentials(c *Config) (credentials, error) {
 		if err := checkHeaderValue(c.BearerToken); err != nil {
 			return nil, fmt.Errorf("k8sapi: bearer token: %w", err)
 		}
-		return staticCredentials{header: "Bearer " + c.BearerToken}, nil
+		return fixedHeader("Bearer " + c.BearerToken), nil
 	case c.Username != "" || c.Password != "":
 		if strings.Contains(c.Username, ":") {
 			return nil, errors.New("k8sapi: basic auth: the username contains ':'")
 		}
-		return staticCredentials{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))}, nil
+		return fixedHeader("Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))), nil
 	}
-	return noCredentials{}, nil
+	return fixedHeader(""), nil
 }
 
 // plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
@@ -79,21 +79,6 @@ func checkHeaderValue(token string) error {
 	return nil
 }
 
-type noCredentials struct{}
-
-func (noCredentials) authorize(context.Context, *http.Request) error { return nil }
-func (noCredentials) refresh() bool                                  { return false }
-
-// staticCredentials sends a fixed Authorization header value.
-type staticCredentials struct{ header string }
-
-func (s staticCredentials) authorize(_ context.Context, req *http.Request) error {
-	req.Header.Set("Authorization", s.header)
-	return nil
-}
-
-func (staticCredentials) refresh() bool { return false }
-
 const (
 	// fileMaxAge is how long a token or client certificate read from
 	// files is used before the files are read again.
@@ -108,7 +93,7 @@ const (
 // value; its error is returned only while there is none. Safe for
 // concurrent use.
 type fileValue[T any] struct {
-	read func() (T, error)
+	read func() (T, error) // nil for a fixed value
 	now  func() time.Time
 
 	mu     sync.Mutex
@@ -120,6 +105,9 @@ type fileValue[T any] struct {
 func (f *fileValue[T]) get() (T, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.read == nil {
+		return f.val, nil
+	}
 	now := f.now()
 	if f.good && !f.readAt.IsZero() && now.Sub(f.readAt) < fileMaxAge && !now.Before(f.readAt) {
 		return f.val, nil
@@ -134,38 +122,47 @@ func (f *fileValue[T]) get() (T, error) {
 	return f.val, nil
 }
 
-// refresh makes the next get read the files.
+// refresh makes the next get read the files, and reports whether there
+// are any.
 func (f *fileValue[T]) refresh() bool {
 	f.mu.Lock()
 	f.readAt = time.Time{}
 	f.mu.Unlock()
-	return true
+	return f.read != nil
 }
 
-// tokenFileCredentials sends the token in a file.
-type tokenFileCredentials struct{ fileValue[string] }
+// headerCredentials sends an Authorization header value, when it is not
+// empty: a fixed one, or one made from a token file.
+type headerCredentials struct{ fileValue[string] }
+
+// fixedHeader returns the credentials that send the header value v.
+func fixedHeader(v string) *headerCredentials {
+	return &headerCredentials{fileValue[string]{val: v}}
+}
 
 // newTokenFile returns the credentials of the token file at path, with
 // initial, when not empty, as the token to send while the file cannot be
 // read.
-func newTokenFile(path, initial string) *tokenFileCredentials {
-	t := &tokenFileCredentials{fileValue[string]{now: time.Now, val: initial, good: initial != ""}}
+func newTokenFile(path, initial string) *headerCredentials {
+	t := &headerCredentials{fileValue[string]{now: time.Now, val: "Bearer " + initial, good: initial != ""}}
 	t.read = func() (string, error) {
 		tok, err := readTokenFile(path)
 		if err != nil {
 			return "", fmt.Errorf("k8sapi: %w", err)
 		}
-		return tok, nil
+		return "Bearer " + tok, nil
 	}
 	return t
 }
 
-func (t *tokenFileCredentials) authorize(_ context.Context, req *http.Request) error {
-	tok, err := t.get()
+func (h *headerCredentials) authorize(_ context.Context, req *http.Request) error {
+	v, err := h.get()
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	if v != "" {
+		req.Header.Set("Authorization", v)
+	}
 	return nil
 }
 

@@ -121,13 +121,12 @@ func (c *Config) AuthMethod() string {
 // it is empty when nothing is withheld. Credentials are only ever sent over
 // TLS, as kubectl does; a caller should say so once, in a warning.
 func (c *Config) WithheldAuth() string {
-	if !plainHTTP(c.Host) {
+	switch {
+	case !plainHTTP(c.Host):
 		return ""
-	}
-	if m := c.authMethod(); m != "none" {
-		return m
-	}
-	if c.Impersonate.UserName != "" {
+	case c.authMethod() != "none":
+		return c.authMethod()
+	case c.Impersonate.UserName != "":
 		return "impersonation"
 	}
 	return ""

@@ -58,32 +58,23 @@ func newCertFiles(certPath, keyPath string) *certFiles {
 
 func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) { return f.get() }
 
-// readKeyPair reads and parses a certificate and key file. Its errors name
-// the files, never their content.
+// readKeyPair reads and parses a certificate and key file, each of at
+// most maxPEMFileSize bytes. Its errors name the files, never their
+// content.
 func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
-	certPEM, err := readPEMFile(certPath)
-	if err != nil {
-		return tls.Certificate{}, err
+	var pems [2][]byte
+	for i, path := range []string{certPath, keyPath} {
+		b, err := readFileLimit(path, maxPEMFileSize)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s: %w", path, pathCause(err))
+		}
+		pems[i] = b
 	}
-	keyPEM, err := readPEMFile(keyPath)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	cert, err := tls.X509KeyPair(pems[0], pems[1])
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
 	}
 	return cert, nil
-}
-
-// readPEMFile reads a file of at most maxPEMFileSize bytes; its errors
-// name the file.
-func readPEMFile(path string) ([]byte, error) {
-	b, err := readFileLimit(path, maxPEMFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, pathCause(err))
-	}
-	return b, nil
 }
 
 // withCertFiles extends credentials so that a 401 also makes the client
