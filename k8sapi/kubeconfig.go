@@ -247,20 +247,28 @@ func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	return b, nil
 }
 
-// strings decodes a list of strings; null is an empty list.
-func (d *kcFile) strings(n *yaml.Node, field string) ([]string, error) {
+// list calls fn with each item of list n and its name in errors,
+// field[i]; null is an empty list.
+func (d *kcFile) list(n *yaml.Node, field string, fn func(it *yaml.Node, at string) error) error {
 	if err := d.want(n, yaml.List, field); err != nil {
-		return nil, err
+		return err
 	}
-	var out []string
 	for i, it := range n.Items {
-		s, err := d.str(it, fmt.Sprintf("%s[%d]", field, i))
-		if err != nil {
-			return nil, err
+		if err := fn(it, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			return err
 		}
-		out = append(out, s)
 	}
-	return out, nil
+	return nil
+}
+
+// strings decodes a list of strings.
+func (d *kcFile) strings(n *yaml.Node, field string) (out []string, err error) {
+	err = d.list(n, field, func(it *yaml.Node, at string) error {
+		s, err := d.str(it, at)
+		out = append(out, s)
+		return err
+	})
+	return out, err
 }
 
 // extra decodes as-user-extra: a map of lists of strings.
@@ -314,13 +322,9 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 // section decodes a list of {name: ..., <kind>: {...}} entries, such as
 // clusters, and adds to kc those whose name it does not hold yet.
 func (d *kcFile) section(kc *kubeconfig, n *yaml.Node, field string) error {
-	if err := d.want(n, yaml.List, field); err != nil {
-		return err
-	}
 	kind := strings.TrimSuffix(field, "s")
 	seen := make(map[string]int)
-	for i, it := range n.Items {
-		at := fmt.Sprintf("%s[%d]", field, i)
+	return d.list(n, field, func(it *yaml.Node, at string) error {
 		if err := d.want(it, yaml.Map, at); err != nil {
 			return err
 		}
@@ -343,8 +347,8 @@ func (d *kcFile) section(kc *kubeconfig, n *yaml.Node, field string) error {
 		if kc.entries[kind+"/"+name] == nil {
 			kc.entries[kind+"/"+name] = e
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // table returns the destinations of the fields of entry e's kind.
@@ -433,23 +437,19 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
 
 // env decodes an exec plugin's env: a list of {name, value} maps, as
 // "name=value" strings.
-func (d *kcFile) env(n *yaml.Node, field string) ([]string, error) {
-	if err := d.want(n, yaml.List, field); err != nil {
-		return nil, err
-	}
-	var env []string
-	for i, it := range n.Items {
-		at := fmt.Sprintf("%s[%d]", field, i)
+func (d *kcFile) env(n *yaml.Node, field string) (env []string, err error) {
+	err = d.list(n, field, func(it *yaml.Node, at string) error {
 		var name, value string
 		if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
-			return nil, err
+			return err
 		}
 		if name == "" || strings.ContainsRune(name, '=') {
-			return nil, d.errorf(it, "%s: invalid or missing name", at)
+			return d.errorf(it, "%s: invalid or missing name", at)
 		}
 		env = append(env, name+"="+value)
-	}
-	return env, nil
+		return nil
+	})
+	return env, err
 }
 
 // resolve makes a path from a kubeconfig absolute, relative to the folder
