@@ -71,10 +71,8 @@ func plainHTTP(host string) bool {
 // checkHeaderValue rejects a token that cannot go into a header, without
 // saying what is in it.
 func checkHeaderValue(token string) error {
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c < 0x20 || c == 0x7f {
-			return errors.New("contains a control character")
-		}
+	if strings.ContainsFunc(token, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return errors.New("contains a control character")
 	}
 	return nil
 }
@@ -205,11 +203,8 @@ type Impersonation struct {
 
 // check reports an Impersonation that cannot be sent, without quoting it.
 func (im *Impersonation) check() error {
-	if im.UserName == "" {
-		if im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0 {
-			return errors.New("impersonation: a UID, groups or extras need a user name")
-		}
-		return nil
+	if im.UserName == "" && (im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0) {
+		return errors.New("impersonation: a UID, groups or extras need a user name")
 	}
 	vals := append([]string{im.UserName, im.UID}, im.Groups...)
 	for k, vs := range im.Extra {

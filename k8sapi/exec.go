@@ -243,7 +243,7 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	}
 	want := e.cfg.APIVersion
 	if ec.APIVersion != want {
-		return nil, fail("output apiVersion %q, want %q", truncate(ec.APIVersion, 80), want)
+		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, want)
 	}
 	st := ec.Status
 	if st == nil {
@@ -283,7 +283,12 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	cmd.WaitDelay = 5 * time.Second
 	killGroupOnCancel(cmd)
 	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
-	stderr := &boundedBuffer{} // counted, never kept: see stderrSummary
+	// The plugin's stderr is counted, never kept. A plugin writes whatever
+	// it likes there, secrets included (a token it was refused,
+	// "password=..."), and no filter can tell a secret from prose; so the
+	// text itself never leaves the process: an error gives only its size,
+	// for someone to run the plugin by hand.
+	stderr := &boundedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	switch {
@@ -294,28 +299,11 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	case errors.Is(err, exec.ErrNotFound):
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.cfg.Command, exec.ErrNotFound)
 	case err != nil && stderr.n > 0:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: %s", e.cfg.Command, err, stderrSummary(stderr.n))
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr withheld (%d bytes; it may hold secrets)", e.cfg.Command, err, stderr.n)
 	case err != nil:
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 	}
 	return stdout.b, nil
-}
-
-// stderrSummary describes the plugin's stderr for an error message
-// without repeating any of it. A plugin writes whatever it likes there,
-// secrets included (a token it was refused, "password=..."), and no
-// filter can tell a secret from prose; so the text itself never leaves
-// the process: the message gives only its size, for someone to run the
-// plugin by hand.
-func stderrSummary(n int64) string {
-	return fmt.Sprintf("stderr withheld (%d bytes; it may hold secrets)", n)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // boundedBuffer keeps at most max bytes and counts them all; past max it

@@ -1,7 +1,6 @@
 package k8sapi
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -34,17 +33,6 @@ func TestBoundedBuffer(t *testing.T) {
 	w.Write([]byte("de"))
 	if string(w.b) != "abcd" || w.n <= 4 {
 		t.Fatalf("a write across the limit: %q, over %v; want what fits kept", w.b, w.n > 4)
-	}
-}
-
-// truncate cuts a string over n bytes to n and marks the cut.
-func TestTruncate(t *testing.T) {
-	s := strings.Repeat("v", 80)
-	if got := truncate(s, 80); got != s {
-		t.Errorf("80 bytes cut to 80: %q", got)
-	}
-	if got := truncate(s+"w", 80); got != s+"..." {
-		t.Errorf("81 bytes cut to 80: %q", got)
 	}
 }
 
