@@ -55,8 +55,9 @@ const (
 // decode the file's nodes into kubeconfig entries; their errors name fields
 // and entries, never a field's value.
 type kcFile struct {
-	path string // as given
-	dir  string // absolute folder, for relative paths inside it
+	path string      // as given
+	dir  string      // absolute folder, for relative paths inside it
+	kc   *kubeconfig // the merge it adds to
 }
 
 // kcEntry is one named cluster, user or context of a kubeconfig file: its
@@ -158,7 +159,7 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	if err != nil {
 		return &ConfigError{Path: path, Err: err}
 	}
-	d := &kcFile{path: path, dir: dir}
+	d := &kcFile{path: path, dir: dir, kc: kc}
 	root, err := yaml.Parse(data)
 	if err != nil {
 		var se *yaml.SyntaxError
@@ -167,29 +168,18 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 		}
 		return &ConfigError{Path: path, Err: err}
 	}
-	if root.IsNull() {
-		return nil // an empty file is an empty config
-	}
-	if root.Kind != yaml.Map {
-		return d.errorf(root, "the document is a %s, want a map", root.Kind)
-	}
-	for _, e := range root.Entries {
-		switch e.Key {
-		case "current-context":
-			s, err := d.str(e.Value, "current-context")
-			if err != nil {
-				return err
-			}
+	// An empty file is an empty config. Other keys (apiVersion, kind,
+	// preferences, extensions) carry nothing this package uses.
+	return d.fields(root, "the document", "", map[string]any{
+		"current-context": func(v *yaml.Node, field string) error {
+			s, err := d.str(v, field)
 			kc.currentContext = cmp.Or(kc.currentContext, s)
-		case "clusters", "users", "contexts":
-			if err := d.section(kc, e.Value, e.Key); err != nil {
-				return err
-			}
-		}
-		// Other keys (apiVersion, kind, preferences, extensions) carry
-		// nothing this package uses.
-	}
-	return nil
+			return err
+		},
+		"clusters": d.section,
+		"users":    d.section,
+		"contexts": d.section,
+	})
 }
 
 func (d *kcFile) errorf(n *yaml.Node, format string, args ...any) error {
@@ -320,8 +310,8 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 }
 
 // section decodes a list of {name: ..., <kind>: {...}} entries, such as
-// clusters, and adds to kc those whose name it does not hold yet.
-func (d *kcFile) section(kc *kubeconfig, n *yaml.Node, field string) error {
+// clusters, and adds to the merge those whose name it does not hold yet.
+func (d *kcFile) section(n *yaml.Node, field string) error {
 	kind := strings.TrimSuffix(field, "s")
 	seen := make(map[string]int)
 	return d.list(n, field, func(it *yaml.Node, at string) error {
@@ -344,8 +334,8 @@ func (d *kcFile) section(kc *kubeconfig, n *yaml.Node, field string) error {
 		if err := d.fields(it.Get(kind), what, what+": ", d.table(e)); err != nil {
 			return err
 		}
-		if kc.entries[kind+"/"+name] == nil {
-			kc.entries[kind+"/"+name] = e
+		if d.kc.entries[kind+"/"+name] == nil {
+			d.kc.entries[kind+"/"+name] = e
 		}
 		return nil
 	})
