@@ -168,18 +168,17 @@ func (h *headerCredentials) authorize(_ context.Context, req *http.Request) erro
 // caller to add.
 func readTokenFile(path string) (string, error) {
 	b, err := readFileLimit(path, maxTokenFileSize)
+	tok := strings.TrimSpace(string(b))
 	var pe *fs.PathError
-	if err != nil && !errors.As(err, &pe) {
-		return "", fmt.Errorf("token file %s: %w", path, err)
+	switch {
+	case errors.As(err, &pe):
+		return "", fmt.Errorf("token file: %w", err) // it names the file
+	case err == nil && tok == "":
+		err = errors.New("empty")
+	case err == nil:
+		err = checkHeaderValue(tok)
 	}
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("token file %s: empty", path)
-	}
-	if err := checkHeaderValue(tok); err != nil {
 		return "", fmt.Errorf("token file %s: %w", path, err)
 	}
 	return tok, nil
