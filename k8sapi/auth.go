@@ -243,17 +243,14 @@ func (im *Impersonation) header() http.Header {
 // escapeHeaderKey percent-encodes the bytes of k that are not token
 // characters of RFC 9110, and '%' itself.
 func escapeHeaderKey(k string) string {
-	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		if c < 0x80 && c != '%' && (c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$&'*+-.^_`|~", c) >= 0) {
 			b.WriteByte(c)
-			continue
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
 	}
 	return b.String()
 }

@@ -241,9 +241,8 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	if ec.Kind != "ExecCredential" {
 		return nil, fail("output kind is not ExecCredential")
 	}
-	want := e.cfg.APIVersion
-	if ec.APIVersion != want {
-		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, want)
+	if ec.APIVersion != e.cfg.APIVersion {
+		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
 	}
 	st := ec.Status
 	if st == nil {
