@@ -44,9 +44,10 @@ type execResult struct {
 
 // execCall is one plugin run that callers wait on together.
 type execCall struct {
-	done chan struct{} // closed when res and err are set
-	res  *execResult
-	err  error
+	done  chan struct{} // closed when res and err are set
+	res   *execResult
+	err   error
+	ended time.Time // when it failed
 }
 
 // execCredentials runs an exec credential plugin and caches what it
@@ -62,11 +63,9 @@ type execCredentials struct {
 	// tests.
 	run func(ctx context.Context) (stdout []byte, err error)
 
-	mu       sync.Mutex
-	cur      *execResult
-	call     *execCall
-	lastErr  error     // the last failed run's error
-	failedAt time.Time // when it failed
+	mu   sync.Mutex
+	cur  *execResult // nil when there is none or refresh dropped it
+	call *execCall   // the run in flight, or the last one if it failed
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
@@ -153,7 +152,9 @@ func (e *execCredentials) authorize(ctx context.Context, req *http.Request) erro
 func (e *execCredentials) refresh() bool {
 	e.mu.Lock()
 	e.cur = nil
-	e.lastErr = nil
+	if e.call != nil && e.call.err != nil {
+		e.call = nil // no failure is held
+	}
 	e.mu.Unlock()
 	return true
 }
@@ -179,12 +180,11 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 		e.mu.Unlock()
 		return cur, nil
 	}
-	if cur == nil && e.lastErr != nil && e.call == nil && now.Sub(e.failedAt) < execFailureHold && !now.Before(e.failedAt) {
-		err := e.lastErr
-		e.mu.Unlock()
-		return nil, err
-	}
+	// A failed run's error is held for execFailureHold.
 	c := e.call
+	if c != nil && c.err != nil && (now.Sub(c.ended) >= execFailureHold || now.Before(c.ended)) {
+		c = nil
+	}
 	if c == nil {
 		c = &execCall{done: make(chan struct{})}
 		e.call = c
@@ -213,13 +213,12 @@ func (e *execCredentials) fetch(c *execCall) {
 		res, err = e.parse(out)
 	}
 	e.mu.Lock()
-	if err == nil {
-		e.cur, e.lastErr = res, nil
-	} else {
-		e.lastErr, e.failedAt = err, e.now()
-	}
-	e.call = nil
 	c.res, c.err = res, err
+	if err == nil {
+		e.cur, e.call = res, nil
+	} else {
+		c.ended = e.now()
+	}
 	e.mu.Unlock()
 	close(c.done)
 }

@@ -1,6 +1,9 @@
 package k8sapi
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -69,5 +72,38 @@ func TestExecTokenOverTLS(t *testing.T) {
 	getOnce(t, cfg)
 	if a := srv.last(t).Get("Authorization"); a != "Bearer exec-tok" {
 		t.Errorf("Authorization %q, want the plugin's token", a)
+	}
+}
+
+// A plugin that fails while a valid credential is due for refresh is not
+// run again for every request: the failure is held, as when there is no
+// credential, and the valid one is handed out meanwhile.
+func TestExecRefreshFailureHeld(t *testing.T) {
+	clock := newCredClock()
+	expiry := clock.now().Add(10 * time.Minute).Format(time.RFC3339)
+	var runs atomic.Int32
+	e := &execCredentials{cfg: ExecConfig{Command: "flaky", APIVersion: execV1}, now: clock.now}
+	e.run = func(context.Context) ([]byte, error) {
+		if runs.Add(1) > 1 {
+			return nil, errors.New("broken")
+		}
+		return []byte(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok","expirationTimestamp":"` + expiry + `"}}`), nil
+	}
+	authHeader(t, e)
+	clock.advance(9*time.Minute + 30*time.Second) // due for refresh
+	for range 5 {
+		if got := authHeader(t, e); got != "Bearer tok" {
+			t.Fatalf("header %q", got)
+		}
+		waitForFetch(t, e)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("plugin ran %d times within the hold, want 2", n)
+	}
+	clock.advance(execFailureHold)
+	authHeader(t, e)
+	waitForFetch(t, e)
+	if n := runs.Load(); n != 3 {
+		t.Errorf("plugin ran %d times after the hold, want 3", n)
 	}
 }
