@@ -97,8 +97,8 @@ type ExecConfig struct {
 	Env []string
 	// Dir is the working directory: the kubeconfig's folder.
 	Dir string
-	// InteractiveMode is recorded for the plugin; the client never gives a
-	// plugin a terminal.
+	// InteractiveMode is Never or IfAvailable (also when empty); the client
+	// never gives a plugin a terminal, so Always is refused.
 	InteractiveMode string
 	// ProvideClusterInfo passes the cluster's server and CA to the plugin
 	// in KUBERNETES_EXEC_INFO.

@@ -121,7 +121,8 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 	return e, nil
 }
 
-// check reports an ExecConfig that cannot run, whatever its source.
+// check reports an ExecConfig that cannot run, whatever its source. An
+// empty InteractiveMode is IfAvailable.
 func (x *ExecConfig) check() error {
 	switch {
 	case x.APIVersion == "":
@@ -132,6 +133,8 @@ func (x *ExecConfig) check() error {
 		return errors.New("command is missing")
 	case x.InteractiveMode == "Always":
 		return errors.New("interactiveMode Always needs a terminal, which the client never gives a plugin")
+	case x.InteractiveMode != "" && x.InteractiveMode != "Never" && x.InteractiveMode != "IfAvailable":
+		return fmt.Errorf("interactiveMode %q is not Never, IfAvailable or Always", x.InteractiveMode)
 	}
 	return nil
 }

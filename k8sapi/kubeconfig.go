@@ -412,16 +412,10 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
 	if err := x.check(); err != nil {
 		return nil, "", d.errorf(n, "%s: %v", field, err)
 	}
-	switch x.InteractiveMode {
-	case "":
-		if x.APIVersion == execV1 {
-			return nil, "", d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
-		}
-		x.InteractiveMode = "IfAvailable"
-	case "Never", "IfAvailable":
-	default:
-		return nil, "", d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.InteractiveMode)
+	if x.InteractiveMode == "" && x.APIVersion == execV1 {
+		return nil, "", d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 	}
+	x.InteractiveMode = cmp.Or(x.InteractiveMode, "IfAvailable")
 	return x, hint, nil
 }
 
