@@ -39,7 +39,7 @@ func newCredentials(c *Config) (credentials, error) {
 	}
 	switch {
 	case plainHTTP(c.Host):
-		return noCredentials{}, nil
+		return fixedHeader(""), nil
 	case c.Exec != nil:
 		return newExecCredentials(c)
 	case c.BearerTokenFile != "":
@@ -52,14 +52,14 @@ func newCredentials(c *Config) (credentials, error) {
 		if err := checkHeaderValue(c.BearerToken); err != nil {
 			return nil, fmt.Errorf("k8sapi: bearer token: %w", err)
 		}
-		return staticCredentials{header: "Bearer " + c.BearerToken}, nil
+		return fixedHeader("Bearer " + c.BearerToken), nil
 	case c.Username != "" || c.Password != "":
 		if strings.Contains(c.Username, ":") {
 			return nil, errors.New("k8sapi: basic auth: the username contains ':'")
 		}
-		return staticCredentials{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))}, nil
+		return fixedHeader("Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))), nil
 	}
-	return noCredentials{}, nil
+	return fixedHeader(""), nil
 }
 
 // plainHTTP reports whether host, a Config.Host, is a plain http:// URL.
@@ -71,28 +71,11 @@ func plainHTTP(host string) bool {
 // checkHeaderValue rejects a token that cannot go into a header, without
 // saying what is in it.
 func checkHeaderValue(token string) error {
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c < 0x20 || c == 0x7f {
-			return errors.New("contains a control character")
-		}
+	if strings.ContainsFunc(token, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return errors.New("contains a control character")
 	}
 	return nil
 }
-
-type noCredentials struct{}
-
-func (noCredentials) authorize(context.Context, *http.Request) error { return nil }
-func (noCredentials) refresh() bool                                  { return false }
-
-// staticCredentials sends a fixed Authorization header value.
-type staticCredentials struct{ header string }
-
-func (s staticCredentials) authorize(_ context.Context, req *http.Request) error {
-	req.Header.Set("Authorization", s.header)
-	return nil
-}
-
-func (staticCredentials) refresh() bool { return false }
 
 const (
 	// fileMaxAge is how long a token or client certificate read from
@@ -108,7 +91,7 @@ const (
 // value; its error is returned only while there is none. Safe for
 // concurrent use.
 type fileValue[T any] struct {
-	read func() (T, error)
+	read func() (T, error) // nil for a fixed value
 	now  func() time.Time
 
 	mu     sync.Mutex
@@ -120,6 +103,9 @@ type fileValue[T any] struct {
 func (f *fileValue[T]) get() (T, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.read == nil {
+		return f.val, nil
+	}
 	now := f.now()
 	if f.good && !f.readAt.IsZero() && now.Sub(f.readAt) < fileMaxAge && !now.Before(f.readAt) {
 		return f.val, nil
@@ -134,38 +120,47 @@ func (f *fileValue[T]) get() (T, error) {
 	return f.val, nil
 }
 
-// refresh makes the next get read the files.
+// refresh makes the next get read the files, and reports whether there
+// are any.
 func (f *fileValue[T]) refresh() bool {
 	f.mu.Lock()
 	f.readAt = time.Time{}
 	f.mu.Unlock()
-	return true
+	return f.read != nil
 }
 
-// tokenFileCredentials sends the token in a file.
-type tokenFileCredentials struct{ fileValue[string] }
+// headerCredentials sends an Authorization header value, when it is not
+// empty: a fixed one, or one made from a token file.
+type headerCredentials struct{ fileValue[string] }
+
+// fixedHeader returns the credentials that send the header value v.
+func fixedHeader(v string) *headerCredentials {
+	return &headerCredentials{fileValue[string]{val: v}}
+}
 
 // newTokenFile returns the credentials of the token file at path, with
 // initial, when not empty, as the token to send while the file cannot be
 // read.
-func newTokenFile(path, initial string) *tokenFileCredentials {
-	t := &tokenFileCredentials{fileValue[string]{now: time.Now, val: initial, good: initial != ""}}
+func newTokenFile(path, initial string) *headerCredentials {
+	t := &headerCredentials{fileValue[string]{now: time.Now, val: "Bearer " + initial, good: initial != ""}}
 	t.read = func() (string, error) {
 		tok, err := readTokenFile(path)
 		if err != nil {
 			return "", fmt.Errorf("k8sapi: %w", err)
 		}
-		return tok, nil
+		return "Bearer " + tok, nil
 	}
 	return t
 }
 
-func (t *tokenFileCredentials) authorize(_ context.Context, req *http.Request) error {
-	tok, err := t.get()
+func (h *headerCredentials) authorize(_ context.Context, req *http.Request) error {
+	v, err := h.get()
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	if v != "" {
+		req.Header.Set("Authorization", v)
+	}
 	return nil
 }
 
@@ -173,18 +168,17 @@ func (t *tokenFileCredentials) authorize(_ context.Context, req *http.Request) e
 // caller to add.
 func readTokenFile(path string) (string, error) {
 	b, err := readFileLimit(path, maxTokenFileSize)
+	tok := strings.TrimSpace(string(b))
 	var pe *fs.PathError
-	if err != nil && !errors.As(err, &pe) {
-		return "", fmt.Errorf("token file %s: %w", path, err)
+	switch {
+	case errors.As(err, &pe):
+		return "", fmt.Errorf("token file: %w", err) // it names the file
+	case err == nil && tok == "":
+		err = errors.New("empty")
+	case err == nil:
+		err = checkHeaderValue(tok)
 	}
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("token file %s: empty", path)
-	}
-	if err := checkHeaderValue(tok); err != nil {
 		return "", fmt.Errorf("token file %s: %w", path, err)
 	}
 	return tok, nil
@@ -208,11 +202,8 @@ type Impersonation struct {
 
 // check reports an Impersonation that cannot be sent, without quoting it.
 func (im *Impersonation) check() error {
-	if im.UserName == "" {
-		if im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0 {
-			return errors.New("impersonation: a UID, groups or extras need a user name")
-		}
-		return nil
+	if im.UserName == "" && (im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0) {
+		return errors.New("impersonation: a UID, groups or extras need a user name")
 	}
 	vals := append([]string{im.UserName, im.UID}, im.Groups...)
 	for k, vs := range im.Extra {
@@ -252,17 +243,14 @@ func (im *Impersonation) header() http.Header {
 // escapeHeaderKey percent-encodes the bytes of k that are not token
 // characters of RFC 9110, and '%' itself.
 func escapeHeaderKey(k string) string {
-	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		if c < 0x80 && c != '%' && (c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$&'*+-.^_`|~", c) >= 0) {
 			b.WriteByte(c)
-			continue
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
 	}
 	return b.String()
 }

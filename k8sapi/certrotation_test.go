@@ -167,7 +167,7 @@ func TestCertFilesReloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := newCredClock()
-	files := c.transport.(*certTransport).certs.(*certFiles)
+	files := &c.transport.(*certTransport).certs.(*certFiles).cert
 	files.mu.Lock()
 	files.now, files.readAt = clock.now, clock.now()
 	files.mu.Unlock()

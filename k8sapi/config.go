@@ -97,8 +97,8 @@ type ExecConfig struct {
 	Env []string
 	// Dir is the working directory: the kubeconfig's folder.
 	Dir string
-	// InteractiveMode is recorded for the plugin; the client never gives a
-	// plugin a terminal.
+	// InteractiveMode is Never or IfAvailable (also when empty); the client
+	// never gives a plugin a terminal, so Always is refused.
 	InteractiveMode string
 	// ProvideClusterInfo passes the cluster's server and CA to the plugin
 	// in KUBERNETES_EXEC_INFO.
@@ -121,13 +121,12 @@ func (c *Config) AuthMethod() string {
 // it is empty when nothing is withheld. Credentials are only ever sent over
 // TLS, as kubectl does; a caller should say so once, in a warning.
 func (c *Config) WithheldAuth() string {
-	if !plainHTTP(c.Host) {
+	switch {
+	case !plainHTTP(c.Host):
 		return ""
-	}
-	if m := c.authMethod(); m != "none" {
-		return m
-	}
-	if c.Impersonate.UserName != "" {
+	case c.authMethod() != "none":
+		return c.authMethod()
+	case c.Impersonate.UserName != "":
 		return "impersonation"
 	}
 	return ""

@@ -37,16 +37,17 @@ const (
 // execResult is one credential a plugin returned.
 type execResult struct {
 	token     string
-	cert      *tls.Certificate // nil when the plugin gave no certificate
+	cert      *tls.Certificate // empty when the plugin gave no certificate
 	expiry    time.Time        // zero when the credential does not expire
 	refreshAt time.Time        // zero when it does not expire
 }
 
 // execCall is one plugin run that callers wait on together.
 type execCall struct {
-	done chan struct{} // closed when res and err are set
-	res  *execResult
-	err  error
+	done  chan struct{} // closed when res and err are set
+	res   *execResult
+	err   error
+	ended time.Time // when it failed
 }
 
 // execCredentials runs an exec credential plugin and caches what it
@@ -55,30 +56,26 @@ type execCall struct {
 // fetched; callers wait only when there is no valid one. Safe for
 // concurrent use.
 type execCredentials struct {
-	command string // for error messages
-	version string // the ExecCredential apiVersion spoken
-	now     func() time.Time
-	// run runs the plugin once and returns its stdout. Its stderr is
-	// counted, never kept (see stderrSummary).
+	// cfg is the plugin, its Env the whole environment it runs in.
+	cfg ExecConfig
+	now func() time.Time
+	// run runs the plugin once and returns its stdout: runPlugin, but for
+	// tests.
 	run func(ctx context.Context) (stdout []byte, err error)
 
-	mu       sync.Mutex
-	cur      *execResult
-	call     *execCall
-	lastErr  error     // the last failed run's error
-	failedAt time.Time // when it failed
+	mu   sync.Mutex
+	cur  *execResult // nil when there is none or refresh dropped it
+	call *execCall   // the run in flight, or the last one if it failed
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
 type execInfo struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Spec       execInfoSpec `json:"spec"`
-}
-
-type execInfoSpec struct {
-	Cluster     *execCluster `json:"cluster,omitempty"`
-	Interactive bool         `json:"interactive"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Spec       struct {
+		Cluster     *execCluster `json:"cluster,omitempty"`
+		Interactive bool         `json:"interactive"`
+	} `json:"spec"`
 }
 
 type execCluster struct {
@@ -104,16 +101,8 @@ type execCredential struct {
 
 func newExecCredentials(c *Config) (*execCredentials, error) {
 	x := c.Exec
-	if x.Command == "" {
-		return nil, errors.New("k8sapi: exec plugin: no command")
-	}
-	switch x.APIVersion {
-	case execV1, execV1beta1:
-	default:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: apiVersion %q is not supported; use %s or %s", x.Command, x.APIVersion, execV1, execV1beta1)
-	}
-	if x.InteractiveMode == "Always" {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: interactiveMode Always needs a terminal, which the client never gives a plugin", x.Command)
+	if err := x.check(); err != nil {
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
 	}
 	info := execInfo{APIVersion: x.APIVersion, Kind: "ExecCredential"}
 	if x.ProvideClusterInfo {
@@ -126,14 +115,28 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 		}
 	}
 	infoJSON, _ := json.Marshal(info) // strings, bools and bytes: it cannot fail
-	env := append(os.Environ(), x.Env...)
-	env = append(env, "KUBERNETES_EXEC_INFO="+string(infoJSON))
-	e := &execCredentials{command: x.Command, version: x.APIVersion, now: time.Now}
-	cmd, args, dir := x.Command, append([]string(nil), x.Args...), x.Dir
-	e.run = func(ctx context.Context) ([]byte, error) {
-		return e.runPlugin(ctx, cmd, args, dir, env)
-	}
+	e := &execCredentials{cfg: *x, now: time.Now}
+	e.cfg.Env = append(append(os.Environ(), x.Env...), "KUBERNETES_EXEC_INFO="+string(infoJSON))
+	e.run = e.runPlugin
 	return e, nil
+}
+
+// check reports an ExecConfig that cannot run, whatever its source. An
+// empty InteractiveMode is IfAvailable.
+func (x *ExecConfig) check() error {
+	switch {
+	case x.APIVersion == "":
+		return errors.New("apiVersion is missing")
+	case x.APIVersion != execV1 && x.APIVersion != execV1beta1:
+		return fmt.Errorf("apiVersion %q is not supported; use %s or %s", x.APIVersion, execV1, execV1beta1)
+	case x.Command == "":
+		return errors.New("command is missing")
+	case x.InteractiveMode == "Always":
+		return errors.New("interactiveMode Always needs a terminal, which the client never gives a plugin")
+	case x.InteractiveMode != "" && x.InteractiveMode != "Never" && x.InteractiveMode != "IfAvailable":
+		return fmt.Errorf("interactiveMode %q is not Never, IfAvailable or Always", x.InteractiveMode)
+	}
+	return nil
 }
 
 func (e *execCredentials) authorize(ctx context.Context, req *http.Request) error {
@@ -152,7 +155,9 @@ func (e *execCredentials) authorize(ctx context.Context, req *http.Request) erro
 func (e *execCredentials) refresh() bool {
 	e.mu.Lock()
 	e.cur = nil
-	e.lastErr = nil
+	if e.call != nil && e.call.err != nil {
+		e.call = nil // no failure is held
+	}
 	e.mu.Unlock()
 	return true
 }
@@ -161,9 +166,6 @@ func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certifica
 	r, err := e.get(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if r.cert == nil {
-		return &tls.Certificate{}, nil // no certificate: none is sent
 	}
 	return r.cert, nil
 }
@@ -181,12 +183,11 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 		e.mu.Unlock()
 		return cur, nil
 	}
-	if cur == nil && e.lastErr != nil && e.call == nil && now.Sub(e.failedAt) < execFailureHold && !now.Before(e.failedAt) {
-		err := e.lastErr
-		e.mu.Unlock()
-		return nil, err
-	}
+	// A failed run's error is held for execFailureHold.
 	c := e.call
+	if c != nil && c.err != nil && (now.Sub(c.ended) >= execFailureHold || now.Before(c.ended)) {
+		c = nil
+	}
 	if c == nil {
 		c = &execCall{done: make(chan struct{})}
 		e.call = c
@@ -200,7 +201,7 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, ctx.Err())
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, ctx.Err())
 	}
 }
 
@@ -215,13 +216,12 @@ func (e *execCredentials) fetch(c *execCall) {
 		res, err = e.parse(out)
 	}
 	e.mu.Lock()
-	if err == nil {
-		e.cur, e.lastErr = res, nil
-	} else {
-		e.lastErr, e.failedAt = err, e.now()
-	}
-	e.call = nil
 	c.res, c.err = res, err
+	if err == nil {
+		e.cur, e.call = res, nil
+	} else {
+		c.ended = e.now()
+	}
 	e.mu.Unlock()
 	close(c.done)
 }
@@ -230,7 +230,7 @@ func (e *execCredentials) fetch(c *execCall) {
 // without quoting the output, which holds the credential.
 func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.command}, args...)...)
+		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.cfg.Command}, args...)...)
 	}
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
@@ -243,15 +243,14 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	if ec.Kind != "ExecCredential" {
 		return nil, fail("output kind is not ExecCredential")
 	}
-	want := e.version
-	if ec.APIVersion != want {
-		return nil, fail("output apiVersion %q, want %q", truncate(ec.APIVersion, 80), want)
+	if ec.APIVersion != e.cfg.APIVersion {
+		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
 	}
 	st := ec.Status
 	if st == nil {
 		return nil, fail("output has no status")
 	}
-	r := &execResult{token: st.Token}
+	r := &execResult{token: st.Token, cert: &tls.Certificate{}}
 	if err := checkHeaderValue(st.Token); err != nil {
 		return nil, fail("token %v", err)
 	}
@@ -276,78 +275,55 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 }
 
 // runPlugin runs the plugin once without a terminal and returns its stdout.
-func (e *execCredentials) runPlugin(ctx context.Context, command string, args []string, dir string, env []string) ([]byte, error) {
+func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, command, args...)
-	cmd.Dir = dir
-	cmd.Env = env
+	cmd := exec.CommandContext(ctx, e.cfg.Command, e.cfg.Args...)
+	cmd.Dir = e.cfg.Dir
+	cmd.Env = e.cfg.Env
 	cmd.WaitDelay = 5 * time.Second
 	killGroupOnCancel(cmd)
 	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
-	stderr := &byteCounter{}
+	// The plugin's stderr is counted, never kept. A plugin writes whatever
+	// it likes there, secrets included (a token it was refused,
+	// "password=..."), and no filter can tell a secret from prose; so the
+	// text itself never leaves the process: an error gives only its size,
+	// for someone to run the plugin by hand.
+	stderr := &boundedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	switch {
-	case stdout.over:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.command, execMaxStdout>>10)
+	case stdout.n > execMaxStdout:
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.cfg.Command, execMaxStdout>>10)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.command, execTimeout)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.cfg.Command, execTimeout)
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.command, exec.ErrNotFound)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.cfg.Command, exec.ErrNotFound)
 	case err != nil && stderr.n > 0:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: %s", e.command, err, stderrSummary(stderr.n))
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr withheld (%d bytes; it may hold secrets)", e.cfg.Command, err, stderr.n)
 	case err != nil:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.command, err)
+		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 	}
 	return stdout.b, nil
 }
 
-// stderrSummary describes the plugin's stderr for an error message
-// without repeating any of it. A plugin writes whatever it likes there,
-// secrets included (a token it was refused, "password=..."), and no
-// filter can tell a secret from prose; so the text itself never leaves
-// the process: the message gives only its size, for someone to run the
-// plugin by hand.
-func stderrSummary(n int64) string {
-	return fmt.Sprintf("stderr withheld (%d bytes; it may hold secrets)", n)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-// boundedBuffer keeps at most max bytes; past that it records the
-// overflow, calls overflow once and drops the rest.
+// boundedBuffer keeps at most max bytes and counts them all; past max it
+// calls overflow once and drops the rest.
 type boundedBuffer struct {
 	b        []byte
+	n        int64 // bytes written
 	max      int
-	over     bool
 	overflow func()
 }
 
 // Write keeps what fits and reports the whole of p written, so that the
 // plugin is not stopped by a write error before overflow cancels it.
 func (w *boundedBuffer) Write(p []byte) (int, error) {
-	if room := w.max - len(w.b); len(p) > room {
-		w.b = append(w.b, p[:room]...)
-		if !w.over && w.overflow != nil {
-			w.overflow()
-		}
-		w.over = true
-		return len(p), nil
+	over := w.n > int64(w.max)
+	w.n += int64(len(p))
+	if w.n > int64(w.max) && !over && w.overflow != nil {
+		w.overflow()
 	}
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// byteCounter counts what is written to it and keeps none of it.
-type byteCounter struct{ n int64 }
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
+	w.b = append(w.b, p[:min(len(p), w.max-len(w.b))]...)
 	return len(p), nil
 }

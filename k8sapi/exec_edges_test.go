@@ -1,7 +1,9 @@
 package k8sapi
 
 import (
-	"strings"
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,34 +19,23 @@ func TestBoundedBuffer(t *testing.T) {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
 		}
 	}
-	if string(w.b) != "abcd" || w.over || calls != 0 {
-		t.Fatalf("at the limit: %q, over=%v, %d overflow calls", w.b, w.over, calls)
+	if string(w.b) != "abcd" || w.n > 4 || calls != 0 {
+		t.Fatalf("at the limit: %q, over %v, %d overflow calls", w.b, w.n > 4, calls)
 	}
 	for _, p := range []string{"e", "fgh"} {
 		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
 			t.Fatalf("Write(%q) past the limit = %d, %v", p, n, err)
 		}
-		if string(w.b) != "abcd" || !w.over || calls != 1 {
-			t.Fatalf("after Write(%q) past the limit: %q, over=%v, %d overflow calls, want 1", p, w.b, w.over, calls)
+		if string(w.b) != "abcd" || w.n <= 4 || calls != 1 {
+			t.Fatalf("after Write(%q) past the limit: %q, over %v, %d overflow calls, want 1", p, w.b, w.n > 4, calls)
 		}
 	}
 
 	w = &boundedBuffer{max: 4}
 	w.Write([]byte("abc"))
 	w.Write([]byte("de"))
-	if string(w.b) != "abcd" || !w.over {
-		t.Fatalf("a write across the limit: %q, over=%v; want what fits kept", w.b, w.over)
-	}
-}
-
-// truncate cuts a string over n bytes to n and marks the cut.
-func TestTruncate(t *testing.T) {
-	s := strings.Repeat("v", 80)
-	if got := truncate(s, 80); got != s {
-		t.Errorf("80 bytes cut to 80: %q", got)
-	}
-	if got := truncate(s+"w", 80); got != s+"..." {
-		t.Errorf("81 bytes cut to 80: %q", got)
+	if string(w.b) != "abcd" || w.n <= 4 {
+		t.Fatalf("a write across the limit: %q, over %v; want what fits kept", w.b, w.n > 4)
 	}
 }
 
@@ -81,5 +72,38 @@ func TestExecTokenOverTLS(t *testing.T) {
 	getOnce(t, cfg)
 	if a := srv.last(t).Get("Authorization"); a != "Bearer exec-tok" {
 		t.Errorf("Authorization %q, want the plugin's token", a)
+	}
+}
+
+// A plugin that fails while a valid credential is due for refresh is not
+// run again for every request: the failure is held, as when there is no
+// credential, and the valid one is handed out meanwhile.
+func TestExecRefreshFailureHeld(t *testing.T) {
+	clock := newCredClock()
+	expiry := clock.now().Add(10 * time.Minute).Format(time.RFC3339)
+	var runs atomic.Int32
+	e := &execCredentials{cfg: ExecConfig{Command: "flaky", APIVersion: execV1}, now: clock.now}
+	e.run = func(context.Context) ([]byte, error) {
+		if runs.Add(1) > 1 {
+			return nil, errors.New("broken")
+		}
+		return []byte(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok","expirationTimestamp":"` + expiry + `"}}`), nil
+	}
+	authHeader(t, e)
+	clock.advance(9*time.Minute + 30*time.Second) // due for refresh
+	for range 5 {
+		if got := authHeader(t, e); got != "Bearer tok" {
+			t.Fatalf("header %q", got)
+		}
+		waitForFetch(t, e)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("plugin ran %d times within the hold, want 2", n)
+	}
+	clock.advance(execFailureHold)
+	authHeader(t, e)
+	waitForFetch(t, e)
+	if n := runs.Load(); n != 3 {
+		t.Errorf("plugin ran %d times after the hold, want 3", n)
 	}
 }

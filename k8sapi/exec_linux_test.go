@@ -24,7 +24,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e := &execCredentials{command: script}
+	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Time is up once the grandchild is known to run.
@@ -39,7 +39,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err := e.runPlugin(ctx, script, nil, dir, nil)
+	_, err := e.runPlugin(ctx)
 	if err == nil {
 		t.Fatal("no error from a plugin that was stopped")
 	}
@@ -105,11 +105,11 @@ func TestExecPluginLeavingItsGroupDoesNotHang(t *testing.T) {
 			}
 		}
 	})
-	e := &execCredentials{command: script}
+	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.runPlugin(context.Background(), script, nil, dir, nil)
+		e.runPlugin(context.Background())
 	}()
 	// Not a measure of speed: without a WaitDelay, runPlugin would wait
 	// the 300 s of the escaped process.

@@ -256,7 +256,7 @@ func (g *gatedRun) run(ctx context.Context) ([]byte, error) {
 func TestExecConcurrentCallersShareOneRun(t *testing.T) {
 	g := &gatedRun{started: make(chan struct{}), gate: make(chan struct{}),
 		out: `{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"shared"}}`}
-	e := &execCredentials{command: "gated", version: execV1, now: time.Now, run: g.run}
+	e := &execCredentials{cfg: ExecConfig{Command: "gated", APIVersion: execV1}, now: time.Now, run: g.run}
 
 	// A caller that gives up gets its context's error; the run goes on.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -352,7 +352,7 @@ func TestExecErrors(t *testing.T) {
 		})
 	}
 
-	_, err := (&execCredentials{command: "x"}).runPlugin(context.Background(), filepath.Join(t.TempDir(), "no-such-plugin"), nil, "", nil)
+	_, err := (&execCredentials{cfg: ExecConfig{Command: filepath.Join(t.TempDir(), "no-such-plugin")}}).runPlugin(context.Background())
 	if err == nil {
 		t.Error("missing plugin: no error")
 	}
@@ -402,7 +402,7 @@ func TestExecStderrWithheld(t *testing.T) {
 			}
 			// The command's path, a random temporary folder, may hold a
 			// secret's digits by chance.
-			msg := strings.ReplaceAll(err.Error(), creds.command, "")
+			msg := strings.ReplaceAll(err.Error(), creds.cfg.Command, "")
 			for _, s := range tt.secrets {
 				if strings.Contains(msg, s) {
 					t.Errorf("error %q holds %q", err, s)

@@ -50,11 +50,8 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 	if _, err := certPool(ca); err != nil {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: %s: %w", filepath.Join(dir, "ca.crt"), err)
 	}
-	var ns string
-	switch b, err := readFileLimit(filepath.Join(dir, "namespace"), maxTokenFileSize); {
-	case err == nil:
-		ns = strings.TrimSpace(string(b))
-	case !errors.Is(err, os.ErrNotExist):
+	ns, err := readFileLimit(filepath.Join(dir, "namespace"), maxTokenFileSize)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: namespace: %w", err)
 	}
 	return &Config{
@@ -62,6 +59,6 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 		CAData:          ca,
 		BearerToken:     token,
 		BearerTokenFile: tokenFile,
-		Namespace:       ns,
+		Namespace:       strings.TrimSpace(string(ns)),
 	}, nil
 }

@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -50,61 +51,46 @@ const (
 	maxPEMFileSize = 1 << 20
 )
 
-// kcFile is one kubeconfig file that took part in a merge.
+// kcFile is one kubeconfig file that took part in a merge. Its methods
+// decode the file's nodes into kubeconfig entries; their errors name fields
+// and entries, never a field's value.
 type kcFile struct {
-	path string // as given
-	dir  string // absolute folder, for relative paths inside it
+	path string      // as given
+	dir  string      // absolute folder, for relative paths inside it
+	kc   *kubeconfig // the merge it adds to
 }
 
-type kcCluster struct {
-	file                 *kcFile
-	line                 int
-	server               string
-	caFile               string
-	caData               []byte
-	insecure             bool
-	serverName, proxyURL string
-}
-
-// kcExec is an exec plugin as the file gives it: its Command not yet
-// resolved, its Dir not set.
-type kcExec struct {
-	ExecConfig
+// kcEntry is one named cluster, user or context of a kubeconfig file: its
+// fields decoded into the Config fields they set, and the few a Config has
+// no place for.
+type kcEntry struct {
+	file *kcFile
+	line int
+	kind string // "cluster", "user" or "context"
+	name string
+	cfg  Config
+	// caFile is a cluster's certificate-authority.
+	caFile string
+	// cluster and user are a context's.
+	cluster, user string
+	// installHint is a user's exec plugin's.
 	installHint string
 }
 
-type kcUser struct {
-	file               *kcFile
-	line               int
-	token, tokenFile   string
-	certFile, keyFile  string
-	certData, keyData  []byte
-	username, password string
-	exec               *kcExec
-	impersonate        Impersonation
-}
-
-type kcContext struct {
-	file                     *kcFile
-	line                     int
-	cluster, user, namespace string
+// errorf returns a ConfigError at the entry.
+func (e *kcEntry) errorf(format string, args ...any) error {
+	return &ConfigError{Path: e.file.path, Line: e.line, Err: fmt.Errorf("%s %q: "+format, append([]any{e.kind, e.name}, args...)...)}
 }
 
 // kubeconfig is the merged content of one or more kubeconfig files. The
 // first file to name an entry or set current-context wins.
 type kubeconfig struct {
 	currentContext string
-	clusters       map[string]*kcCluster
-	users          map[string]*kcUser
-	contexts       map[string]*kcContext
+	entries        map[string]*kcEntry // by kind and name: "user/admin"
 }
 
 func newKubeconfig() *kubeconfig {
-	return &kubeconfig{
-		clusters: make(map[string]*kcCluster),
-		users:    make(map[string]*kcUser),
-		contexts: make(map[string]*kcContext),
-	}
+	return &kubeconfig{entries: make(map[string]*kcEntry)}
 }
 
 // LoadKubeconfig reads and merges the kubeconfig files at paths, the way
@@ -173,7 +159,7 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	if err != nil {
 		return &ConfigError{Path: path, Err: err}
 	}
-	d := decoder{file: &kcFile{path: path, dir: dir}}
+	d := &kcFile{path: path, dir: dir, kc: kc}
 	root, err := yaml.Parse(data)
 	if err != nil {
 		var se *yaml.SyntaxError
@@ -182,60 +168,47 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 		}
 		return &ConfigError{Path: path, Err: err}
 	}
-	if root.IsNull() {
-		return nil // an empty file is an empty config
-	}
-	if root.Kind != yaml.Map {
-		return d.errorf(root, "the document is a %s, want a map", root.Kind)
-	}
-	for _, e := range root.Entries {
-		v := e.Value
-		switch e.Key {
-		case "current-context":
-			s, err := d.str(v, "current-context")
-			if err != nil {
-				return err
-			}
-			if kc.currentContext == "" {
-				kc.currentContext = s
-			}
-		case "clusters":
-			err = named(&d, v, "clusters", "cluster", kc.clusters, d.cluster)
-		case "users":
-			err = named(&d, v, "users", "user", kc.users, d.user)
-		case "contexts":
-			err = named(&d, v, "contexts", "context", kc.contexts, d.context)
-		}
-		// Other keys (apiVersion, kind, preferences, extensions) carry
-		// nothing this package uses.
-		if err != nil {
+	// An empty file is an empty config. Other keys (apiVersion, kind,
+	// preferences, extensions) carry nothing this package uses.
+	return d.fields(root, "the document", "", map[string]any{
+		"current-context": func(v *yaml.Node, field string) error {
+			s, err := d.str(v, field)
+			kc.currentContext = cmp.Or(kc.currentContext, s)
 			return err
-		}
+		},
+		"clusters": d.section,
+		"users":    d.section,
+		"contexts": d.section,
+	})
+}
+
+func (d *kcFile) errorf(n *yaml.Node, format string, args ...any) error {
+	return &ConfigError{Path: d.path, Line: n.Line, Err: fmt.Errorf(format, args...)}
+}
+
+// want checks that n is null or of kind k.
+func (d *kcFile) want(n *yaml.Node, k yaml.Kind, field string) error {
+	if n.IsNull() || n.Kind == k {
+		return nil
 	}
-	return nil
+	return d.errorf(n, "%s: want a %s, got a %s", field, k, n.Kind)
 }
 
-// decoder turns the nodes of one file into kubeconfig entries. Its errors
-// name fields and entries, never a field's value.
-type decoder struct {
-	file *kcFile
-}
-
-func (d *decoder) errorf(n *yaml.Node, format string, args ...any) error {
-	return &ConfigError{Path: d.file.path, Line: n.Line, Err: fmt.Errorf(format, args...)}
-}
-
-func (d *decoder) str(n *yaml.Node, field string) (string, error) {
+// str decodes a string; null is empty. No string may hold a NUL byte.
+func (d *kcFile) str(n *yaml.Node, field string) (string, error) {
 	if n.IsNull() {
 		return "", nil
 	}
 	if n.Kind != yaml.Scalar {
 		return "", d.errorf(n, "%s: want a string, got a %s", field, n.Kind)
 	}
+	if strings.ContainsRune(n.Value, 0) {
+		return "", d.errorf(n, "%s: contains a NUL byte", field)
+	}
 	return n.Value, nil
 }
 
-func (d *decoder) boolean(n *yaml.Node, field string) (bool, error) {
+func (d *kcFile) boolean(n *yaml.Node, field string) (bool, error) {
 	if n.IsNull() {
 		return false, nil
 	}
@@ -250,86 +223,70 @@ func (d *decoder) boolean(n *yaml.Node, field string) (bool, error) {
 	return false, d.errorf(n, "%s: want true or false", field)
 }
 
-func (d *decoder) base64(n *yaml.Node, field string) ([]byte, error) {
+func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	s, err := d.str(n, field)
 	if err != nil || s == "" {
 		return nil, err
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		var ce base64.CorruptInputError
-		if errors.As(err, &ce) {
-			return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
-		}
-		return nil, d.errorf(n, "%s: invalid base64", field)
+		var ce base64.CorruptInputError // the only error it returns
+		errors.As(err, &ce)
+		return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
 	}
 	return b, nil
 }
 
-// want checks that n is null or of kind k.
-func (d *decoder) want(n *yaml.Node, k yaml.Kind, field string) error {
-	if n.IsNull() || n.Kind == k {
-		return nil
-	}
-	return d.errorf(n, "%s: want a %s, got a %s", field, k, n.Kind)
-}
-
-func (d *decoder) mapping(n *yaml.Node, field string) ([]yaml.Entry, error) {
-	return n.Entries, d.want(n, yaml.Map, field)
-}
-
-func (d *decoder) list(n *yaml.Node, field string) ([]*yaml.Node, error) {
-	return n.Items, d.want(n, yaml.List, field)
-}
-
-// named decodes a list of {name: ..., <inner>: {...}} entries with
-// decode, and adds to m those whose name it does not hold yet.
-func named[T any](d *decoder, n *yaml.Node, field, inner string, m map[string]*T, decode func(n *yaml.Node, name string, line int) (*T, error)) error {
-	items, err := d.list(n, field)
-	if err != nil {
+// list calls fn with each item of list n and its name in errors,
+// field[i]; null is an empty list.
+func (d *kcFile) list(n *yaml.Node, field string, fn func(it *yaml.Node, at string) error) error {
+	if err := d.want(n, yaml.List, field); err != nil {
 		return err
 	}
-	seen := make(map[string]int)
-	for i, it := range items {
-		if err := d.want(it, yaml.Map, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+	for i, it := range n.Items {
+		if err := fn(it, fmt.Sprintf("%s[%d]", field, i)); err != nil {
 			return err
-		}
-		name, err := d.str(it.Get("name"), fmt.Sprintf("%s[%d].name", field, i))
-		if err != nil {
-			return err
-		}
-		if name == "" {
-			return d.errorf(it, "%s[%d]: no name", field, i)
-		}
-		if first, dup := seen[name]; dup {
-			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
-		}
-		seen[name] = it.Line
-		body := it.Get(inner)
-		if body == nil {
-			body = &yaml.Node{Kind: yaml.Scalar, Line: it.Line}
-		}
-		v, err := decode(body, name, it.Line)
-		if err != nil {
-			return err
-		}
-		if _, ok := m[name]; !ok {
-			m[name] = v
 		}
 	}
 	return nil
 }
 
+// strings decodes a list of strings.
+func (d *kcFile) strings(n *yaml.Node, field string) (out []string, err error) {
+	err = d.list(n, field, func(it *yaml.Node, at string) error {
+		s, err := d.str(it, at)
+		out = append(out, s)
+		return err
+	})
+	return out, err
+}
+
+// extra decodes as-user-extra: a map of lists of strings.
+func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) {
+	if err := d.want(n, yaml.Map, field); err != nil || len(n.Entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string][]string, len(n.Entries))
+	for _, e := range n.Entries {
+		v, err := d.strings(e.Value, field+"."+e.Key)
+		if err != nil {
+			return nil, err
+		}
+		out[e.Key] = v
+	}
+	return out, nil
+}
+
 // fields decodes the entries of map n, called what in errors, into the
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
-// *[]string, or a function. Other keys are ignored. An entry's field name
-// in errors is prefix and its key.
-func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
-	entries, err := d.mapping(n, what)
-	if err != nil {
+// *[]string, a *map[string][]string, or a function. Other keys are
+// ignored. An entry's field name in errors is prefix and its key.
+func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
+	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
 	}
-	for _, e := range entries {
+	for _, e := range n.Entries {
+		var err error
 		field := prefix + e.Key
 		switch p := dst[e.Key].(type) {
 		case *string:
@@ -340,6 +297,8 @@ func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) 
 			*p, err = d.base64(e.Value, field)
 		case *[]string:
 			*p, err = d.strings(e.Value, field)
+		case *map[string][]string:
+			*p, err = d.extra(e.Value, field)
 		case func(v *yaml.Node, field string) error:
 			err = p(e.Value, field)
 		}
@@ -350,32 +309,70 @@ func (d *decoder) fields(n *yaml.Node, what, prefix string, dst map[string]any) 
 	return nil
 }
 
-func (d *decoder) cluster(n *yaml.Node, name string, line int) (*kcCluster, error) {
-	c := &kcCluster{file: d.file, line: line}
-	return c, d.fields(n, "cluster "+strconv.Quote(name), fmt.Sprintf("cluster %q: ", name), map[string]any{
-		"server":                     &c.server,
-		"certificate-authority":      &c.caFile,
-		"certificate-authority-data": &c.caData,
-		"insecure-skip-tls-verify":   &c.insecure,
-		"tls-server-name":            &c.serverName,
-		"proxy-url":                  &c.proxyURL,
+// section decodes a list of {name: ..., <kind>: {...}} entries, such as
+// clusters, and adds to the merge those whose name it does not hold yet.
+func (d *kcFile) section(n *yaml.Node, field string) error {
+	kind := strings.TrimSuffix(field, "s")
+	seen := make(map[string]int)
+	return d.list(n, field, func(it *yaml.Node, at string) error {
+		if err := d.want(it, yaml.Map, at); err != nil {
+			return err
+		}
+		name, err := d.str(it.Get("name"), at+".name")
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			return d.errorf(it, "%s: no name", at)
+		}
+		if first, dup := seen[name]; dup {
+			return d.errorf(it, "%s: %q is defined twice (first at line %d)", field, name, first)
+		}
+		seen[name] = it.Line
+		e := &kcEntry{file: d, line: it.Line, kind: kind, name: name}
+		what := kind + " " + strconv.Quote(name)
+		if err := d.fields(it.Get(kind), what, what+": ", d.table(e)); err != nil {
+			return err
+		}
+		if d.kc.entries[kind+"/"+name] == nil {
+			d.kc.entries[kind+"/"+name] = e
+		}
+		return nil
 	})
 }
 
-func (d *decoder) user(n *yaml.Node, name string, line int) (*kcUser, error) {
-	u := &kcUser{file: d.file, line: line}
-	return u, d.fields(n, "user "+strconv.Quote(name), fmt.Sprintf("user %q: ", name), map[string]any{
-		"token":                   &u.token,
-		"tokenFile":               &u.tokenFile,
-		"client-certificate":      &u.certFile,
-		"client-key":              &u.keyFile,
-		"client-certificate-data": &u.certData,
-		"client-key-data":         &u.keyData,
-		"username":                &u.username,
-		"password":                &u.password,
+// table returns the destinations of the fields of entry e's kind.
+func (d *kcFile) table(e *kcEntry) map[string]any {
+	c := &e.cfg
+	switch e.kind {
+	case "cluster":
+		return map[string]any{
+			"server":                     &c.Host,
+			"certificate-authority":      &e.caFile,
+			"certificate-authority-data": &c.CAData,
+			"insecure-skip-tls-verify":   &c.Insecure,
+			"tls-server-name":            &c.ServerName,
+			"proxy-url":                  &c.ProxyURL,
+		}
+	case "context":
+		return map[string]any{
+			"cluster":   &e.cluster,
+			"user":      &e.user,
+			"namespace": &c.Namespace,
+		}
+	}
+	return map[string]any{
+		"token":                   &c.BearerToken,
+		"tokenFile":               &c.BearerTokenFile,
+		"client-certificate":      &c.CertFile,
+		"client-key":              &c.KeyFile,
+		"client-certificate-data": &c.CertData,
+		"client-key-data":         &c.KeyData,
+		"username":                &c.Username,
+		"password":                &c.Password,
 		"exec": func(v *yaml.Node, field string) (err error) {
 			if !v.IsNull() {
-				u.exec, err = d.exec(v, field)
+				c.Exec, e.installHint, err = d.exec(v, field)
 			}
 			return err
 		},
@@ -385,52 +382,18 @@ func (d *decoder) user(n *yaml.Node, name string, line int) (*kcUser, error) {
 			}
 			return d.errorf(v, "%s: auth providers are not supported; use an exec plugin", field)
 		},
-		"as":        &u.impersonate.UserName,
-		"as-uid":    &u.impersonate.UID,
-		"as-groups": &u.impersonate.Groups,
-		"as-user-extra": func(v *yaml.Node, field string) (err error) {
-			u.impersonate.Extra, err = d.extra(v, field)
-			return err
-		},
-	})
+		"as":            &c.Impersonate.UserName,
+		"as-uid":        &c.Impersonate.UID,
+		"as-groups":     &c.Impersonate.Groups,
+		"as-user-extra": &c.Impersonate.Extra,
+	}
 }
 
-// strings decodes a list of strings; null is an empty list.
-func (d *decoder) strings(n *yaml.Node, field string) ([]string, error) {
-	items, err := d.list(n, field)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for i, it := range items {
-		s, err := d.str(it, fmt.Sprintf("%s[%d]", field, i))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// extra decodes as-user-extra: a map of lists of strings.
-func (d *decoder) extra(n *yaml.Node, field string) (map[string][]string, error) {
-	entries, err := d.mapping(n, field)
-	if err != nil || len(entries) == 0 {
-		return nil, err
-	}
-	out := make(map[string][]string, len(entries))
-	for _, e := range entries {
-		v, err := d.strings(e.Value, field+"."+e.Key)
-		if err != nil {
-			return nil, err
-		}
-		out[e.Key] = v
-	}
-	return out, nil
-}
-
-func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
-	x := &kcExec{}
+// exec decodes an exec plugin, its Command not yet resolved and its Dir
+// not set, and its install hint.
+func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
+	x := &ExecConfig{}
+	var hint string
 	err := d.fields(n, field, field+".", map[string]any{
 		"apiVersion": &x.APIVersion,
 		"command":    &x.Command,
@@ -441,75 +404,36 @@ func (d *decoder) exec(n *yaml.Node, field string) (*kcExec, error) {
 		},
 		"interactiveMode":    &x.InteractiveMode,
 		"provideClusterInfo": &x.ProvideClusterInfo,
-		"installHint":        &x.installHint,
+		"installHint":        &hint,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	switch x.APIVersion {
-	case execV1, execV1beta1:
-	case "":
-		return nil, d.errorf(n, "%s: apiVersion is missing", field)
-	default:
-		return nil, d.errorf(n, "%s: apiVersion %q is not supported; use %s or %s", field, x.APIVersion, execV1, execV1beta1)
+	if err := x.check(); err != nil {
+		return nil, "", d.errorf(n, "%s: %v", field, err)
 	}
-	if x.Command == "" {
-		return nil, d.errorf(n, "%s: command is missing", field)
+	if x.InteractiveMode == "" && x.APIVersion == execV1 {
+		return nil, "", d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 	}
-	switch x.InteractiveMode {
-	case "":
-		if x.APIVersion == execV1 {
-			return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
-		}
-		x.InteractiveMode = "IfAvailable"
-	case "Never", "IfAvailable":
-	case "Always":
-		return nil, d.errorf(n, "%s: interactiveMode Always needs a terminal, which the client never gives a plugin", field)
-	default:
-		return nil, d.errorf(n, "%s: interactiveMode %q is not Never, IfAvailable or Always", field, x.InteractiveMode)
-	}
-	return x, nil
+	x.InteractiveMode = cmp.Or(x.InteractiveMode, "IfAvailable")
+	return x, hint, nil
 }
 
 // env decodes an exec plugin's env: a list of {name, value} maps, as
 // "name=value" strings.
-func (d *decoder) env(n *yaml.Node, f string) ([]string, error) {
-	items, err := d.list(n, f)
-	if err != nil {
-		return nil, err
-	}
-	var env []string
-	for i, it := range items {
-		fi := fmt.Sprintf("%s[%d]", f, i)
-		if it.Kind != yaml.Map {
-			return nil, d.errorf(it, "%s: want a map with name and value", fi)
+func (d *kcFile) env(n *yaml.Node, field string) (env []string, err error) {
+	err = d.list(n, field, func(it *yaml.Node, at string) error {
+		var name, value string
+		if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
+			return err
 		}
-		name, err := d.str(it.Get("name"), fi+".name")
-		if err != nil {
-			return nil, err
+		if name == "" || strings.ContainsRune(name, '=') {
+			return d.errorf(it, "%s: invalid or missing name", at)
 		}
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return nil, d.errorf(it, "%s: invalid or missing name", fi)
-		}
-		val, err := d.str(it.Get("value"), fi+".value")
-		if err != nil {
-			return nil, err
-		}
-		if v := it.Get("value"); v != nil && v.Kind == yaml.Scalar && strings.ContainsRune(val, 0) {
-			return nil, d.errorf(v, "%s.value: contains a NUL byte", fi)
-		}
-		env = append(env, name+"="+val)
-	}
-	return env, nil
-}
-
-func (d *decoder) context(n *yaml.Node, name string, line int) (*kcContext, error) {
-	c := &kcContext{file: d.file, line: line}
-	return c, d.fields(n, "context "+strconv.Quote(name), fmt.Sprintf("context %q: ", name), map[string]any{
-		"cluster":   &c.cluster,
-		"user":      &c.user,
-		"namespace": &c.namespace,
+		env = append(env, name+"="+value)
+		return nil
 	})
+	return env, err
 }
 
 // resolve makes a path from a kubeconfig absolute, relative to the folder
@@ -522,15 +446,14 @@ func (f *kcFile) resolve(p string) string {
 }
 
 // dataOrFile returns data when it is not empty, or else the content of
-// the PEM file p (none when p is empty) that the entry at line names as
-// what.
-func (f *kcFile) dataOrFile(data []byte, p string, line int, what string) ([]byte, error) {
+// the PEM file p (none when p is empty) that the entry names as field.
+func (e *kcEntry) dataOrFile(data []byte, p, field string) ([]byte, error) {
 	if len(data) > 0 || p == "" {
 		return data, nil
 	}
-	b, err := readFileLimit(f.resolve(p), maxPEMFileSize)
+	b, err := readFileLimit(e.file.resolve(p), maxPEMFileSize)
 	if err != nil {
-		return nil, &ConfigError{Path: f.path, Line: line, Err: fmt.Errorf("%s: %w", what, err)}
+		return nil, e.errorf("%s: %w", field, err)
 	}
 	return b, nil
 }
@@ -538,73 +461,65 @@ func (f *kcFile) dataOrFile(data []byte, p string, line int, what string) ([]byt
 // config builds the Config of a context. paths names the merged files for
 // errors that concern no one file.
 func (kc *kubeconfig) config(paths, context string) (*Config, error) {
-	name := context
-	if name == "" {
-		name = kc.currentContext
-	}
+	name := cmp.Or(context, kc.currentContext)
 	if name == "" {
 		return nil, &ConfigError{Path: paths, Err: errors.New("no current-context is set and no context was given")}
 	}
-	ctx, ok := kc.contexts[name]
-	if !ok {
+	ctx := kc.entries["context/"+name]
+	if ctx == nil {
 		return nil, &ConfigError{Path: paths, Err: fmt.Errorf("context %q not found", name)}
 	}
-	ctxErr := func(format string, args ...any) error {
-		return &ConfigError{Path: ctx.file.path, Line: ctx.line, Err: fmt.Errorf("context %q: "+format, append([]any{name}, args...)...)}
-	}
 	if ctx.cluster == "" {
-		return nil, ctxErr("no cluster")
+		return nil, ctx.errorf("no cluster")
 	}
-	cl, ok := kc.clusters[ctx.cluster]
-	if !ok {
-		return nil, ctxErr("cluster %q not found", ctx.cluster)
+	cl := kc.entries["cluster/"+ctx.cluster]
+	if cl == nil {
+		return nil, ctx.errorf("cluster %q not found", ctx.cluster)
 	}
-	cfg := &Config{Namespace: ctx.namespace}
-	if err := cl.apply(cfg, ctx.cluster); err != nil {
+	cfg, err := cl.clusterConfig()
+	if err != nil {
 		return nil, err
 	}
-	if ctx.user != "" {
-		u, ok := kc.users[ctx.user]
-		if !ok {
-			return nil, ctxErr("user %q not found", ctx.user)
-		}
-		if err := u.apply(cfg, ctx.user); err != nil {
-			return nil, err
-		}
+	cfg.Namespace = ctx.cfg.Namespace
+	if ctx.user == "" {
+		return cfg, nil
+	}
+	u := kc.entries["user/"+ctx.user]
+	if u == nil {
+		return nil, ctx.errorf("user %q not found", ctx.user)
+	}
+	if err := u.applyUser(cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
 
-func (c *kcCluster) apply(cfg *Config, name string) error {
-	fail := func(format string, args ...any) error {
-		return &ConfigError{Path: c.file.path, Line: c.line, Err: fmt.Errorf("cluster %q: "+format, append([]any{name}, args...)...)}
+// clusterConfig returns the Config of cluster entry c, before a user and
+// a namespace are added.
+func (c *kcEntry) clusterConfig() (*Config, error) {
+	cfg := c.cfg
+	if cfg.Host == "" {
+		return nil, c.errorf("server is missing")
 	}
-	if c.server == "" {
-		return fail("server is missing")
+	if !strings.Contains(cfg.Host, "://") {
+		return nil, c.errorf("server is not an https:// or http:// URL")
 	}
-	if !strings.Contains(c.server, "://") {
-		return fail("server is not an https:// or http:// URL")
+	if _, err := parseHost(cfg.Host); err != nil {
+		return nil, c.errorf("server %v", err)
 	}
-	if _, err := parseHost(c.server); err != nil {
-		return fail("server %v", err)
-	}
-	cfg.Host = c.server
-	cfg.ServerName = c.serverName
-	cfg.Insecure = c.insecure
 	var err error
-	if cfg.CAData, err = c.file.dataOrFile(c.caData, c.caFile, c.line, fmt.Sprintf("cluster %q: certificate-authority", name)); err != nil {
-		return err
+	if cfg.CAData, err = c.dataOrFile(cfg.CAData, c.caFile, "certificate-authority"); err != nil {
+		return nil, err
 	}
-	if c.insecure && (len(c.caData) > 0 || c.caFile != "") {
-		return fail("insecure-skip-tls-verify and a certificate authority cannot both be set")
+	if cfg.Insecure && (len(cfg.CAData) > 0 || c.caFile != "") {
+		return nil, c.errorf("insecure-skip-tls-verify and a certificate authority cannot both be set")
 	}
-	if c.proxyURL != "" {
-		if _, err := parseProxyURL(c.proxyURL); err != nil {
-			return fail("proxy-url %v", err)
+	if cfg.ProxyURL != "" {
+		if _, err := parseProxyURL(cfg.ProxyURL); err != nil {
+			return nil, c.errorf("proxy-url %v", err)
 		}
-		cfg.ProxyURL = c.proxyURL
 	}
-	return nil
+	return &cfg, nil
 }
 
 // parseProxyURL checks a proxy URL, for the loader and the transport
@@ -622,46 +537,45 @@ func parseProxyURL(s string) (*url.URL, error) {
 	return nil, errors.New("scheme must be http, https, socks5 or socks5h")
 }
 
-func (u *kcUser) apply(cfg *Config, name string) error {
-	fail := func(format string, args ...any) error {
-		return &ConfigError{Path: u.file.path, Line: u.line, Err: fmt.Errorf("user %q: "+format, append([]any{name}, args...)...)}
-	}
+// applyUser adds the credentials of user entry u to cfg.
+func (u *kcEntry) applyUser(cfg *Config) error {
+	c := u.cfg
 	var methods []string
-	if u.token != "" || u.tokenFile != "" {
+	if c.BearerToken != "" || c.BearerTokenFile != "" {
 		methods = append(methods, "token")
 	}
-	if u.username != "" || u.password != "" {
+	if c.Username != "" || c.Password != "" {
 		methods = append(methods, "username/password")
 	}
-	if u.exec != nil {
+	if c.Exec != nil {
 		methods = append(methods, "exec")
 	}
 	if len(methods) > 1 {
-		return fail("more than one authentication method: %s", strings.Join(methods, ", "))
+		return u.errorf("more than one authentication method: %s", strings.Join(methods, ", "))
 	}
-	cfg.BearerToken = u.token
-	cfg.BearerTokenFile = u.file.resolve(u.tokenFile)
-	cfg.Username, cfg.Password = u.username, u.password
-	if err := u.impersonate.check(); err != nil {
-		return fail("%v", err)
+	if err := c.Impersonate.check(); err != nil {
+		return u.errorf("%v", err)
 	}
-	cfg.Impersonate = u.impersonate
+	cfg.BearerToken = c.BearerToken
+	cfg.BearerTokenFile = u.file.resolve(c.BearerTokenFile)
+	cfg.Username, cfg.Password = c.Username, c.Password
+	cfg.Impersonate = c.Impersonate
 	var err error
-	if cfg.CertData, err = u.file.dataOrFile(u.certData, u.certFile, u.line, fmt.Sprintf("user %q: client-certificate", name)); err != nil {
+	if cfg.CertData, err = u.dataOrFile(c.CertData, c.CertFile, "client-certificate"); err != nil {
 		return err
 	}
-	if cfg.KeyData, err = u.file.dataOrFile(u.keyData, u.keyFile, u.line, fmt.Sprintf("user %q: client-key", name)); err != nil {
+	if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
 		return err
 	}
 	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
-		return fail("a client certificate needs both a certificate and a key")
+		return u.errorf("a client certificate needs both a certificate and a key")
 	}
-	if len(u.certData) == 0 && len(u.keyData) == 0 && u.certFile != "" && u.keyFile != "" {
+	if len(c.CertData) == 0 && len(c.KeyData) == 0 && c.CertFile != "" && c.KeyFile != "" {
 		// Files are read again when they change: see Config.CertFile.
-		cfg.CertFile, cfg.KeyFile = u.file.resolve(u.certFile), u.file.resolve(u.keyFile)
+		cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
 	}
-	if u.exec != nil {
-		x := u.exec.ExecConfig
+	if c.Exec != nil {
+		x := *c.Exec
 		// A command with a path separator is a file relative to the
 		// kubeconfig; a bare name is looked up in $PATH.
 		if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {

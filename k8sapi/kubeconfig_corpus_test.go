@@ -151,12 +151,12 @@ func TestKubeconfigCorpusInstallHints(t *testing.T) {
 		if err := kc.merge(path, data); err != nil {
 			t.Fatal(err)
 		}
-		u := kc.users[tt.user]
-		if u == nil || u.exec == nil {
+		u := kc.entries["user/"+tt.user]
+		if u == nil || u.cfg.Exec == nil {
 			t.Fatalf("%s: no exec user %q", tt.file, tt.user)
 		}
-		if u.exec.installHint != tt.hint {
-			t.Errorf("%s: install hint %q, want %q", tt.file, u.exec.installHint, tt.hint)
+		if u.installHint != tt.hint {
+			t.Errorf("%s: install hint %q, want %q", tt.file, u.installHint, tt.hint)
 		}
 	}
 }

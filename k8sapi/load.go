@@ -52,13 +52,10 @@ func Load(opts LoadOptions) (*Config, error) {
 	if list := getenv("KUBECONFIG"); list != "" {
 		var paths []string
 		for _, p := range filepath.SplitList(list) {
-			if p == "" {
-				continue
+			// An empty entry does not exist either.
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				paths = append(paths, p)
 			}
-			if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			paths = append(paths, p)
 		}
 		if len(paths) == 0 {
 			return nil, fmt.Errorf("k8sapi: none of the files in $KUBECONFIG (%s) exists", list)

@@ -29,11 +29,15 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 		if c.CertFile == "" || c.KeyFile == "" {
 			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
 		}
-		f := newCertFiles(c.CertFile, c.KeyFile)
-		if _, err := f.clientCertificate(context.Background()); err != nil {
+		f := &certFiles{credentials: creds}
+		f.cert.now = time.Now
+		f.cert.read = func() (*tls.Certificate, error) {
+			return readKeyPair(c.CertFile, c.KeyFile)
+		}
+		if _, err := f.cert.get(); err != nil {
 			return nil, nil, err
 		}
-		return f, withCertFiles{creds, f}, nil
+		return f, f, nil
 	case len(c.CertData) > 0:
 		return nil, creds, nil
 	}
@@ -41,61 +45,40 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 	return src, creds, nil
 }
 
-// certFiles reads a client certificate and key from files: see fileValue.
-type certFiles struct{ fileValue[*tls.Certificate] }
-
-func newCertFiles(certPath, keyPath string) *certFiles {
-	f := &certFiles{fileValue[*tls.Certificate]{now: time.Now}}
-	f.read = func() (*tls.Certificate, error) {
-		cert, err := readKeyPair(certPath, keyPath)
-		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
-		}
-		return &cert, nil
-	}
-	return f
-}
-
-func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) { return f.get() }
-
-// readKeyPair reads and parses a certificate and key file. Its errors name
-// the files, never their content.
-func readKeyPair(certPath, keyPath string) (tls.Certificate, error) {
-	certPEM, err := readPEMFile(certPath)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	keyPEM, err := readPEMFile(keyPath)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
-	}
-	return cert, nil
-}
-
-// readPEMFile reads a file of at most maxPEMFileSize bytes; its errors
-// name the file.
-func readPEMFile(path string) ([]byte, error) {
-	b, err := readFileLimit(path, maxPEMFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, pathCause(err))
-	}
-	return b, nil
-}
-
-// withCertFiles extends credentials so that a 401 also makes the client
-// certificate files be read again.
-type withCertFiles struct {
+// certFiles extends credentials with a client certificate and key read
+// from files (see fileValue), so that a 401 also makes the files be read
+// again.
+type certFiles struct {
 	credentials
-	files *certFiles
+	cert fileValue[*tls.Certificate]
 }
 
-func (w withCertFiles) refresh() bool {
-	w.credentials.refresh()
-	return w.files.refresh()
+func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error) {
+	return f.cert.get()
+}
+
+func (f *certFiles) refresh() bool {
+	f.credentials.refresh()
+	return f.cert.refresh()
+}
+
+// readKeyPair reads and parses a certificate and key file, each of at
+// most maxPEMFileSize bytes. Its errors name the files, never their
+// content.
+func readKeyPair(certPath, keyPath string) (*tls.Certificate, error) {
+	var pems [2][]byte
+	for i, path := range []string{certPath, keyPath} {
+		b, err := readFileLimit(path, maxPEMFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s: %w", path, pathCause(err))
+		}
+		pems[i] = b
+	}
+	cert, err := tls.X509KeyPair(pems[0], pems[1])
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s and %s: %w", certPath, keyPath, err)
+	}
+	return &cert, nil
 }
 
 // newTLSConfig builds the client TLS configuration: TLS 1.2 or later, the

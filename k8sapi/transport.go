@@ -103,20 +103,16 @@ func (t *certTransport) transportFor(cert *tls.Certificate) *http.Transport {
 		leaf = cert.Certificate[0]
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.cur != nil && bytes.Equal(leaf, t.leaf) {
-		cur := t.cur
-		t.mu.Unlock()
-		return cur
+		return t.cur
 	}
-	old := t.cur
+	if t.cur != nil {
+		t.cur.CloseIdleConnections()
+	}
 	t.cur, t.leaf = t.base.Clone(), leaf
 	t.cur.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		return cert, nil
 	}
-	cur := t.cur
-	t.mu.Unlock()
-	if old != nil {
-		old.CloseIdleConnections()
-	}
-	return cur
+	return t.cur
 }
