@@ -115,25 +115,7 @@ func (q *Queue) Name() string { return q.name }
 // the key, it becomes ready when that worker calls Done. Add cancels a
 // pending delayed add of key. After shutdown Add does nothing.
 func (q *Queue) Add(key string) {
-	q.mu.Lock()
-	q.addNow(key)
-	q.mu.Unlock()
-}
-
-// addNow is Add with q.mu held.
-func (q *Queue) addNow(key string) {
-	if q.shuttingDown {
-		return
-	}
-	e := q.entry(key)
-	if e.dirty {
-		return
-	}
-	if e.heapIdx >= 0 {
-		// The timer may now fire early; fire copes.
-		q.heapRemove(e)
-	}
-	q.makeDirty(e)
+	q.AddAfter(key, 0)
 }
 
 // AddAfter makes key ready once d has passed, unless it is already due
@@ -142,17 +124,13 @@ func (q *Queue) addNow(key string) {
 // does nothing. AddAfter with d <= 0 is Add. After shutdown AddAfter does
 // nothing.
 func (q *Queue) AddAfter(key string, d time.Duration) {
-	if d <= 0 {
-		q.Add(key)
-		return
-	}
 	q.mu.Lock()
-	q.addAfter(key, d)
+	q.add(key, d)
 	q.mu.Unlock()
 }
 
-// addAfter is AddAfter with d > 0 and q.mu held.
-func (q *Queue) addAfter(key string, d time.Duration) {
+// add is AddAfter with q.mu held.
+func (q *Queue) add(key string, d time.Duration) {
 	if q.shuttingDown {
 		return
 	}
@@ -160,18 +138,24 @@ func (q *Queue) addAfter(key string, d time.Duration) {
 	if e.dirty {
 		return
 	}
+	if d <= 0 {
+		if e.heapIdx >= 0 {
+			// The timer may now fire early; fire copes.
+			q.heapRemove(e)
+		}
+		q.makeDirty(e)
+		return
+	}
 	now := q.clock.Now()
 	due := now.Add(d)
+	if e.heapIdx >= 0 && !due.Before(e.due) {
+		return
+	}
+	q.seq++
+	e.due, e.seq = due, q.seq
 	if e.heapIdx >= 0 {
-		if !due.Before(e.due) {
-			return
-		}
-		q.seq++
-		e.due, e.seq = due, q.seq
 		q.heapUp(e.heapIdx)
 	} else {
-		q.seq++
-		e.due, e.seq = due, q.seq
 		q.heapPush(e)
 	}
 	if q.timerAt.IsZero() || q.waiting[0].due.Before(q.timerAt) {
@@ -190,11 +174,7 @@ func (q *Queue) AddRateLimited(key string) {
 	if !q.shuttingDown && q.metrics != nil {
 		q.metrics.Retried()
 	}
-	if d <= 0 {
-		q.addNow(key)
-	} else {
-		q.addAfter(key, d)
-	}
+	q.add(key, d)
 	q.mu.Unlock()
 }
 
@@ -219,19 +199,6 @@ func (q *Queue) Get() (key string, shutdown bool) {
 		return "", true
 	}
 	return q.take(), false
-}
-
-// tryGet is Get without waiting: ok is false when no key is ready.
-func (q *Queue) tryGet() (key string, ok, shutdown bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shuttingDown {
-		return "", false, true
-	}
-	if q.ready.n == 0 {
-		return "", false, false
-	}
-	return q.take(), true, false
 }
 
 // take pops the first ready key and marks it held. q.mu must be held and
@@ -537,6 +504,3 @@ func (r *ring) pop() *entry {
 	r.n--
 	return e
 }
-
-// at returns the i-th element from the front.
-func (r *ring) at(i int) *entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }
