@@ -110,13 +110,8 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 		// Run is about to shut the queue down, which drops the key.
 		return false
 	}
-	res, panicked, err := r.call(ctx, key)
+	res, err := r.call(ctx, key, log)
 	switch {
-	case panicked != nil:
-		r.panics.Add(1)
-		log.Error("queue: recovered panic", "queue", q.name, "key", key,
-			"panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
-		q.AddRateLimited(key)
 	case errors.Is(err, k8sapi.ErrInvalidKey):
 		q.Forget(key)
 		log.Warn("queue: dropping a key that can never be processed", "queue", q.name, "key", key, "err", err)
@@ -133,19 +128,19 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 	return true
 }
 
-// panicValue is a recovered panic and the stack where it happened.
-type panicValue struct {
-	value any
-	stack []byte
-}
+// errPanicked is what call returns for a call of Func that panicked.
+var errPanicked = errors.New("queue: recovered panic")
 
-// call calls r.Func, recovering a panic.
-func (r *Runner) call(ctx context.Context, key string) (res Result, p *panicValue, err error) {
+// call calls r.Func. A panic is logged with the key and its stack,
+// counted, and returned as errPanicked.
+func (r *Runner) call(ctx context.Context, key string, log *slog.Logger) (res Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			p = &panicValue{value: v, stack: debug.Stack()}
+			r.panics.Add(1)
+			log.Error("queue: recovered panic", "queue", r.Queue.name, "key", key,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errPanicked
 		}
 	}()
-	res, err = r.Func(ctx, key)
-	return res, nil, err
+	return r.Func(ctx, key)
 }
