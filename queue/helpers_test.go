@@ -131,7 +131,7 @@ func (q *Queue) checkInvariants() error {
 		if q.entries[e.key] != e {
 			return fmt.Errorf("waiting key %q not in entries", e.key)
 		}
-		if i > 0 && q.less(i, (i-1)/2) {
+		if i > 0 && q.waiting.Less(i, (i-1)/2) {
 			return fmt.Errorf("heap order broken at %d", i)
 		}
 	}
