@@ -546,11 +546,8 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 	}()
 	res, err := c.Reconciler.Reconcile(ctx, key)
 	ns, name, _ := k8sapi.SplitKey(key)
-	class := Transient
-	if err != nil {
-		class = Classify(err)
-	}
-	if err != nil && class == Moot {
+	class := Classify(err) // Transient for nil
+	if class == Moot {
 		// The object or its namespace is going away: retrying would
 		// only fail again.
 		c.log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
