@@ -134,13 +134,11 @@ type Controller struct {
 	elector  *leader.Elector // nil without leader election
 	shards   *leader.Shards  // nil without sharding
 	// shardCtx[k] is the context of the shard k while this replica holds
-	// it, nil otherwise; inFlight[k] counts the reconciles of its keys
-	// running. Both are guarded by smu; idle is signalled when a count
-	// falls to zero.
+	// it, nil otherwise, guarded by smu; inFlight[k] counts the reconciles
+	// of its keys running, each added under smu while shardCtx[k] is set.
 	smu      sync.Mutex
-	idle     *sync.Cond
 	shardCtx []context.Context
-	inFlight []int
+	inFlight []sync.WaitGroup
 	keys     func() []string // the primary cache's keys; nil without WatchPrimary
 
 	log       *slog.Logger                        // Logger, or one that discards
@@ -276,8 +274,7 @@ func (c *Controller) initShards(sh *Sharding) error {
 	if err != nil {
 		return err
 	}
-	c.idle = sync.NewCond(&c.smu)
-	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]int, sh.Shards)
+	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]sync.WaitGroup, sh.Shards)
 	if c.Metrics == nil {
 		return nil
 	}
@@ -304,11 +301,9 @@ func (c *Controller) holdShard(ctx context.Context, k int) {
 	}
 	<-ctx.Done()
 	c.smu.Lock()
-	defer c.smu.Unlock()
 	c.shardCtx[k] = nil
-	for c.inFlight[k] > 0 {
-		c.idle.Wait()
-	}
+	c.smu.Unlock()
+	c.inFlight[k].Wait()
 }
 
 // reconcileShard reconciles key if this replica holds its shard, with a
@@ -322,15 +317,9 @@ func (c *Controller) reconcileShard(ctx context.Context, key string) (queue.Resu
 		c.smu.Unlock()
 		return queue.Result{}, nil
 	}
-	c.inFlight[k]++
+	c.inFlight[k].Add(1)
 	c.smu.Unlock()
-	defer func() {
-		c.smu.Lock()
-		if c.inFlight[k]--; c.inFlight[k] == 0 {
-			c.idle.Broadcast()
-		}
-		c.smu.Unlock()
-	}()
+	defer c.inFlight[k].Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(sctx, cancel)
