@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,29 +69,19 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.Func == nil {
 		return errors.New("queue: Runner.Func is nil")
 	}
-	log := r.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	n := max(r.Workers, 1)
+	log := cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	// When ctx ends the queue shuts down, and the workers stop once their
+	// keys are done; they stop too if someone else shuts it down.
+	stop := context.AfterFunc(ctx, r.Queue.ShutDown)
+	defer stop()
 	var wg sync.WaitGroup
-	for range n {
+	for range max(r.Workers, 1) {
 		wg.Go(func() {
 			for r.processNext(ctx, log) {
 			}
 		})
 	}
-	stopped := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(stopped)
-	}()
-	select {
-	case <-ctx.Done():
-		r.Queue.ShutDown()
-		<-stopped
-	case <-stopped: // the queue was shut down by someone else
-	}
+	wg.Wait()
 	return nil
 }
 
