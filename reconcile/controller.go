@@ -489,20 +489,16 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 	if ctx.Err() == nil {
 		c.log.Warn("leadership lost: cancelling reconciles in flight")
 		cancelWork()
-		<-done
-		return
+	} else {
+		drain := c.drainTimeout()
+		c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+		timer := time.AfterFunc(drain, func() {
+			c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+			cancelWork()
+		})
+		defer timer.Stop()
 	}
-	drain := c.drainTimeout()
-	c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
-	timer := time.NewTimer(drain)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
-		cancelWork()
-		<-done
-	}
+	<-done
 }
 
 // drainTimeout is how long reconciles in flight may run once the process
