@@ -215,16 +215,14 @@ func writeReadyz(w http.ResponseWriter, checks []reconcile.Check) {
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	var b strings.Builder
 	for _, c := range checks {
 		if c.Err == nil {
-			fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
+			fmt.Fprintf(w, "[+]%s ok\n", c.Name)
 		} else {
-			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
+			fmt.Fprintf(w, "[-]%s failed: reason withheld\n", c.Name)
 		}
 	}
-	b.WriteString("readyz check failed\n")
-	fmt.Fprint(w, b.String())
+	fmt.Fprintln(w, "readyz check failed")
 }
 
 // readyzLog logs the reasons of failing readiness checks: when the set
