@@ -170,14 +170,10 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 	default:
 		problems = append(problems, "spec.image: must be a string, got "+describeJSON(fields["image"]))
 	}
-	var p string
-	if s.Replicas, p = decodeInt32("spec.replicas", fields["replicas"], MinReplicas, MaxReplicas); p != "" {
-		problems = append(problems, p)
-	}
-	if s.Port, p = decodeInt32("spec.port", fields["port"], MinPort, MaxPort); p != "" {
-		problems = append(problems, p)
-	}
-	s.Invalid = strings.Join(problems, "; ")
+	var replicasProblem, portProblem string
+	s.Replicas, replicasProblem = decodeInt32("spec.replicas", fields["replicas"], MinReplicas, MaxReplicas)
+	s.Port, portProblem = decodeInt32("spec.port", fields["port"], MinPort, MaxPort)
+	s.Invalid = joinProblems(append(problems, replicasProblem, portProblem)...)
 	return nil
 }
 
@@ -274,13 +270,12 @@ func shorten(s string, n int) string {
 // when both are valid, else their messages joined by "; ". The CRD in
 // manifests/crd.yaml refuses the same Widgets at creation.
 func ValidateWidget(w *Widget) string {
-	var problems []string
-	for _, p := range []string{ValidateName(w.Name), Validate(w.Spec)} {
-		if p != "" {
-			problems = append(problems, p)
-		}
-	}
-	return strings.Join(problems, "; ")
+	return joinProblems(ValidateName(w.Name), Validate(w.Spec))
+}
+
+// joinProblems joins the problems that are not "" with "; ".
+func joinProblems(problems ...string) string {
+	return strings.Join(slices.DeleteFunc(problems, func(p string) bool { return p == "" }), "; ")
 }
 
 // ValidateName checks a Widget's name and returns "" when it can name the
@@ -325,26 +320,24 @@ func Validate(spec WidgetSpec) string {
 	if spec.Invalid != "" {
 		return spec.Invalid
 	}
-	var problems []string
-	switch n := utf8.RuneCountInString(spec.Image); {
-	case spec.Image == "":
-		problems = append(problems, "spec.image: must not be empty")
+	return joinProblems(validateImage(spec.Image),
+		checkRange("spec.replicas", spec.Replicas, MinReplicas, MaxReplicas),
+		checkRange("spec.port", spec.Port, MinPort, MaxPort))
+}
+
+// validateImage checks spec.image, as Validate does.
+func validateImage(image string) string {
+	switch n := utf8.RuneCountInString(image); {
+	case image == "":
+		return "spec.image: must not be empty"
 	case n > MaxImageLength:
-		problems = append(problems, fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength))
-	default:
-		if i := strings.IndexFunc(spec.Image, unicode.IsSpace); i >= 0 {
-			r, _ := utf8.DecodeRuneInString(spec.Image[i:])
-			problems = append(problems, fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d",
-				r, utf8.RuneCountInString(spec.Image[:i])+1))
-		}
+		return fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength)
 	}
-	if p := checkRange("spec.replicas", spec.Replicas, MinReplicas, MaxReplicas); p != "" {
-		problems = append(problems, p)
+	if i := strings.IndexFunc(image, unicode.IsSpace); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(image[i:])
+		return fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d", r, utf8.RuneCountInString(image[:i])+1)
 	}
-	if p := checkRange("spec.port", spec.Port, MinPort, MaxPort); p != "" {
-		problems = append(problems, p)
-	}
-	return strings.Join(problems, "; ")
+	return ""
 }
 
 func checkRange(field string, v *int32, lo, hi int32) string {
