@@ -62,11 +62,11 @@ func (b *ExponentialBackoff) When(key string, _ time.Time) time.Duration {
 	n := b.failures[key]
 	b.failures[key] = n + 1
 	b.mu.Unlock()
-	return k8sapi.Backoff{Base: positiveOr(b.Base, DefaultBackoffBase), Max: positiveOr(b.Max, DefaultBackoffMax)}.Delay(n)
+	return k8sapi.Backoff{Base: positive(b.Base, DefaultBackoffBase), Max: positive(b.Max, DefaultBackoffMax)}.Delay(n)
 }
 
-// positiveOr returns v, or def when v is zero or negative.
-func positiveOr[T int | float64 | time.Duration](v, def T) T {
+// positive returns v, or def when v is not positive.
+func positive[T int | float64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -111,7 +111,7 @@ type TokenBucket struct {
 // When implements RateLimiter.
 func (t *TokenBucket) When(_ string, now time.Time) time.Duration {
 	t.once.Do(func() {
-		t.bucket = k8sapi.NewTokenBucket(positiveOr(t.QPS, DefaultQPS), positiveOr(t.Burst, DefaultBurst))
+		t.bucket = k8sapi.NewTokenBucket(positive(t.QPS, DefaultQPS), positive(t.Burst, DefaultBurst))
 	})
 	return t.bucket.Reserve(now)
 }
