@@ -180,8 +180,7 @@ func (op *operator) serve(e *endpoints) []*http.Server {
 
 	pm := http.NewServeMux()
 	pm.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	var rl readyzLog
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
