@@ -404,9 +404,7 @@ func (q *Queue) fire() {
 	}
 	now := q.clock.Now()
 	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
-		e := q.waiting[0]
-		heap.Remove(&q.waiting, e.heapIdx)
-		q.makeDirty(e)
+		q.makeDirty(heap.Pop(&q.waiting).(*entry))
 	}
 	if len(q.waiting) > 0 {
 		q.arm(q.waiting[0].due.Sub(now))
