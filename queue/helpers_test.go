@@ -131,7 +131,7 @@ func (q *Queue) checkInvariants() error {
 		if q.entries[e.key] != e {
 			return fmt.Errorf("waiting key %q not in entries", e.key)
 		}
-		if i > 0 && q.less(i, (i-1)/2) {
+		if i > 0 && q.waiting.Less(i, (i-1)/2) {
 			return fmt.Errorf("heap order broken at %d", i)
 		}
 	}
@@ -150,3 +150,19 @@ func (q *Queue) checkInvariants() error {
 	}
 	return nil
 }
+
+// tryGet is Get without waiting: ok is false when no key is ready.
+func (q *Queue) tryGet() (key string, ok, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return "", false, true
+	}
+	if q.ready.n == 0 {
+		return "", false, false
+	}
+	return q.take(), true, false
+}
+
+// at returns the i-th element from the front.
+func (r *ring) at(i int) *entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }

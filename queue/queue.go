@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"container/heap"
 	"sync"
 	"time"
 
@@ -47,7 +48,7 @@ type Queue struct {
 	// waiting is a min-heap of delayed entries ordered by (due, seq). An
 	// entry is in it exactly when heapIdx >= 0, and then waiting[heapIdx]
 	// is that entry and the entry is not dirty.
-	waiting []*entry
+	waiting waitHeap
 	// seq numbers deadlines so that equal deadlines come out in the order
 	// they were set.
 	seq uint64
@@ -115,25 +116,7 @@ func (q *Queue) Name() string { return q.name }
 // the key, it becomes ready when that worker calls Done. Add cancels a
 // pending delayed add of key. After shutdown Add does nothing.
 func (q *Queue) Add(key string) {
-	q.mu.Lock()
-	q.addNow(key)
-	q.mu.Unlock()
-}
-
-// addNow is Add with q.mu held.
-func (q *Queue) addNow(key string) {
-	if q.shuttingDown {
-		return
-	}
-	e := q.entry(key)
-	if e.dirty {
-		return
-	}
-	if e.heapIdx >= 0 {
-		// The timer may now fire early; fire copes.
-		q.heapRemove(e)
-	}
-	q.makeDirty(e)
+	q.AddAfter(key, 0)
 }
 
 // AddAfter makes key ready once d has passed, unless it is already due
@@ -142,17 +125,13 @@ func (q *Queue) addNow(key string) {
 // does nothing. AddAfter with d <= 0 is Add. After shutdown AddAfter does
 // nothing.
 func (q *Queue) AddAfter(key string, d time.Duration) {
-	if d <= 0 {
-		q.Add(key)
-		return
-	}
 	q.mu.Lock()
-	q.addAfter(key, d)
+	q.add(key, d)
 	q.mu.Unlock()
 }
 
-// addAfter is AddAfter with d > 0 and q.mu held.
-func (q *Queue) addAfter(key string, d time.Duration) {
+// add is AddAfter with q.mu held.
+func (q *Queue) add(key string, d time.Duration) {
 	if q.shuttingDown {
 		return
 	}
@@ -160,19 +139,25 @@ func (q *Queue) addAfter(key string, d time.Duration) {
 	if e.dirty {
 		return
 	}
+	if d <= 0 {
+		if e.heapIdx >= 0 {
+			// The timer may now fire early; fire copes.
+			heap.Remove(&q.waiting, e.heapIdx)
+		}
+		q.makeDirty(e)
+		return
+	}
 	now := q.clock.Now()
 	due := now.Add(d)
+	if e.heapIdx >= 0 && !due.Before(e.due) {
+		return
+	}
+	q.seq++
+	e.due, e.seq = due, q.seq
 	if e.heapIdx >= 0 {
-		if !due.Before(e.due) {
-			return
-		}
-		q.seq++
-		e.due, e.seq = due, q.seq
-		q.heapUp(e.heapIdx)
+		heap.Fix(&q.waiting, e.heapIdx)
 	} else {
-		q.seq++
-		e.due, e.seq = due, q.seq
-		q.heapPush(e)
+		heap.Push(&q.waiting, e)
 	}
 	if q.timerAt.IsZero() || q.waiting[0].due.Before(q.timerAt) {
 		q.arm(q.waiting[0].due.Sub(now))
@@ -190,11 +175,7 @@ func (q *Queue) AddRateLimited(key string) {
 	if !q.shuttingDown && q.metrics != nil {
 		q.metrics.Retried()
 	}
-	if d <= 0 {
-		q.addNow(key)
-	} else {
-		q.addAfter(key, d)
-	}
+	q.add(key, d)
 	q.mu.Unlock()
 }
 
@@ -219,19 +200,6 @@ func (q *Queue) Get() (key string, shutdown bool) {
 		return "", true
 	}
 	return q.take(), false
-}
-
-// tryGet is Get without waiting: ok is false when no key is ready.
-func (q *Queue) tryGet() (key string, ok, shutdown bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shuttingDown {
-		return "", false, true
-	}
-	if q.ready.n == 0 {
-		return "", false, false
-	}
-	return q.take(), true, false
 }
 
 // take pops the first ready key and marks it held. q.mu must be held and
@@ -436,79 +404,45 @@ func (q *Queue) fire() {
 	}
 	now := q.clock.Now()
 	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
-		e := q.waiting[0]
-		q.heapRemove(e)
-		q.makeDirty(e)
+		q.makeDirty(heap.Pop(&q.waiting).(*entry))
 	}
 	if len(q.waiting) > 0 {
 		q.arm(q.waiting[0].due.Sub(now))
 	}
 }
 
-// The waiting heap, ordered by (due, seq). Written out rather than through
-// container/heap to keep the hot path free of interface calls.
+// waitHeap is the heap of delayed entries for container/heap, ordered by
+// (due, seq). Swap, Push and Pop keep each entry's heapIdx its index.
+type waitHeap []*entry
 
-func (q *Queue) less(i, j int) bool {
-	a, b := q.waiting[i], q.waiting[j]
-	if a.due.Equal(b.due) {
-		return a.seq < b.seq
+func (h waitHeap) Len() int { return len(h) }
+
+func (h waitHeap) Less(i, j int) bool {
+	if h[i].due.Equal(h[j].due) {
+		return h[i].seq < h[j].seq
 	}
-	return a.due.Before(b.due)
+	return h[i].due.Before(h[j].due)
 }
 
-func (q *Queue) swap(i, j int) {
-	q.waiting[i], q.waiting[j] = q.waiting[j], q.waiting[i]
-	q.waiting[i].heapIdx = i
-	q.waiting[j].heapIdx = j
+func (h waitHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
 }
 
-func (q *Queue) heapPush(e *entry) {
-	e.heapIdx = len(q.waiting)
-	q.waiting = append(q.waiting, e)
-	q.heapUp(e.heapIdx)
+func (h *waitHeap) Push(x any) {
+	e := x.(*entry)
+	e.heapIdx = len(*h)
+	*h = append(*h, e)
 }
 
-func (q *Queue) heapRemove(e *entry) {
-	i, last := e.heapIdx, len(q.waiting)-1
-	if i != last {
-		q.swap(i, last)
-	}
-	q.waiting[last] = nil
-	q.waiting = q.waiting[:last]
+func (h *waitHeap) Pop() any {
+	n := len(*h) - 1
+	e := (*h)[n]
+	(*h)[n] = nil
+	*h = (*h)[:n]
 	e.heapIdx = -1
-	if i != last {
-		q.heapDown(i)
-		q.heapUp(i)
-	}
-}
-
-func (q *Queue) heapUp(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			return
-		}
-		q.swap(i, p)
-		i = p
-	}
-}
-
-func (q *Queue) heapDown(i int) {
-	n := len(q.waiting)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if r := c + 1; r < n && q.less(r, c) {
-			c = r
-		}
-		if !q.less(c, i) {
-			return
-		}
-		q.swap(i, c)
-		i = c
-	}
+	return e
 }
 
 // ring is a growable FIFO of entries. Its capacity is a power of two.
@@ -537,6 +471,3 @@ func (r *ring) pop() *entry {
 	r.n--
 	return e
 }
-
-// at returns the i-th element from the front.
-func (r *ring) at(i int) *entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }

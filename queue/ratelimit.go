@@ -62,19 +62,15 @@ func (b *ExponentialBackoff) When(key string, _ time.Time) time.Duration {
 	n := b.failures[key]
 	b.failures[key] = n + 1
 	b.mu.Unlock()
-	return backoff(b.Base, b.Max, n)
+	return k8sapi.Backoff{Base: positive(b.Base, DefaultBackoffBase), Max: positive(b.Max, DefaultBackoffMax)}.Delay(n)
 }
 
-// backoff returns base·2^n capped at max, with the defaults for
-// non-positive base and max.
-func backoff(base, max time.Duration, n int) time.Duration {
-	if base <= 0 {
-		base = DefaultBackoffBase
+// positive returns v, or def when v is not positive.
+func positive[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	if max <= 0 {
-		max = DefaultBackoffMax
-	}
-	return k8sapi.Backoff{Base: base, Max: max}.Delay(n)
+	return v
 }
 
 // Forget implements RateLimiter.
@@ -115,14 +111,7 @@ type TokenBucket struct {
 // When implements RateLimiter.
 func (t *TokenBucket) When(_ string, now time.Time) time.Duration {
 	t.once.Do(func() {
-		qps, burst := t.QPS, t.Burst
-		if qps <= 0 {
-			qps = DefaultQPS
-		}
-		if burst <= 0 {
-			burst = DefaultBurst
-		}
-		t.bucket = k8sapi.NewTokenBucket(qps, burst)
+		t.bucket = k8sapi.NewTokenBucket(positive(t.QPS, DefaultQPS), positive(t.Burst, DefaultBurst))
 	})
 	return t.bucket.Reserve(now)
 }

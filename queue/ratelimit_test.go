@@ -26,8 +26,9 @@ func TestBackoff(t *testing.T) {
 		{time.Second, 500 * ms, 0, 500 * ms},
 		{1, 1<<63 - 1, 62, 1 << 62},
 	} {
-		if got := backoff(tc.base, tc.max, tc.n); got != tc.want {
-			t.Errorf("backoff(%v, %v, %d) = %v, want %v", tc.base, tc.max, tc.n, got, tc.want)
+		b := &ExponentialBackoff{Base: tc.base, Max: tc.max, failures: map[string]int{"k": tc.n}}
+		if got := b.When("k", time.Time{}); got != tc.want {
+			t.Errorf("Base %v, Max %v, retry %d: When = %v, want %v", tc.base, tc.max, tc.n+1, got, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,29 +69,19 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.Func == nil {
 		return errors.New("queue: Runner.Func is nil")
 	}
-	log := r.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	n := max(r.Workers, 1)
+	log := cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+	// When ctx ends the queue shuts down, and the workers stop once their
+	// keys are done; they stop too if someone else shuts it down.
+	stop := context.AfterFunc(ctx, r.Queue.ShutDown)
+	defer stop()
 	var wg sync.WaitGroup
-	for range n {
+	for range max(r.Workers, 1) {
 		wg.Go(func() {
 			for r.processNext(ctx, log) {
 			}
 		})
 	}
-	stopped := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(stopped)
-	}()
-	select {
-	case <-ctx.Done():
-		r.Queue.ShutDown()
-		<-stopped
-	case <-stopped: // the queue was shut down by someone else
-	}
+	wg.Wait()
 	return nil
 }
 
@@ -110,13 +101,8 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 		// Run is about to shut the queue down, which drops the key.
 		return false
 	}
-	res, panicked, err := r.call(ctx, key)
+	res, err := r.call(ctx, key, log)
 	switch {
-	case panicked != nil:
-		r.panics.Add(1)
-		log.Error("queue: recovered panic", "queue", q.name, "key", key,
-			"panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
-		q.AddRateLimited(key)
 	case errors.Is(err, k8sapi.ErrInvalidKey):
 		q.Forget(key)
 		log.Warn("queue: dropping a key that can never be processed", "queue", q.name, "key", key, "err", err)
@@ -133,19 +119,19 @@ func (r *Runner) processNext(ctx context.Context, log *slog.Logger) bool {
 	return true
 }
 
-// panicValue is a recovered panic and the stack where it happened.
-type panicValue struct {
-	value any
-	stack []byte
-}
+// errPanicked is what call returns for a call of Func that panicked.
+var errPanicked = errors.New("queue: recovered panic")
 
-// call calls r.Func, recovering a panic.
-func (r *Runner) call(ctx context.Context, key string) (res Result, p *panicValue, err error) {
+// call calls r.Func. A panic is logged with the key and its stack,
+// counted, and returned as errPanicked.
+func (r *Runner) call(ctx context.Context, key string, log *slog.Logger) (res Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			p = &panicValue{value: v, stack: debug.Stack()}
+			r.panics.Add(1)
+			log.Error("queue: recovered panic", "queue", r.Queue.name, "key", key,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errPanicked
 		}
 	}()
-	res, err = r.Func(ctx, key)
-	return res, nil, err
+	return r.Func(ctx, key)
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -37,28 +38,18 @@ func IsConditionTrue(conds []k8sapi.Condition, t string) bool {
 // server keeps, so that a status read back compares equal to the one
 // written.
 func SetCondition(conds []k8sapi.Condition, c k8sapi.Condition, now time.Time) ([]k8sapi.Condition, bool) {
-	out := make([]k8sapi.Condition, 0, len(conds)+1)
-	found, changed := false, false
-	for _, old := range conds {
-		if old.Type != c.Type {
-			out = append(out, old)
-			continue
-		}
-		found = true
-		if old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		} else {
-			c.LastTransitionTime = transitionTime(c.LastTransitionTime, now)
-		}
-		changed = !conditionEqual(old, c)
-		out = append(out, c)
-	}
-	if !found {
+	i := slices.IndexFunc(conds, func(old k8sapi.Condition) bool { return old.Type == c.Type })
+	if i >= 0 && conds[i].Status == c.Status {
+		c.LastTransitionTime = conds[i].LastTransitionTime
+	} else {
 		c.LastTransitionTime = transitionTime(c.LastTransitionTime, now)
-		out = append(out, c)
-		changed = true
 	}
-	return out, changed
+	if i < 0 {
+		return append(slices.Clip(conds), c), true
+	}
+	out := slices.Clone(conds)
+	out[i] = c
+	return out, !conditionEqual(conds[i], c)
 }
 
 // RemoveCondition returns a new slice holding conds without the condition
@@ -85,14 +76,8 @@ func conditionEqual(a, b k8sapi.Condition) bool {
 		a.Reason == b.Reason && a.Message == b.Message && a.LastTransitionTime.Equal(b.LastTransitionTime)
 }
 
+// ConditionsEqual reports whether a and b hold the same conditions in the
+// same order, comparing times with time.Time.Equal.
 func ConditionsEqual(a, b []k8sapi.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !conditionEqual(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, conditionEqual)
 }

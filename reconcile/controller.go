@@ -134,13 +134,11 @@ type Controller struct {
 	elector  *leader.Elector // nil without leader election
 	shards   *leader.Shards  // nil without sharding
 	// shardCtx[k] is the context of the shard k while this replica holds
-	// it, nil otherwise; inFlight[k] counts the reconciles of its keys
-	// running. Both are guarded by smu; idle is signalled when a count
-	// falls to zero.
+	// it, nil otherwise, guarded by smu; inFlight[k] counts the reconciles
+	// of its keys running, each added under smu while shardCtx[k] is set.
 	smu      sync.Mutex
-	idle     *sync.Cond
 	shardCtx []context.Context
-	inFlight []int
+	inFlight []sync.WaitGroup
 	keys     func() []string // the primary cache's keys; nil without WatchPrimary
 
 	log       *slog.Logger                        // Logger, or one that discards
@@ -276,8 +274,7 @@ func (c *Controller) initShards(sh *Sharding) error {
 	if err != nil {
 		return err
 	}
-	c.idle = sync.NewCond(&c.smu)
-	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]int, sh.Shards)
+	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]sync.WaitGroup, sh.Shards)
 	if c.Metrics == nil {
 		return nil
 	}
@@ -304,11 +301,9 @@ func (c *Controller) holdShard(ctx context.Context, k int) {
 	}
 	<-ctx.Done()
 	c.smu.Lock()
-	defer c.smu.Unlock()
 	c.shardCtx[k] = nil
-	for c.inFlight[k] > 0 {
-		c.idle.Wait()
-	}
+	c.smu.Unlock()
+	c.inFlight[k].Wait()
 }
 
 // reconcileShard reconciles key if this replica holds its shard, with a
@@ -322,15 +317,9 @@ func (c *Controller) reconcileShard(ctx context.Context, key string) (queue.Resu
 		c.smu.Unlock()
 		return queue.Result{}, nil
 	}
-	c.inFlight[k]++
+	c.inFlight[k].Add(1)
 	c.smu.Unlock()
-	defer func() {
-		c.smu.Lock()
-		if c.inFlight[k]--; c.inFlight[k] == 0 {
-			c.idle.Broadcast()
-		}
-		c.smu.Unlock()
-	}()
+	defer c.inFlight[k].Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(sctx, cancel)
@@ -500,20 +489,16 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 	if ctx.Err() == nil {
 		c.log.Warn("leadership lost: cancelling reconciles in flight")
 		cancelWork()
-		<-done
-		return
+	} else {
+		drain := c.drainTimeout()
+		c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+		timer := time.AfterFunc(drain, func() {
+			c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
+			cancelWork()
+		})
+		defer timer.Stop()
 	}
-	drain := c.drainTimeout()
-	c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
-	timer := time.NewTimer(drain)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
-		cancelWork()
-		<-done
-	}
+	<-done
 }
 
 // drainTimeout is how long reconciles in flight may run once the process
@@ -546,11 +531,8 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 	}()
 	res, err := c.Reconciler.Reconcile(ctx, key)
 	ns, name, _ := k8sapi.SplitKey(key)
-	class := Transient
-	if err != nil {
-		class = Classify(err)
-	}
-	if err != nil && class == Moot {
+	class := Classify(err) // Transient for nil
+	if class == Moot {
 		// The object or its namespace is going away: retrying would
 		// only fail again.
 		c.log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)

@@ -437,8 +437,7 @@ func TestShardFencing(t *testing.T) {
 		}
 		cache := WatchPrimary(c, watch.Config[obj]{Source: newMemSource(items...), Name: "prims"})
 		// What initShards sets up around leader.Shards, for two shards.
-		c.idle = sync.NewCond(&c.smu)
-		c.shardCtx, c.inFlight = make([]context.Context, 2), make([]int, 2)
+		c.shardCtx, c.inFlight = make([]context.Context, 2), make([]sync.WaitGroup, 2)
 		go cache.Run(t.Context())
 		settle()
 		var keys [2][]string
@@ -483,14 +482,17 @@ func TestShardFencing(t *testing.T) {
 		<-started
 		giveUp()
 		<-held
+		// The reconcile has ended by then (its goroutine may not yet have
+		// closed reconciled: that comes after).
 		select {
-		case <-reconciled:
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the reconcile in flight ended with %v, want it cut", err)
+			}
 		default:
 			t.Fatal("holdShard returned before the shard's reconcile in flight")
 		}
-		if err := <-ended; !errors.Is(err, context.Canceled) {
-			t.Errorf("the reconcile in flight ended with %v, want it cut", err)
-		}
+		<-reconciled
 		if _, err := c.reconcileShard(t.Context(), keys[1][0]); err != nil || len(started) != 0 {
 			t.Errorf("a key of a shard given up: err %v, reconciled %d", err, len(started))
 		}

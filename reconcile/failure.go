@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -32,18 +33,13 @@ const (
 
 // String returns the class's name, such as "Waiting".
 func (c Class) String() string {
-	switch c {
-	case Transient:
-		return "Transient"
-	case Waiting:
-		return "Waiting"
-	case Permanent:
-		return "Permanent"
-	case Moot:
-		return "Moot"
+	if c < 0 || int(c) >= len(classNames) {
+		return fmt.Sprintf("Class(%d)", int(c))
 	}
-	return fmt.Sprintf("Class(%d)", int(c))
+	return classNames[c]
 }
+
+var classNames = [...]string{"Transient", "Waiting", "Permanent", "Moot"}
 
 // Classify returns the class of err, the failure of a reconcile or of one
 // of its requests:
@@ -96,13 +92,6 @@ func IsTerminal(err error) bool {
 }
 
 func hasCause(ae *k8sapi.APIError, typ string) bool {
-	if ae.Status.Details == nil {
-		return false
-	}
-	for _, c := range ae.Status.Details.Causes {
-		if c.Type == typ {
-			return true
-		}
-	}
-	return false
+	return ae.Status.Details != nil &&
+		slices.ContainsFunc(ae.Status.Details.Causes, func(c k8sapi.StatusCause) bool { return c.Type == typ })
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -36,12 +37,7 @@ func SetControllerReference(obj *k8sapi.ObjectMeta, ref k8sapi.OwnerReference) e
 	}
 	t := true
 	ref.Controller = &t
-	refs := make([]k8sapi.OwnerReference, 0, len(obj.OwnerReferences)+1)
-	for _, r := range obj.OwnerReferences {
-		if r.UID != ref.UID {
-			refs = append(refs, r)
-		}
-	}
+	refs := slices.DeleteFunc(slices.Clone(obj.OwnerReferences), func(r k8sapi.OwnerReference) bool { return r.UID == ref.UID })
 	obj.OwnerReferences = append(refs, ref)
 	return nil
 }

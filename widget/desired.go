@@ -2,6 +2,7 @@ package widget
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -110,40 +111,37 @@ func childMeta(w *Widget) k8sapi.ObjectMeta {
 // every field of want, so that applying want would change nothing. Fields
 // others added (labels, containers, ports, owners) are allowed.
 func DeploymentUpToDate(have *k8sapi.Deployment, want *DeploymentApply) bool {
-	if !metaHolds(&have.ObjectMeta, &want.ObjectMeta) {
-		return false
-	}
 	hs, ws := &have.Spec, &want.Spec
-	if !int32PtrEqual(hs.Replicas, ws.Replicas) || !selectorEqual(hs.Selector, ws.Selector) ||
-		!labelsHold(hs.Template.Labels, ws.Template.Labels) {
-		return false
-	}
-	for _, wc := range ws.Template.Spec.Containers {
-		hc := findContainer(hs.Template.Spec.Containers, wc.Name)
-		if hc == nil || hc.Image != wc.Image {
-			return false
-		}
-		for _, wp := range wc.Ports {
-			hp := findContainerPort(hc.Ports, wp.Name)
-			if hp == nil || hp.ContainerPort != wp.ContainerPort || protocolOrTCP(hp.Protocol) != protocolOrTCP(wp.Protocol) {
-				return false
-			}
-		}
-	}
-	return true
+	return metaHolds(&have.ObjectMeta, &want.ObjectMeta) && int32PtrEqual(hs.Replicas, ws.Replicas) &&
+		selectorEqual(hs.Selector, ws.Selector) && labelsHold(hs.Template.Labels, ws.Template.Labels) &&
+		holdsAll(hs.Template.Spec.Containers, ws.Template.Spec.Containers, containerHolds)
+}
+
+// containerHolds reports whether the observed container h is w: the same
+// name and image, and w's ports among h's.
+func containerHolds(h, w k8sapi.Container) bool {
+	return h.Name == w.Name && h.Image == w.Image && holdsAll(h.Ports, w.Ports, func(hp, wp k8sapi.ContainerPort) bool {
+		return hp.Name == wp.Name && hp.ContainerPort == wp.ContainerPort && protocolOrTCP(hp.Protocol) == protocolOrTCP(wp.Protocol)
+	})
 }
 
 // ServiceUpToDate reports whether the observed Service already holds every
 // field of want, in the same way as DeploymentUpToDate. The selector must
 // be equal, as the API replaces it whole.
 func ServiceUpToDate(have *k8sapi.Service, want *ServiceApply) bool {
-	if !metaHolds(&have.ObjectMeta, &want.ObjectMeta) || !maps.Equal(have.Spec.Selector, want.Spec.Selector) {
-		return false
-	}
-	for _, wp := range want.Spec.Ports {
-		hp := findServicePort(have.Spec.Ports, wp.Name)
-		if hp == nil || hp.Port != wp.Port || protocolOrTCP(hp.Protocol) != protocolOrTCP(wp.Protocol) ||
-			hp.TargetPort != wp.TargetPort {
+	return metaHolds(&have.ObjectMeta, &want.ObjectMeta) && maps.Equal(have.Spec.Selector, want.Spec.Selector) &&
+		holdsAll(have.Spec.Ports, want.Spec.Ports, func(hp, wp k8sapi.ServicePort) bool {
+			return hp.Name == wp.Name && hp.Port == wp.Port && protocolOrTCP(hp.Protocol) == protocolOrTCP(wp.Protocol) &&
+				hp.TargetPort == wp.TargetPort
+		})
+}
+
+// holdsAll reports whether each element of want matches some element of
+// have. The lists it is given are keyed by a name the API server keeps
+// unique (containers, ports), so at most one element can match.
+func holdsAll[T any](have, want []T, match func(h, w T) bool) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h T) bool { return match(h, w) }) {
 			return false
 		}
 	}
@@ -156,15 +154,13 @@ func metaHolds(have, want *k8sapi.ObjectMeta) bool {
 		return false
 	}
 	for _, w := range want.OwnerReferences {
-		found := false
-		for _, h := range have.OwnerReferences {
-			if h.UID == w.UID {
-				found = h.APIVersion == w.APIVersion && h.Kind == w.Kind && h.Name == w.Name &&
-					boolPtrEqual(h.Controller, w.Controller) && boolPtrEqual(h.BlockOwnerDeletion, w.BlockOwnerDeletion)
-				break
-			}
+		i := slices.IndexFunc(have.OwnerReferences, func(h k8sapi.OwnerReference) bool { return h.UID == w.UID })
+		if i < 0 {
+			return false
 		}
-		if !found {
+		h := have.OwnerReferences[i]
+		if h.APIVersion != w.APIVersion || h.Kind != w.Kind || h.Name != w.Name ||
+			!boolPtrEqual(h.Controller, w.Controller) || !boolPtrEqual(h.BlockOwnerDeletion, w.BlockOwnerDeletion) {
 			return false
 		}
 	}
@@ -185,33 +181,6 @@ func selectorEqual(a, b *k8sapi.LabelSelector) bool {
 		return a == b
 	}
 	return maps.Equal(a.MatchLabels, b.MatchLabels)
-}
-
-func findContainer(cs []k8sapi.Container, name string) *k8sapi.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
-func findContainerPort(ps []k8sapi.ContainerPort, name string) *k8sapi.ContainerPort {
-	for i := range ps {
-		if ps[i].Name == name {
-			return &ps[i]
-		}
-	}
-	return nil
-}
-
-func findServicePort(ps []k8sapi.ServicePort, name string) *k8sapi.ServicePort {
-	for i := range ps {
-		if ps[i].Name == name {
-			return &ps[i]
-		}
-	}
-	return nil
 }
 
 func protocolOrTCP(p string) string {

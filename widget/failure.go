@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,18 +75,15 @@ func serverMessage(ae *k8sapi.APIError) string {
 	if ae.Status.Details != nil && len(ae.Status.Details.Causes) > 0 {
 		var parts []string
 		for _, c := range ae.Status.Details.Causes {
+			part := c.Message
 			if c.Field != "" {
-				parts = append(parts, c.Field+": "+c.Message)
-			} else {
-				parts = append(parts, c.Message)
+				part = c.Field + ": " + part
 			}
+			parts = append(parts, part)
 		}
 		return strings.Join(parts, "; ")
 	}
-	if ae.Status.Message != "" {
-		return ae.Status.Message
-	}
-	return ae.Body
+	return cmp.Or(ae.Status.Message, ae.Body)
 }
 
 // trimMessage cuts s to at most MaxMessageBytes bytes of valid UTF-8,

@@ -303,7 +303,7 @@ func TestReconcileTransientGrace(t *testing.T) {
 		t.Fatalf("phase after recovery %q", p)
 	}
 	r.mu.Lock()
-	n := len(r.failing) + len(r.refused)
+	n := len(r.failed)
 	r.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d keys still remembered after success", n)

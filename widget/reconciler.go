@@ -77,21 +77,23 @@ type Reconciler struct {
 	WaitBackoff queue.RateLimiter
 
 	mu       sync.Mutex
-	waits    queue.RateLimiter    // WaitBackoff, or the default
-	refused  map[string]refusal   // by key: the refusal being waited out
-	failing  map[string]time.Time // by key: when the current run of Transient failures began
+	waits    queue.RateLimiter  // WaitBackoff, or the default
+	failed   map[string]failure // by key: what is remembered of a failing Widget
 	initOnce sync.Once
 }
 
-// refusal is a write the server refused, and the state it was refused in:
-// the Widget's UID and generation and the children's resourceVersions
-// ("" for none). While the state is the same, the refusal stands.
-type refusal struct {
+// failure is what a Reconciler remembers of a Widget whose writes fail:
+// either a write the server refused (problem set) and the state it was
+// refused in, the Widget's UID and generation and the children's
+// resourceVersions ("" for none), which stands while that state does; or,
+// for Transient failures (problem zero), since when they have lasted.
+type failure struct {
 	uid                 string
 	generation          int64
 	deploymentRV, svcRV string
 	problem             Problem
 	retryAt             time.Time // zero: only a change ends it (Permanent)
+	since               time.Time // Transient: when the current run of failures began
 }
 
 // Reconcile brings the Widget named by key ("namespace/name") and its
@@ -188,64 +190,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		if !rf.retryAt.IsZero() {
 			res.RequeueAfter = rf.retryAt.Sub(now)
 		}
-	}
-	if problem == nil {
-		var created, updated []string
-		var werr error
-		var op, kind string
-		// outcome notes how the write of a child of kind went; true when
-		// it was written.
-		outcome := func(err error, wop, wkind string, isNew bool) bool {
-			var nc *reconcile.NotControlledError
-			switch {
-			case errors.As(err, &nc):
-				problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
-			case err != nil:
-				werr, op, kind = err, wop, wkind
-			default:
-				created, updated = noteApplied(created, updated, wkind, isNew)
-				return true
+	} else if kind, werr := r.applyChildren(ctx, w, &d, svc); werr != nil {
+		op := "apply " + strings.ToLower(kind)
+		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
+		var nc *reconcile.NotControlledError
+		switch class := reconcile.Classify(werr); {
+		case errors.As(werr, &nc):
+			problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
+		case class == reconcile.Moot:
+			r.forget(key)
+			return queue.Result{}, nil
+		case class == reconcile.Permanent || class == reconcile.Waiting:
+			problem = refusalProblem(class, kind, key, werr)
+			rf := failure{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
+			retErr = &reconcile.TerminalError{Err: e}
+			if class == reconcile.Waiting {
+				wait := r.waitBackoff().When(key, now)
+				rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
 			}
-			return false
-		}
-		if want := DesiredDeployment(w); d == nil || !DeploymentUpToDate(d, want) {
-			got, err := r.Client.ApplyDeployment(ctx, want)
-			if outcome(err, "apply deployment", "Deployment", d == nil) && got != nil {
-				d = got
+			r.remember(key, rf)
+		case ctx.Err() != nil:
+			return queue.Result{}, e
+		default:
+			since := r.failingSince(key, now)
+			if now.Sub(since) < TransientGrace {
+				return failWrite(op, werr)
 			}
-		}
-		if want := DesiredService(w); problem == nil && werr == nil && (svc == nil || !ServiceUpToDate(svc, want)) {
-			_, err := r.Client.ApplyService(ctx, want)
-			outcome(err, "apply service", "Service", svc == nil)
-		}
-		r.applied(w, created, updated)
-		if werr != nil {
-			e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
-			switch class := reconcile.Classify(werr); class {
-			case reconcile.Moot:
-				r.forget(key)
-				return queue.Result{}, nil
-			case reconcile.Permanent, reconcile.Waiting:
-				problem = refusalProblem(class, kind, key, werr)
-				rf := refusal{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
-				retErr = &reconcile.TerminalError{Err: e}
-				if class == reconcile.Waiting {
-					wait := r.waitBackoff().When(key, now)
-					rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
-				}
-				r.remember(key, rf)
-			default:
-				if ctx.Err() != nil {
-					return queue.Result{}, e
-				}
-				since := r.failingSince(key, now)
-				if now.Sub(since) < TransientGrace {
-					return failWrite(op, werr)
-				}
-				problem = &Problem{Reason: ReasonReconcileError, Message: trimMessage(fmt.Sprintf(
-					"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}
-				retErr = e
-			}
+			problem = &Problem{Reason: ReasonReconcileError, Message: trimMessage(fmt.Sprintf(
+				"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}
+			retErr = e
 		}
 	}
 	if problem == nil || problem.Reason == ReasonInvalidSpec || problem.Reason == ReasonOwnershipConflict {
@@ -280,6 +253,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	return res, retErr
 }
 
+// applyChildren applies the Deployment, then the Service, of w, each only
+// when the observed one (*d, svc) does not hold the desired fields, and
+// records an Event for what it applied, such as "Created Deployment and
+// Service ns/name". *d becomes the Deployment the server returned. When a
+// write fails it stops there and returns the child's kind and the error.
+func (r *Reconciler) applyChildren(ctx context.Context, w *Widget, d **k8sapi.Deployment, svc *k8sapi.Service) (string, error) {
+	var created, updated []string
+	defer func() {
+		key := k8sapi.Key(w.Namespace, w.Name)
+		if len(created) > 0 {
+			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
+		}
+		if len(updated) > 0 {
+			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(updated, " and ")+" "+key)
+		}
+	}()
+	note := func(kind string, isNew bool) {
+		if isNew {
+			created = append(created, kind)
+		} else {
+			updated = append(updated, kind)
+		}
+	}
+	if want := DesiredDeployment(w); *d == nil || !DeploymentUpToDate(*d, want) {
+		got, err := r.Client.ApplyDeployment(ctx, want)
+		if err != nil {
+			return "Deployment", err
+		}
+		note("Deployment", *d == nil)
+		if got != nil {
+			*d = got
+		}
+	}
+	if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
+		if _, err := r.Client.ApplyService(ctx, want); err != nil {
+			return "Service", err
+		}
+		note("Service", svc == nil)
+	}
+	return "", nil
+}
+
 // Retry ends the wait of the Widget named by key if it is Waiting (or
 // the standing of a Permanent refusal): its next reconcile sends its
 // writes again, and, if it is refused again, waits FirstWait (the
@@ -289,7 +304,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 // then queues the key.
 func (r *Reconciler) Retry(key string) {
 	r.mu.Lock()
-	delete(r.refused, key)
+	if r.failed[key].problem.Reason != "" {
+		delete(r.failed, key)
+	}
 	r.mu.Unlock()
 	r.waitBackoff().Forget(key)
 }
@@ -302,10 +319,10 @@ func (r *Reconciler) Retry(key string) {
 func (r *Reconciler) RetryQuota(namespace string) []string {
 	var keys []string
 	r.mu.Lock()
-	for key, rf := range r.refused {
-		if rf.problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
+	for key, f := range r.failed {
+		if f.problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
 			keys = append(keys, key)
-			delete(r.refused, key)
+			delete(r.failed, key)
 		}
 	}
 	r.mu.Unlock()
@@ -318,49 +335,44 @@ func (r *Reconciler) RetryQuota(namespace string) []string {
 // standing returns the refusal of key if it still stands: the Widget and
 // its children are as they were when it was made, and, for a Waiting
 // one, its retry time has not come.
-func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (refusal, bool) {
+func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (failure, bool) {
 	r.mu.Lock()
-	rf, ok := r.refused[key]
+	f := r.failed[key]
 	r.mu.Unlock()
-	if !ok || rf.uid != w.UID || rf.generation != w.Generation || rf.deploymentRV != rvOf(d) || rf.svcRV != rvOf(svc) {
-		return refusal{}, false
+	if f.problem.Reason == "" || f.uid != w.UID || f.generation != w.Generation || f.deploymentRV != rvOf(d) || f.svcRV != rvOf(svc) {
+		return failure{}, false
 	}
-	return rf, rf.retryAt.IsZero() || now.Before(rf.retryAt)
+	return f, f.retryAt.IsZero() || now.Before(f.retryAt)
 }
 
-// remember records the refusal of key; its Transient failures, if any,
-// are over.
-func (r *Reconciler) remember(key string, rf refusal) {
+// remember records f, a refusal or the start of a run of Transient
+// failures of key, in place of what was remembered of key.
+func (r *Reconciler) remember(key string, f failure) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.refused == nil {
-		r.refused = map[string]refusal{}
+	if r.failed == nil {
+		r.failed = map[string]failure{}
 	}
-	r.refused[key] = rf
-	delete(r.failing, key)
+	r.failed[key] = f
 }
 
 // failingSince records a Transient failure of key at now and returns when
 // the current run of them began.
 func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if since, ok := r.failing[key]; ok {
-		return since
+	since := r.failed[key].since
+	r.mu.Unlock()
+	if since.IsZero() {
+		r.remember(key, failure{since: now})
+		return now
 	}
-	if r.failing == nil {
-		r.failing = map[string]time.Time{}
-	}
-	r.failing[key] = now
-	delete(r.refused, key)
-	return now
+	return since
 }
 
 // forget drops everything remembered of key: it succeeded, or is gone.
 func (r *Reconciler) forget(key string) {
 	r.mu.Lock()
-	delete(r.refused, key)
-	delete(r.failing, key)
+	delete(r.failed, key)
 	r.mu.Unlock()
 	r.waitBackoff().Forget(key)
 }
@@ -391,27 +403,6 @@ const (
 	ReasonReconcileError = "ReconcileError" // a write failed; the reconcile is retried
 )
 
-// noteApplied adds kind to the children created (it was missing) or
-// updated by this reconcile.
-func noteApplied(created, updated []string, kind string, isNew bool) ([]string, []string) {
-	if isNew {
-		return append(created, kind), updated
-	}
-	return created, append(updated, kind)
-}
-
-// applied records one Normal Event for the children one reconcile created
-// or brought in line, such as "Created Deployment and Service ns/name".
-func (r *Reconciler) applied(w *Widget, created, updated []string) {
-	key := k8sapi.Key(w.Namespace, w.Name)
-	if len(created) > 0 {
-		r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
-	}
-	if len(updated) > 0 {
-		r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(updated, " and ")+" "+key)
-	}
-}
-
 func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
@@ -425,31 +416,17 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// conflictMessage says why the existing child m is not the Widget's.
-func conflictMessage(kind string, m *k8sapi.ObjectMeta) string {
-	return (&reconcile.NotControlledError{Kind: kind, Existing: *m}).Reason()
-}
-
 // conflicts returns a message naming each existing child that w does not
 // control, or "".
 func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
-	var msg string
-	check := func(kind string, m *k8sapi.ObjectMeta) {
-		if reconcile.IsControlledBy(m, w.UID) {
-			return
-		}
-		if msg != "" {
-			msg += "; "
-		}
-		msg += conflictMessage(kind, m)
+	var msgs []string
+	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
+		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Deployment", Existing: d.ObjectMeta}).Reason())
 	}
-	if d != nil {
-		check("Deployment", &d.ObjectMeta)
+	if svc != nil && !reconcile.IsControlledBy(&svc.ObjectMeta, w.UID) {
+		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Service", Existing: svc.ObjectMeta}).Reason())
 	}
-	if svc != nil {
-		check("Service", &svc.ObjectMeta)
-	}
-	return msg
+	return strings.Join(msgs, "; ")
 }
 
 // StatusPatch returns the JSON merge patch that sets a Widget's whole

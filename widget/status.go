@@ -62,10 +62,8 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 	}
 	want := w.Spec.ReplicasOrDefault()
 	ds := d.Status
-	available := false
-	if c := deploymentCondition(d, "Available"); c != nil {
-		available = c.Status == "True"
-	}
+	c := deploymentCondition(d, "Available")
+	available := c != nil && c.Status == "True"
 	if ds.ReadyReplicas >= want && ds.UpdatedReplicas >= want && available {
 		return PhaseReady, k8sapi.Condition{Status: "True", Reason: ReasonReady,
 			Message: fmt.Sprintf("%d/%d replicas ready", ds.ReadyReplicas, want)}

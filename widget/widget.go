@@ -3,7 +3,9 @@ package widget
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -147,48 +149,31 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 		s.Invalid = "spec: must be an object, got " + k
 		return nil
 	}
-	var raw struct {
-		Image    json.RawMessage `json:"image"`
-		Replicas json.RawMessage `json:"replicas"`
-		Port     json.RawMessage `json:"port"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return fmt.Errorf("widget: decode spec: %w", err)
 	}
 	var problems []string
 	// A field the operator does not know is a mistake it can name: a typo
 	// such as "replica", or a CRD newer than the operator.
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return fmt.Errorf("widget: decode spec: %w", err)
-	}
-	var unknown []string
-	for k := range fields {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if k != "image" && k != "replicas" && k != "port" {
-			unknown = append(unknown, k)
+			problems = append(problems, fmt.Sprintf("spec.%s: unknown field", strconv.Quote(shorten(k, 64))))
 		}
 	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		problems = append(problems, fmt.Sprintf("spec.%s: unknown field", strconv.Quote(shorten(k, 64))))
-	}
-	switch k := jsonKind(raw.Image); k {
+	switch k := jsonKind(fields["image"]); k {
 	case "", "null":
 	case "string":
-		if err := json.Unmarshal(raw.Image, &s.Image); err != nil {
+		if err := json.Unmarshal(fields["image"], &s.Image); err != nil {
 			return fmt.Errorf("widget: decode spec: %w", err)
 		}
 	default:
-		problems = append(problems, "spec.image: must be a string, got "+describeJSON(raw.Image))
+		problems = append(problems, "spec.image: must be a string, got "+describeJSON(fields["image"]))
 	}
-	var p string
-	if s.Replicas, p = decodeInt32("spec.replicas", raw.Replicas, MinReplicas, MaxReplicas); p != "" {
-		problems = append(problems, p)
-	}
-	if s.Port, p = decodeInt32("spec.port", raw.Port, MinPort, MaxPort); p != "" {
-		problems = append(problems, p)
-	}
-	s.Invalid = strings.Join(problems, "; ")
+	var replicasProblem, portProblem string
+	s.Replicas, replicasProblem = decodeInt32("spec.replicas", fields["replicas"], MinReplicas, MaxReplicas)
+	s.Port, portProblem = decodeInt32("spec.port", fields["port"], MinPort, MaxPort)
+	s.Invalid = joinProblems(append(problems, replicasProblem, portProblem)...)
 	return nil
 }
 
@@ -219,27 +204,17 @@ func decodeInt32(field string, raw json.RawMessage, lo, hi int32) (*int32, strin
 		return nil, field + ": must be an integer, got " + describeJSON(raw)
 	}
 	text := string(bytes.TrimSpace(raw))
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(text, 64)
-		switch {
-		case ferr != nil && !isRangeErr(ferr), f != math.Trunc(f):
-			return nil, field + ": must be an integer, got " + text
-		case f < math.MinInt32 || f > math.MaxInt32:
-			return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, text, lo, hi)
-		}
-		n = int64(f)
-	}
-	if n < math.MinInt32 || n > math.MaxInt32 {
+	// Every int32 is exact in a float64, and so is every whole number
+	// beyond: a float says both whether it is whole and whether it fits.
+	f, err := strconv.ParseFloat(text, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), f != math.Trunc(f):
+		return nil, field + ": must be an integer, got " + text
+	case f < math.MinInt32 || f > math.MaxInt32:
 		return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, text, lo, hi)
 	}
-	v := int32(n)
+	v := int32(f)
 	return &v, ""
-}
-
-func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
 }
 
 // jsonKind names the kind of one JSON value: "object", "array", "string",
@@ -295,13 +270,12 @@ func shorten(s string, n int) string {
 // when both are valid, else their messages joined by "; ". The CRD in
 // manifests/crd.yaml refuses the same Widgets at creation.
 func ValidateWidget(w *Widget) string {
-	var problems []string
-	for _, p := range []string{ValidateName(w.Name), Validate(w.Spec)} {
-		if p != "" {
-			problems = append(problems, p)
-		}
-	}
-	return strings.Join(problems, "; ")
+	return joinProblems(ValidateName(w.Name), Validate(w.Spec))
+}
+
+// joinProblems joins the problems that are not "" with "; ".
+func joinProblems(problems ...string) string {
+	return strings.Join(slices.DeleteFunc(problems, func(p string) bool { return p == "" }), "; ")
 }
 
 // ValidateName checks a Widget's name and returns "" when it can name the
@@ -346,26 +320,24 @@ func Validate(spec WidgetSpec) string {
 	if spec.Invalid != "" {
 		return spec.Invalid
 	}
-	var problems []string
-	switch n := utf8.RuneCountInString(spec.Image); {
-	case spec.Image == "":
-		problems = append(problems, "spec.image: must not be empty")
+	return joinProblems(validateImage(spec.Image),
+		checkRange("spec.replicas", spec.Replicas, MinReplicas, MaxReplicas),
+		checkRange("spec.port", spec.Port, MinPort, MaxPort))
+}
+
+// validateImage checks spec.image, as Validate does.
+func validateImage(image string) string {
+	switch n := utf8.RuneCountInString(image); {
+	case image == "":
+		return "spec.image: must not be empty"
 	case n > MaxImageLength:
-		problems = append(problems, fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength))
-	default:
-		if i := strings.IndexFunc(spec.Image, unicode.IsSpace); i >= 0 {
-			r, _ := utf8.DecodeRuneInString(spec.Image[i:])
-			problems = append(problems, fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d",
-				r, utf8.RuneCountInString(spec.Image[:i])+1))
-		}
+		return fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength)
 	}
-	if p := checkRange("spec.replicas", spec.Replicas, MinReplicas, MaxReplicas); p != "" {
-		problems = append(problems, p)
+	if i := strings.IndexFunc(image, unicode.IsSpace); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(image[i:])
+		return fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d", r, utf8.RuneCountInString(image[:i])+1)
 	}
-	if p := checkRange("spec.port", spec.Port, MinPort, MaxPort); p != "" {
-		problems = append(problems, p)
-	}
-	return strings.Join(problems, "; ")
+	return ""
 }
 
 func checkRange(field string, v *int32, lo, hi int32) string {

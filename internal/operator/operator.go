@@ -120,25 +120,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-
-	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		eps.close()
-		return err
-	}
-
-	// Leader election has a client of its own, without the rate limit:
-	// a renewal must not wait behind a burst of reconciles, or a busy
-	// leader would miss its renew deadline; nor may the release at
-	// shutdown. It sends one request per retry period.
-	leaseCfg := *cfg
-	leaseCfg.QPS, leaseCfg.Burst = 0, 0
-	leaseClient, err := k8sapi.New(&leaseCfg)
-	if err != nil {
-		eps.close()
-		return err
-	}
-
-	op, err := newOperator(client, leaseClient, opts, identity, log, reg)
+	op, err := newOperator(ctx, client, cfg, opts, identity, log, reg)
 	if err != nil {
 		eps.close()
 		return err
@@ -194,10 +176,22 @@ type operator struct {
 // that unrelated Deployments and Services are never cached.
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
-// newOperator builds the operator's parts. leaseClient is for leader
-// election and sharding only; identity names this replica in the shards'
-// Leases.
-func newOperator(client, leaseClient *k8sapi.Client, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+// newOperator checks that the operator can start (preflight) and builds
+// its parts. Leader election and sharding get a client of their own,
+// cfg's without the rate limit: a renewal must not wait behind a burst of
+// reconciles, or a busy leader would miss its renew deadline; nor may the
+// release at shutdown. It sends one request per retry period. identity
+// names this replica in the shards' Leases.
+func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+	if err := preflight(ctx, client, opts.Namespace); err != nil {
+		return nil, err
+	}
+	leaseCfg := *cfg
+	leaseCfg.QPS, leaseCfg.Burst = 0, 0
+	leaseClient, err := k8sapi.New(&leaseCfg)
+	if err != nil {
+		return nil, err
+	}
 	op := &operator{log: log, registry: reg}
 	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, ShutdownTimeout: opts.ShutdownTimeout}
 	switch {
@@ -209,41 +203,22 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, identity stri
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
-	op.widgets = reconcile.WatchPrimary(op.ctrl, watch.Config[widget.Widget]{
-		Source:    watch.ClientSource[widget.Widget](client, widget.Widgets),
-		Namespace: opts.Namespace,
-		Name:      "widgets",
-		Logger:    log,
-	})
-	op.deployments = reconcile.WatchOwned(op.ctrl, watch.Config[k8sapi.Deployment]{
-		Source:        watch.ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
-		Namespace:     opts.Namespace,
-		LabelSelector: childSelector,
-		Name:          "deployments",
-		Logger:        log,
-	}, widget.Widgets, widget.WidgetKind)
-	op.services = reconcile.WatchOwned(op.ctrl, watch.Config[k8sapi.Service]{
-		Source:        watch.ClientSource[k8sapi.Service](client, k8sapi.Services),
-		Namespace:     opts.Namespace,
-		LabelSelector: childSelector,
-		Name:          "services",
-		Logger:        log,
-	}, widget.Widgets, widget.WidgetKind)
+	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig[widget.Widget](client, widget.Widgets, "", opts.Namespace, log))
+	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig[k8sapi.Deployment](client, k8sapi.Deployments, childSelector, opts.Namespace, log),
+		widget.Widgets, widget.WidgetKind)
+	op.services = reconcile.WatchOwned(op.ctrl, watchConfig[k8sapi.Service](client, k8sapi.Services, childSelector, opts.Namespace, log),
+		widget.Widgets, widget.WidgetKind)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
-	// holds their metadata, and no reconcile waits for it to sync.
-	op.quotas = watch.New(watch.Config[resourceQuota]{
-		Source:    watch.ClientSource[resourceQuota](client, resourceQuotas),
-		Namespace: opts.Namespace,
-		Name:      "resourcequotas",
-		Logger:    log,
-		// A change retries at once the Widgets of its namespace that wait
-		// on a ResourceQuota.
-		Handler: watch.OnChange(func(q *resourceQuota) {
-			for _, key := range op.reconciler.RetryQuota(q.Namespace) {
-				op.ctrl.Enqueue(key)
-			}
-		}),
+	// holds their metadata, and no reconcile waits for it to sync. A
+	// change retries at once the Widgets of its namespace that wait on a
+	// ResourceQuota.
+	quotas := watchConfig[resourceQuota](client, resourceQuotas, "", opts.Namespace, log)
+	quotas.Handler = watch.OnChange(func(q *resourceQuota) {
+		for _, key := range op.reconciler.RetryQuota(q.Namespace) {
+			op.ctrl.Enqueue(key)
+		}
 	})
+	op.quotas = watch.New(quotas)
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
 		return nil, err
@@ -257,6 +232,19 @@ func newOperator(client, leaseClient *k8sapi.Client, opts Options, identity stri
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))
 	return op, nil
+}
+
+// watchConfig configures the watch of res in namespace ("" for all),
+// limited to the objects that selector selects ("" for all), and named
+// after res.Resource.
+func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, namespace string, log *slog.Logger) watch.Config[T] {
+	return watch.Config[T]{
+		Source:        watch.ClientSource[T](client, res),
+		Namespace:     namespace,
+		LabelSelector: selector,
+		Name:          res.Resource,
+		Logger:        log,
+	}
 }
 
 // run runs the controller until ctx ends. The event writer and the

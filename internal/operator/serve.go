@@ -180,8 +180,7 @@ func (op *operator) serve(e *endpoints) []*http.Server {
 
 	pm := http.NewServeMux()
 	pm.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	var rl readyzLog
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -215,16 +214,14 @@ func writeReadyz(w http.ResponseWriter, checks []reconcile.Check) {
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	var b strings.Builder
 	for _, c := range checks {
 		if c.Err == nil {
-			fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
+			fmt.Fprintf(w, "[+]%s ok\n", c.Name)
 		} else {
-			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
+			fmt.Fprintf(w, "[-]%s failed: reason withheld\n", c.Name)
 		}
 	}
-	b.WriteString("readyz check failed\n")
-	fmt.Fprint(w, b.String())
+	fmt.Fprintln(w, "readyz check failed")
 }
 
 // readyzLog logs the reasons of failing readiness checks: when the set
