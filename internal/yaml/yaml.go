@@ -29,6 +29,7 @@ package yaml
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -88,15 +89,11 @@ type Entry struct {
 // IsNull reports whether n is a null: nil, an empty value, or a plain
 // "~" or "null".
 func (n *Node) IsNull() bool {
-	if n == nil {
-		return true
-	}
-	switch n.Value {
-	case "", "~", "null", "Null", "NULL":
-		return n.Kind == Scalar && !n.Quoted
-	}
-	return false
+	return n == nil || n.Kind == Scalar && !n.Quoted && slices.Contains(nulls, n.Value)
 }
+
+// nulls are the plain scalars of the core schema that mean null.
+var nulls = []string{"", "~", "null", "Null", "NULL"}
 
 // Get returns the value of key in map n, or nil when n is not a map or has
 // no such key.
@@ -129,12 +126,12 @@ func Parse(data []byte) (n *Node, err error) {
 	// The parser stops at the first error by panicking with a
 	// *SyntaxError (see fail), which never leaves the package.
 	defer func() {
-		if e := recover(); e != nil {
-			se, ok := e.(*SyntaxError)
-			if !ok {
-				panic(e)
-			}
-			n, err = nil, se
+		switch e := recover().(type) {
+		case nil:
+		case *SyntaxError:
+			n, err = nil, e
+		default:
+			panic(e)
 		}
 	}()
 	s := strings.TrimPrefix(string(data), "\uFEFF")
@@ -259,6 +256,13 @@ func (p *parser) count(num int) {
 	}
 }
 
+// checkDepth fails when depth, on line num, is deeper than MaxDepth.
+func checkDepth(depth, num int) {
+	if depth > MaxDepth {
+		fail(num, "nesting deeper than %d levels", MaxDepth)
+	}
+}
+
 // isMarker reports whether s, the start of a line, is a document marker.
 func isMarker(s string) bool {
 	if !strings.HasPrefix(s, "---") && !strings.HasPrefix(s, "...") {
@@ -349,9 +353,7 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *
 // indent, inside a parent at indentation parent.
 func (p *parser) block(indent, parent, depth int) *Node {
 	l := *p.line()
-	if depth > MaxDepth {
-		fail(l.num, "nesting deeper than %d levels", MaxDepth)
-	}
+	checkDepth(depth, l.num)
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
 	}
@@ -415,9 +417,7 @@ func (p *parser) list(indent, depth int) *Node {
 	// A line that is not an item ends a list written at its key's
 	// indentation: the enclosing map goes on, or reports the line.
 	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
-		if depth+1 > MaxDepth {
-			fail(l.num, "nesting deeper than %d levels", MaxDepth)
-		}
+		checkDepth(depth+1, l.num)
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
 		var v *Node
@@ -491,9 +491,7 @@ func splitKey(l *line) (key, rest string, ok bool) {
 // yet, a plain scalar's continuation lines) must be indented more than
 // parent.
 func (p *parser) inline(t string, at, num, parent, depth int) *Node {
-	if depth > MaxDepth {
-		fail(num, "nesting deeper than %d levels", MaxDepth)
-	}
+	checkDepth(depth, num)
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
@@ -503,12 +501,9 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 		p.finish(f.i, f.line, "flow collection")
 		return n
 	case '"', '\'':
-		v, end, endLine := quoted(p.src, at, num, parent+1)
-		if end < 0 {
-			unterminated(num, t[0])
-		}
+		n, end, endLine := p.quotedValue(at, num, parent+1)
 		p.finish(end, endLine, "quoted scalar")
-		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}
+		return n
 	}
 	indicator(t, num)
 	v, comment := plainLine(t)
@@ -589,14 +584,10 @@ func indicator(t string, num int) {
 		fail(num, "aliases are not supported")
 	case '!':
 		fail(num, "tags are not supported")
-	case '|', '>':
-		fail(num, "a block scalar cannot start here")
 	case '%', '@', '`':
 		fail(num, "reserved indicator %q cannot start a plain scalar", t[0])
 	case ',', ']', '}':
 		fail(num, "unexpected %q", t[0])
-	case '#':
-		fail(num, "expected a value, found a comment")
 	}
 	switch {
 	case t[0] == '?' && spaceAfter(t, 0):
@@ -612,27 +603,23 @@ func indicator(t string, num int) {
 // is t, on line num, inside a parent at indentation parent.
 func (p *parser) blockScalar(t string, num, parent int) *Node {
 	folded := t[0] == '>'
-	chomp, explicit := byte(0), 0
+	// The content's indentation: given by the header, relative to the
+	// parent, or else (-1 here) that of the first line that is not empty.
+	chomp, indent := byte(0), -1
 	h := t[1:]
 	for range 2 {
 		switch {
 		case h == "":
 		case (h[0] == '-' || h[0] == '+') && chomp == 0:
 			chomp, h = h[0], h[1:]
-		case h[0] >= '1' && h[0] <= '9' && explicit == 0:
-			explicit, h = int(h[0]-'0'), h[1:]
+		case h[0] >= '1' && h[0] <= '9' && indent < 0:
+			indent, h = int(h[0]-'0')+max(parent, 0), h[1:]
 		case h[0] == '0':
 			fail(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
 	if !spaceOrComment(h) {
 		fail(num, "invalid block scalar header")
-	}
-	// The content's indentation: given by the header, relative to the
-	// parent, or else that of the first line that is not empty.
-	indent := -1
-	if explicit > 0 {
-		indent = explicit + max(parent, 0)
 	}
 	longest := 0 // the longest leading empty line
 	var b text
@@ -768,14 +755,19 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 	return "", -1, 0
 }
 
-// unterminated fails for a quoted scalar, with quote q on line num, that
-// the text ends in.
-func unterminated(num int, q byte) {
-	kind := "double"
-	if q == '\'' {
-		kind = "single"
+// quotedValue parses the quoted scalar at src[at], on line num, as a
+// value: the text must not end before its closing quote. It returns the
+// scalar, the offset after the closing quote and that offset's line.
+func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
+	v, end, endLine := quoted(p.src, at, num, minIndent)
+	if end < 0 {
+		kind := "double"
+		if p.src[at] == '\'' {
+			kind = "single"
+		}
+		fail(num, "unterminated %s-quoted scalar", kind)
 	}
-	fail(num, "unterminated %s-quoted scalar", kind)
+	return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, end, endLine
 }
 
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
@@ -907,19 +899,13 @@ func (f *flow) more() {
 }
 
 func (f *flow) value(depth int) *Node {
-	if depth > MaxDepth {
-		fail(f.line, "nesting deeper than %d levels", MaxDepth)
-	}
+	checkDepth(depth, f.line)
 	f.more()
 	switch c := f.src[f.i]; c {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
-		if end < 0 {
-			unterminated(f.line, c)
-		}
-		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
+		n, end, line := f.quotedValue(f.i, f.line, f.minIndent)
 		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
@@ -956,10 +942,10 @@ func (f *flow) value(depth int) *Node {
 // collection parses the flow list or map that starts at src[i].
 func (f *flow) collection(depth int) *Node {
 	n := &Node{Kind: List, Line: f.line}
-	end, what := byte(']'), "list"
+	end := byte(']')
 	var seen map[string]bool
 	if f.src[f.i] == '{' {
-		n.Kind, end, what, seen = Map, '}', "map", make(map[string]bool)
+		n.Kind, end, seen = Map, '}', make(map[string]bool)
 	}
 	f.i++
 	for f.more(); f.src[f.i] != end; f.more() {
@@ -979,7 +965,7 @@ func (f *flow) collection(depth int) *Node {
 		case c == ':' && n.Kind == List:
 			fail(f.line, "key: value pairs in a flow list are not supported")
 		default:
-			fail(f.line, "expected ',' or '%c' in a flow %s", end, what)
+			fail(f.line, "expected ',' or '%c' in a flow %s", end, n.Kind)
 		}
 	}
 	f.i++
