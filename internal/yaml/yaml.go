@@ -397,17 +397,12 @@ func (p *parser) mapping(indent, depth int) *Node {
 			fail(l.num, "duplicate map key (first at line %d)", first)
 		}
 		seen[key] = l.num
-		kl := *l
+		num, end := l.num, l.end
 		p.next()
-		var v *Node
-		if onlyComment(rest) {
-			v = p.indented(indent, true, depth+1, kl.num)
-		} else {
-			t := strings.TrimLeft(rest, " \t")
-			v = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
-		}
-		p.count(kl.num)
-		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
+		t := strings.TrimLeft(rest, " \t")
+		v := p.inline(t, end-len(t), num, indent, depth+1)
+		p.count(num)
+		m.Entries = append(m.Entries, Entry{Key: key, Line: num, Value: v})
 	}
 	return m
 }
@@ -450,14 +445,13 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	switch t[0] {
 	case '"', '\'':
 		v, n, _ := quoted(t, 0, l.num, 0)
-		if n < 0 {
-			return "", "", false
+		if n > 0 {
+			after := strings.TrimLeft(t[n:], " \t")
+			if strings.HasPrefix(after, ":") && spaceAfter(after, 0) {
+				return v, after[1:], true
+			}
 		}
-		after := strings.TrimLeft(t[n:], " \t")
-		if !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
-			return "", "", false
-		}
-		return v, after[1:], true
+		return "", "", false
 	case '?':
 		if spaceAfter(t, 0) {
 			fail(l.num, "complex keys ('?') are not supported")
@@ -465,32 +459,32 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false
 	}
-	for i := 0; i < len(t); i++ {
-		if t[i] == '#' && i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
-			return "", "", false
-		}
-		if t[i] != ':' || !spaceAfter(t, i) {
-			continue
-		}
-		key = strings.TrimRight(t[:i], " \t")
-		if key == "" {
-			fail(l.num, "empty map key")
-		}
-		if key == "<<" {
-			fail(l.num, "merge keys ('<<') are not supported")
-		}
-		return key, t[i+1:], true
+	v, _ := plainLine(t)
+	i := keyColon(v)
+	if i < 0 {
+		return "", "", false
 	}
-	return "", "", false
+	key = strings.TrimRight(t[:i], " \t")
+	if key == "" {
+		fail(l.num, "empty map key")
+	}
+	if key == "<<" {
+		fail(l.num, "merge keys ('<<') are not supported")
+	}
+	return key, t[i+1:], true
 }
 
 // inline parses a value that starts on its line: t is the text from the
-// value's first character, at offset at in the source. The line itself is
-// already consumed. Whatever continues the value on later lines (a block
+// value's first character, at offset at in the source; when t is empty or
+// a comment, the value is on the following lines (see indented). The line
+// itself is already consumed. Whatever continues the value on later lines (a block
 // scalar's content, a flow collection or quoted scalar that is not closed
 // yet, a plain scalar's continuation lines) must be indented more than
 // parent.
 func (p *parser) inline(t string, at, num, parent, depth int) *Node {
+	if onlyComment(t) {
+		return p.indented(parent, true, depth, num)
+	}
 	checkDepth(depth, num)
 	switch t[0] {
 	case '|', '>':
@@ -507,7 +501,7 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 	}
 	indicator(t, num)
 	v, comment := plainLine(t)
-	if hasColon(v) {
+	if keyColon(v) >= 0 {
 		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
 	}
 	if !comment {
@@ -527,10 +521,16 @@ func plainLine(t string) (string, bool) {
 	return strings.TrimRight(t, " \t"), false
 }
 
-// hasColon reports whether v, a line of a plain scalar, holds a ':'
-// followed by white space or at its end, which would make it a key.
-func hasColon(v string) bool {
-	return strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":")
+// keyColon returns the offset of the first ':' in v, a line of a plain
+// scalar, that white space or the end of v follows, which would make v a
+// key; or -1.
+func keyColon(v string) int {
+	for i := range len(v) {
+		if v[i] == ':' && spaceAfter(v, i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // plainMore reads the continuation lines of a plain scalar whose first
@@ -551,7 +551,7 @@ func (p *parser) plainMore(v string, parent int) string {
 			break
 		}
 		c, comment := plainLine(t)
-		if hasColon(c) {
+		if keyColon(c) >= 0 {
 			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
 		if b.Len() == 0 {
@@ -703,20 +703,17 @@ func (b *text) repeat(c byte, n int) {
 func quoted(s string, i, num, minIndent int) (string, int, int) {
 	q := s[i]
 	var b text
-	ws := -1 // where white space not written yet starts: dropped at a line break
 	for j, n := i+1, num; j < len(s); {
 		c := s[j]
 		if c == ' ' || c == '\t' {
-			if ws < 0 {
-				ws = j
+			// White space before a line break is dropped.
+			k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
+			if k < len(s) && s[k] != '\n' {
+				b.put(s[j:k])
 			}
-			j++
+			j = k
 			continue
 		}
-		if ws >= 0 && c != '\n' {
-			b.put(s[ws:j])
-		}
-		ws = -1
 		// An escaped line break joins the lines with nothing between.
 		escapedBreak := c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n'
 		switch {
@@ -776,14 +773,8 @@ func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
 // the text ends.
 func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
-		k := j
-		for k < len(s) && s[k] == ' ' {
-			k++
-		}
-		spaces := k - j
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
+		spaces := len(s[j:]) - len(strings.TrimLeft(s[j:], " "))
+		k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
 		switch {
 		case k == len(s):
 			return 0, -1, 0
@@ -791,7 +782,7 @@ func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 			empty++
 			j, n = k+1, n+1
 			continue
-		case spaces == 0 && isMarker(s[j:]):
+		case isMarker(s[j:]):
 			fail(n, "a document marker inside a quoted scalar")
 		case spaces < minIndent:
 			fail(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
