@@ -354,6 +354,11 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *
 func (p *parser) block(indent, parent, depth int) *Node {
 	l := *p.line()
 	checkDepth(depth, l.num)
+	if onlyComment(l.text) {
+		// An empty list item: its value is on the following lines.
+		p.next()
+		return p.indented(parent, false, depth, l.num)
+	}
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
 	}
@@ -415,22 +420,15 @@ func (p *parser) list(indent, depth int) *Node {
 		checkDepth(depth+1, l.num)
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
-		var v *Node
-		if onlyComment(item) {
-			num := l.num
-			p.next()
-			v = p.indented(indent, false, depth+1, num)
-		} else {
-			if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') {
-				fail(l.num, "tab character used for indentation")
-			}
-			// Read the item as if it were a line of its own, indented to
-			// where its text starts, so "- key: v" opens a map whose
-			// further keys line up with "key".
-			l.indent = indent + 1 + len(rest) - len(item)
-			l.text = item
-			v = p.block(l.indent, indent, depth+1)
+		if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') && !onlyComment(item) {
+			fail(l.num, "tab character used for indentation")
 		}
+		// Read the item as if it were a line of its own, indented to
+		// where its text starts, so "- key: v" opens a map whose
+		// further keys line up with "key".
+		l.indent = indent + 1 + len(rest) - len(item)
+		l.text = item
+		v := p.block(l.indent, indent, depth+1)
 		p.count(v.Line)
 		s.Items = append(s.Items, v)
 	}
@@ -679,16 +677,12 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 type text struct{ strings.Builder }
 
 func (b *text) put(s string) {
-	if b.Cap()-b.Len() < len(s) {
-		b.Grow(len(s)) // to twice the capacity, and s
-	}
+	b.Grow(len(s)) // when short, to twice the capacity and s
 	b.WriteString(s)
 }
 
 func (b *text) repeat(c byte, n int) {
-	if b.Cap()-b.Len() < n {
-		b.Grow(n)
-	}
+	b.Grow(n)
 	for ; n > 0; n-- {
 		b.WriteByte(c)
 	}
