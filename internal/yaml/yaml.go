@@ -230,15 +230,7 @@ func (p *parser) finish(e, num int, what string) {
 
 // peek returns the next line that is not blank, or nil at the end.
 func (p *parser) peek() *line {
-	for {
-		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
-			p.off++ // an empty line, the quick way
-			p.num++
-		}
-		l := p.line()
-		if l == nil {
-			return nil
-		}
+	for l := p.line(); l != nil; l = p.line() {
 		if !onlyComment(l.text) {
 			if l.text[0] == '\t' {
 				fail(l.num, "tab character used for indentation")
@@ -246,7 +238,12 @@ func (p *parser) peek() *line {
 			return l
 		}
 		p.next()
+		for p.off < len(p.src) && p.src[p.off] == '\n' {
+			p.off++ // an empty line, the quick way
+			p.num++
+		}
 	}
+	return nil
 }
 
 // count counts one more map entry or list item, on line num.
