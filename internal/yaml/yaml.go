@@ -305,12 +305,11 @@ func (p *parser) document() *Node {
 		p.next()
 		l = p.peek()
 	}
-	root := null(1)
-	if l != nil && isDocMarker(l) {
-		root = null(l.num)
-	} else if l != nil {
-		root = p.block(l.indent, -1, 1)
+	num := 1 // the line of an empty document
+	if l != nil {
+		num = l.num
 	}
+	root := p.indented(-1, false, 1, num)
 	// Only "..." and comments may follow.
 	l = p.peek()
 	switch {
