@@ -763,8 +763,14 @@ func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
 // the text ends.
 func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
-		spaces := len(s[j:]) - len(strings.TrimLeft(s[j:], " "))
-		k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
+		k := j
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		spaces := k - j
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			k++
+		}
 		switch {
 		case k == len(s):
 			return 0, -1, 0
