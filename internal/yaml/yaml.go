@@ -29,6 +29,7 @@ package yaml
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -88,15 +89,11 @@ type Entry struct {
 // IsNull reports whether n is a null: nil, an empty value, or a plain
 // "~" or "null".
 func (n *Node) IsNull() bool {
-	if n == nil {
-		return true
-	}
-	switch n.Value {
-	case "", "~", "null", "Null", "NULL":
-		return n.Kind == Scalar && !n.Quoted
-	}
-	return false
+	return n == nil || n.Kind == Scalar && !n.Quoted && slices.Contains(nulls, n.Value)
 }
+
+// nulls are the plain scalars of the core schema that mean null.
+var nulls = []string{"", "~", "null", "Null", "NULL"}
 
 // Get returns the value of key in map n, or nil when n is not a map or has
 // no such key.
@@ -129,12 +126,12 @@ func Parse(data []byte) (n *Node, err error) {
 	// The parser stops at the first error by panicking with a
 	// *SyntaxError (see fail), which never leaves the package.
 	defer func() {
-		if e := recover(); e != nil {
-			se, ok := e.(*SyntaxError)
-			if !ok {
-				panic(e)
-			}
-			n, err = nil, se
+		switch e := recover().(type) {
+		case nil:
+		case *SyntaxError:
+			n, err = nil, e
+		default:
+			panic(e)
 		}
 	}()
 	s := strings.TrimPrefix(string(data), "\uFEFF")
@@ -233,15 +230,7 @@ func (p *parser) finish(e, num int, what string) {
 
 // peek returns the next line that is not blank, or nil at the end.
 func (p *parser) peek() *line {
-	for {
-		for !p.have && p.off < len(p.src) && p.src[p.off] == '\n' {
-			p.off++ // an empty line, the quick way
-			p.num++
-		}
-		l := p.line()
-		if l == nil {
-			return nil
-		}
+	for l := p.line(); l != nil; l = p.line() {
 		if !onlyComment(l.text) {
 			if l.text[0] == '\t' {
 				fail(l.num, "tab character used for indentation")
@@ -249,13 +238,25 @@ func (p *parser) peek() *line {
 			return l
 		}
 		p.next()
+		for p.off < len(p.src) && p.src[p.off] == '\n' {
+			p.off++ // an empty line, the quick way
+			p.num++
+		}
 	}
+	return nil
 }
 
 // count counts one more map entry or list item, on line num.
 func (p *parser) count(num int) {
 	if p.values++; p.values > MaxValues {
 		fail(num, "more than %d map entries and list items in the document", MaxValues)
+	}
+}
+
+// checkDepth fails when depth, on line num, is deeper than MaxDepth.
+func checkDepth(depth, num int) {
+	if depth > MaxDepth {
+		fail(num, "nesting deeper than %d levels", MaxDepth)
 	}
 }
 
@@ -304,12 +305,11 @@ func (p *parser) document() *Node {
 		p.next()
 		l = p.peek()
 	}
-	root := null(1)
-	if l != nil && isDocMarker(l) {
-		root = null(l.num)
-	} else if l != nil {
-		root = p.block(l.indent, -1, 1)
+	num := 1 // the line of an empty document
+	if l != nil {
+		num = l.num
 	}
+	root := p.indented(-1, false, 1, num)
 	// Only "..." and comments may follow.
 	l = p.peek()
 	switch {
@@ -349,8 +349,11 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *
 // indent, inside a parent at indentation parent.
 func (p *parser) block(indent, parent, depth int) *Node {
 	l := *p.line()
-	if depth > MaxDepth {
-		fail(l.num, "nesting deeper than %d levels", MaxDepth)
+	checkDepth(depth, l.num)
+	if onlyComment(l.text) {
+		// An empty list item: its value is on the following lines.
+		p.next()
+		return p.indented(parent, false, depth, l.num)
 	}
 	if isSeqItem(l.text) {
 		return p.list(indent, depth)
@@ -395,17 +398,12 @@ func (p *parser) mapping(indent, depth int) *Node {
 			fail(l.num, "duplicate map key (first at line %d)", first)
 		}
 		seen[key] = l.num
-		kl := *l
+		num, end := l.num, l.end
 		p.next()
-		var v *Node
-		if onlyComment(rest) {
-			v = p.indented(indent, true, depth+1, kl.num)
-		} else {
-			t := strings.TrimLeft(rest, " \t")
-			v = p.inline(t, kl.end-len(t), kl.num, indent, depth+1)
-		}
-		p.count(kl.num)
-		m.Entries = append(m.Entries, Entry{Key: key, Line: kl.num, Value: v})
+		t := strings.TrimLeft(rest, " \t")
+		v := p.inline(t, end-len(t), num, indent, depth+1)
+		p.count(num)
+		m.Entries = append(m.Entries, Entry{Key: key, Line: num, Value: v})
 	}
 	return m
 }
@@ -415,27 +413,18 @@ func (p *parser) list(indent, depth int) *Node {
 	// A line that is not an item ends a list written at its key's
 	// indentation: the enclosing map goes on, or reports the line.
 	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
-		if depth+1 > MaxDepth {
-			fail(l.num, "nesting deeper than %d levels", MaxDepth)
-		}
+		checkDepth(depth+1, l.num)
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
-		var v *Node
-		if onlyComment(item) {
-			num := l.num
-			p.next()
-			v = p.indented(indent, false, depth+1, num)
-		} else {
-			if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') {
-				fail(l.num, "tab character used for indentation")
-			}
-			// Read the item as if it were a line of its own, indented to
-			// where its text starts, so "- key: v" opens a map whose
-			// further keys line up with "key".
-			l.indent = indent + 1 + len(rest) - len(item)
-			l.text = item
-			v = p.block(l.indent, indent, depth+1)
+		if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') && !onlyComment(item) {
+			fail(l.num, "tab character used for indentation")
 		}
+		// Read the item as if it were a line of its own, indented to
+		// where its text starts, so "- key: v" opens a map whose
+		// further keys line up with "key".
+		l.indent = indent + 1 + len(rest) - len(item)
+		l.text = item
+		v := p.block(l.indent, indent, depth+1)
 		p.count(v.Line)
 		s.Items = append(s.Items, v)
 	}
@@ -450,14 +439,13 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	switch t[0] {
 	case '"', '\'':
 		v, n, _ := quoted(t, 0, l.num, 0)
-		if n < 0 {
-			return "", "", false
+		if n > 0 {
+			after := strings.TrimLeft(t[n:], " \t")
+			if strings.HasPrefix(after, ":") && spaceAfter(after, 0) {
+				return v, after[1:], true
+			}
 		}
-		after := strings.TrimLeft(t[n:], " \t")
-		if !strings.HasPrefix(after, ":") || !spaceAfter(after, 0) {
-			return "", "", false
-		}
-		return v, after[1:], true
+		return "", "", false
 	case '?':
 		if spaceAfter(t, 0) {
 			fail(l.num, "complex keys ('?') are not supported")
@@ -465,35 +453,33 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false
 	}
-	for i := 0; i < len(t); i++ {
-		if t[i] == '#' && i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
-			return "", "", false
-		}
-		if t[i] != ':' || !spaceAfter(t, i) {
-			continue
-		}
-		key = strings.TrimRight(t[:i], " \t")
-		if key == "" {
-			fail(l.num, "empty map key")
-		}
-		if key == "<<" {
-			fail(l.num, "merge keys ('<<') are not supported")
-		}
-		return key, t[i+1:], true
+	v, _ := plainLine(t)
+	i := keyColon(v)
+	if i < 0 {
+		return "", "", false
 	}
-	return "", "", false
+	key = strings.TrimRight(t[:i], " \t")
+	if key == "" {
+		fail(l.num, "empty map key")
+	}
+	if key == "<<" {
+		fail(l.num, "merge keys ('<<') are not supported")
+	}
+	return key, t[i+1:], true
 }
 
 // inline parses a value that starts on its line: t is the text from the
-// value's first character, at offset at in the source. The line itself is
-// already consumed. Whatever continues the value on later lines (a block
+// value's first character, at offset at in the source; when t is empty or
+// a comment, the value is on the following lines (see indented). The line
+// itself is already consumed. Whatever continues the value on later lines (a block
 // scalar's content, a flow collection or quoted scalar that is not closed
 // yet, a plain scalar's continuation lines) must be indented more than
 // parent.
 func (p *parser) inline(t string, at, num, parent, depth int) *Node {
-	if depth > MaxDepth {
-		fail(num, "nesting deeper than %d levels", MaxDepth)
+	if onlyComment(t) {
+		return p.indented(parent, true, depth, num)
 	}
+	checkDepth(depth, num)
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
@@ -503,16 +489,13 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 		p.finish(f.i, f.line, "flow collection")
 		return n
 	case '"', '\'':
-		v, end, endLine := quoted(p.src, at, num, parent+1)
-		if end < 0 {
-			unterminated(num, t[0])
-		}
+		n, end, endLine := p.quotedValue(at, num, parent+1)
 		p.finish(end, endLine, "quoted scalar")
-		return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}
+		return n
 	}
 	indicator(t, num)
 	v, comment := plainLine(t)
-	if hasColon(v) {
+	if keyColon(v) >= 0 {
 		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
 	}
 	if !comment {
@@ -532,10 +515,16 @@ func plainLine(t string) (string, bool) {
 	return strings.TrimRight(t, " \t"), false
 }
 
-// hasColon reports whether v, a line of a plain scalar, holds a ':'
-// followed by white space or at its end, which would make it a key.
-func hasColon(v string) bool {
-	return strings.Contains(v, ": ") || strings.Contains(v, ":\t") || strings.HasSuffix(v, ":")
+// keyColon returns the offset of the first ':' in v, a line of a plain
+// scalar, that white space or the end of v follows, which would make v a
+// key; or -1.
+func keyColon(v string) int {
+	for i := range len(v) {
+		if v[i] == ':' && spaceAfter(v, i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // plainMore reads the continuation lines of a plain scalar whose first
@@ -556,7 +545,7 @@ func (p *parser) plainMore(v string, parent int) string {
 			break
 		}
 		c, comment := plainLine(t)
-		if hasColon(c) {
+		if keyColon(c) >= 0 {
 			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
 		if b.Len() == 0 {
@@ -589,14 +578,10 @@ func indicator(t string, num int) {
 		fail(num, "aliases are not supported")
 	case '!':
 		fail(num, "tags are not supported")
-	case '|', '>':
-		fail(num, "a block scalar cannot start here")
 	case '%', '@', '`':
 		fail(num, "reserved indicator %q cannot start a plain scalar", t[0])
 	case ',', ']', '}':
 		fail(num, "unexpected %q", t[0])
-	case '#':
-		fail(num, "expected a value, found a comment")
 	}
 	switch {
 	case t[0] == '?' && spaceAfter(t, 0):
@@ -612,27 +597,23 @@ func indicator(t string, num int) {
 // is t, on line num, inside a parent at indentation parent.
 func (p *parser) blockScalar(t string, num, parent int) *Node {
 	folded := t[0] == '>'
-	chomp, explicit := byte(0), 0
+	// The content's indentation: given by the header, relative to the
+	// parent, or else (-1 here) that of the first line that is not empty.
+	chomp, indent := byte(0), -1
 	h := t[1:]
 	for range 2 {
 		switch {
 		case h == "":
 		case (h[0] == '-' || h[0] == '+') && chomp == 0:
 			chomp, h = h[0], h[1:]
-		case h[0] >= '1' && h[0] <= '9' && explicit == 0:
-			explicit, h = int(h[0]-'0'), h[1:]
+		case h[0] >= '1' && h[0] <= '9' && indent < 0:
+			indent, h = int(h[0]-'0')+max(parent, 0), h[1:]
 		case h[0] == '0':
 			fail(num, "block scalar indentation indicator 0 is not valid")
 		}
 	}
 	if !spaceOrComment(h) {
 		fail(num, "invalid block scalar header")
-	}
-	// The content's indentation: given by the header, relative to the
-	// parent, or else that of the first line that is not empty.
-	indent := -1
-	if explicit > 0 {
-		indent = explicit + max(parent, 0)
 	}
 	longest := 0 // the longest leading empty line
 	var b text
@@ -692,16 +673,12 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 type text struct{ strings.Builder }
 
 func (b *text) put(s string) {
-	if b.Cap()-b.Len() < len(s) {
-		b.Grow(len(s)) // to twice the capacity, and s
-	}
+	b.Grow(len(s)) // when short, to twice the capacity and s
 	b.WriteString(s)
 }
 
 func (b *text) repeat(c byte, n int) {
-	if b.Cap()-b.Len() < n {
-		b.Grow(n)
-	}
+	b.Grow(n)
 	for ; n > 0; n-- {
 		b.WriteByte(c)
 	}
@@ -716,20 +693,17 @@ func (b *text) repeat(c byte, n int) {
 func quoted(s string, i, num, minIndent int) (string, int, int) {
 	q := s[i]
 	var b text
-	ws := -1 // where white space not written yet starts: dropped at a line break
 	for j, n := i+1, num; j < len(s); {
 		c := s[j]
 		if c == ' ' || c == '\t' {
-			if ws < 0 {
-				ws = j
+			// White space before a line break is dropped.
+			k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
+			if k < len(s) && s[k] != '\n' {
+				b.put(s[j:k])
 			}
-			j++
+			j = k
 			continue
 		}
-		if ws >= 0 && c != '\n' {
-			b.put(s[ws:j])
-		}
-		ws = -1
 		// An escaped line break joins the lines with nothing between.
 		escapedBreak := c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n'
 		switch {
@@ -768,14 +742,19 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 	return "", -1, 0
 }
 
-// unterminated fails for a quoted scalar, with quote q on line num, that
-// the text ends in.
-func unterminated(num int, q byte) {
-	kind := "double"
-	if q == '\'' {
-		kind = "single"
+// quotedValue parses the quoted scalar at src[at], on line num, as a
+// value: the text must not end before its closing quote. It returns the
+// scalar, the offset after the closing quote and that offset's line.
+func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
+	v, end, endLine := quoted(p.src, at, num, minIndent)
+	if end < 0 {
+		kind := "double"
+		if p.src[at] == '\'' {
+			kind = "single"
+		}
+		fail(num, "unterminated %s-quoted scalar", kind)
 	}
-	fail(num, "unterminated %s-quoted scalar", kind)
+	return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, end, endLine
 }
 
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
@@ -799,7 +778,7 @@ func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 			empty++
 			j, n = k+1, n+1
 			continue
-		case spaces == 0 && isMarker(s[j:]):
+		case isMarker(s[j:]):
 			fail(n, "a document marker inside a quoted scalar")
 		case spaces < minIndent:
 			fail(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
@@ -907,19 +886,13 @@ func (f *flow) more() {
 }
 
 func (f *flow) value(depth int) *Node {
-	if depth > MaxDepth {
-		fail(f.line, "nesting deeper than %d levels", MaxDepth)
-	}
+	checkDepth(depth, f.line)
 	f.more()
 	switch c := f.src[f.i]; c {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
-		if end < 0 {
-			unterminated(f.line, c)
-		}
-		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
+		n, end, line := f.quotedValue(f.i, f.line, f.minIndent)
 		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
@@ -956,10 +929,10 @@ func (f *flow) value(depth int) *Node {
 // collection parses the flow list or map that starts at src[i].
 func (f *flow) collection(depth int) *Node {
 	n := &Node{Kind: List, Line: f.line}
-	end, what := byte(']'), "list"
+	end := byte(']')
 	var seen map[string]bool
 	if f.src[f.i] == '{' {
-		n.Kind, end, what, seen = Map, '}', "map", make(map[string]bool)
+		n.Kind, end, seen = Map, '}', make(map[string]bool)
 	}
 	f.i++
 	for f.more(); f.src[f.i] != end; f.more() {
@@ -979,7 +952,7 @@ func (f *flow) collection(depth int) *Node {
 		case c == ':' && n.Kind == List:
 			fail(f.line, "key: value pairs in a flow list are not supported")
 		default:
-			fail(f.line, "expected ',' or '%c' in a flow %s", end, what)
+			fail(f.line, "expected ',' or '%c' in a flow %s", end, n.Kind)
 		}
 	}
 	f.i++
