@@ -26,7 +26,7 @@ func keepRaw(out any, body []byte) {
 // from (kept by keepRaw) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
-func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name, subresource string, obj *T) ([]byte, error) {
+func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource string, obj *T) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
@@ -39,7 +39,7 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name
 		base = o.GetObjectMeta().raw
 	}
 	if base == nil {
-		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, namespace, name, GetOptions{Subresource: subresource})
+		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, op.namespace, op.name, GetOptions{Subresource: subresource})
 		if err != nil {
 			return nil, err
 		}

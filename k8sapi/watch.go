@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"sync/atomic"
 )
@@ -43,7 +42,7 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.newOp("watch", http.MethodGet, namespace, "", "", false, false)
+	op, err := t.newOp("watch", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
