@@ -118,9 +118,9 @@ func New(cfg *Config) (*Client, error) {
 		userAgent:   cmp.Or(cfg.UserAgent, defaultUserAgent()),
 		creds:       creds,
 		transport:   rt,
-		maxRetries:  cfg.MaxRetries,
-		objectLimit: objectLimit,
-		listLimit:   listLimit,
+		maxRetries:  max(cmp.Or(cfg.MaxRetries, defaultMaxRetries), 0),
+		objectLimit: cmp.Or(max(cfg.ObjectLimit, 0), objectLimit),
+		listLimit:   cmp.Or(max(cfg.ListPageLimit, 0), listLimit),
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
@@ -130,18 +130,6 @@ func New(cfg *Config) (*Client, error) {
 	}
 	if cfg.QPS > 0 {
 		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
-	}
-	if cfg.ObjectLimit > 0 {
-		c.objectLimit = cfg.ObjectLimit
-	}
-	if cfg.ListPageLimit > 0 {
-		c.listLimit = cfg.ListPageLimit
-	}
-	switch {
-	case c.maxRetries == 0:
-		c.maxRetries = defaultMaxRetries
-	case c.maxRetries < 0:
-		c.maxRetries = 0
 	}
 	return c, nil
 }

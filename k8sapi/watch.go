@@ -195,7 +195,7 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 			return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
 		}
 		return WatchEvent[T]{}, w.errorEvent(kept[:size])
-	case !known(typ):
+	case typ != Added && typ != Modified && typ != Deleted && typ != Bookmark:
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
 	case w.env.Object == nil:
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
@@ -229,10 +229,6 @@ func (w *Watcher[T]) errorEvent(event []byte) error {
 		return w.op.decodeError(errors.New("ERROR event object is not a Status"))
 	}
 	return statusError(w.op, int(e.Object.Code), *e.Object, nil)
-}
-
-func known(t EventType) bool {
-	return t == Added || t == Modified || t == Deleted || t == Bookmark
 }
 
 // fail classifies an error from the decoder: the body's own read error
