@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -81,7 +82,7 @@ type Watcher[T any] struct {
 }
 
 func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
-	in := &eventReader{r: body, limit: limit}
+	in := &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
 	return &Watcher[T]{op: op, body: body, cancel: cancel, in: in, dec: json.NewDecoder(in)}
 }
 
@@ -245,8 +246,6 @@ func (w *Watcher[T]) fail(err error) error {
 }
 
 const (
-	// eventReadSize bounds one read from a watch stream.
-	eventReadSize = 32 << 10
 	// eventKeepMax is how much of an event eventReader keeps for a second
 	// decode: enough for any ERROR event's Status.
 	eventKeepMax = 64 << 10
@@ -255,18 +254,14 @@ const (
 	renewDecoderAfter = 1 << 20
 )
 
-// eventReader feeds the decoder. It stops it once the event being decoded,
-// which began at stream offset start, grows past limit bytes. It keeps the
-// bytes of the current event, as long as it is at most eventKeepMax, so
-// that an ERROR event can be decoded a second time; a larger event is
-// held by the decoder alone, and only the last read is kept (it holds the
-// start of the next event). Reads are at most eventReadSize.
+// eventReader feeds the decoder, stopping it once the event being decoded
+// grows past the object limit (see limitReader). It keeps the bytes of
+// the current event, as long as it is at most eventKeepMax, so that an
+// ERROR event can be decoded a second time; a larger event is held by the
+// decoder alone, and only the last read is kept (it holds the start of
+// the next event).
 type eventReader struct {
-	r      io.Reader
-	read   int64 // bytes read so far
-	start  int64 // offset where the current event began
-	limit  int64
-	err    error  // the last read error other than io.EOF
+	limitReader
 	kept   []byte // the stream's bytes from offset keptAt to read
 	keptAt int64
 }
@@ -289,22 +284,12 @@ func (e *eventReader) since(off int64) []byte {
 }
 
 func (e *eventReader) Read(p []byte) (int, error) {
-	room := e.limit - (e.read - e.start)
-	if room < 0 {
-		e.err = fmt.Errorf("%w: watch event over %d bytes", ErrBodyTooLarge, e.limit)
-		return 0, e.err
-	}
-	p = p[:min(int64(len(p)), room+1, eventReadSize)]
-	n, err := e.r.Read(p)
-	e.read += int64(n)
+	n, err := e.limitReader.Read(p)
 	if len(e.kept)+n > eventKeepMax {
 		e.kept = append(e.kept[:0], p[:n]...)
 	} else {
 		e.kept = append(e.kept, p[:n]...)
 	}
 	e.keptAt = e.read - int64(len(e.kept))
-	if err != nil && err != io.EOF {
-		e.err = err
-	}
 	return n, err
 }
