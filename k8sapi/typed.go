@@ -174,7 +174,6 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 		}
 	}
 	all.Metadata.Continue = ""
-	all.Metadata.RemainingItemCount = nil
 	return all, nil
 }
 

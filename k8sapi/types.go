@@ -22,7 +22,6 @@ type TypeMeta struct {
 // ObjectMeta is the metadata every object has.
 type ObjectMeta struct {
 	Name              string           `json:"name,omitempty"`
-	GenerateName      string           `json:"generateName,omitempty"`
 	Namespace         string           `json:"namespace,omitempty"`
 	UID               string           `json:"uid,omitempty"`
 	ResourceVersion   string           `json:"resourceVersion,omitempty"`
@@ -70,9 +69,8 @@ func (m *ObjectMeta) ControllerOf() *OwnerReference {
 
 // ListMeta is a list's metadata.
 type ListMeta struct {
-	ResourceVersion    string `json:"resourceVersion,omitempty"`
-	Continue           string `json:"continue,omitempty"`
-	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Continue        string `json:"continue,omitempty"`
 }
 
 // List is one page of a list response.
@@ -141,13 +139,12 @@ type DeploymentSpec struct {
 
 // DeploymentStatus is the part of a Deployment's status the operator reads.
 type DeploymentStatus struct {
-	ObservedGeneration  int64                 `json:"observedGeneration,omitempty"`
-	Replicas            int32                 `json:"replicas,omitempty"`
-	UpdatedReplicas     int32                 `json:"updatedReplicas,omitempty"`
-	ReadyReplicas       int32                 `json:"readyReplicas,omitempty"`
-	AvailableReplicas   int32                 `json:"availableReplicas,omitempty"`
-	UnavailableReplicas int32                 `json:"unavailableReplicas,omitempty"`
-	Conditions          []DeploymentCondition `json:"conditions,omitempty"`
+	ObservedGeneration int64                 `json:"observedGeneration,omitempty"`
+	Replicas           int32                 `json:"replicas,omitempty"`
+	UpdatedReplicas    int32                 `json:"updatedReplicas,omitempty"`
+	ReadyReplicas      int32                 `json:"readyReplicas,omitempty"`
+	AvailableReplicas  int32                 `json:"availableReplicas,omitempty"`
+	Conditions         []DeploymentCondition `json:"conditions,omitempty"`
 }
 
 // DeploymentCondition is a Deployment's condition (Available, Progressing).
@@ -164,18 +161,9 @@ type PodTemplateSpec struct {
 	Spec       PodSpec `json:"spec"`
 }
 
-// Pod is core/v1 Pod, reduced.
-type Pod struct {
-	TypeMeta
-	ObjectMeta `json:"metadata"`
-	Spec       PodSpec   `json:"spec"`
-	Status     PodStatus `json:"status"`
-}
-
 // PodSpec is the part of a pod spec the operator sets.
 type PodSpec struct {
 	Containers []Container `json:"containers"`
-	NodeName   string      `json:"nodeName,omitempty"`
 }
 
 // Container is one container of a pod.
@@ -190,18 +178,6 @@ type ContainerPort struct {
 	Name          string `json:"name,omitempty"`
 	ContainerPort int32  `json:"containerPort"`
 	Protocol      string `json:"protocol,omitempty"`
-}
-
-// PodStatus is the part of a pod's status the operator reads.
-type PodStatus struct {
-	Phase      string         `json:"phase,omitempty"`
-	Conditions []PodCondition `json:"conditions,omitempty"`
-}
-
-// PodCondition is a pod's condition, such as Ready.
-type PodCondition struct {
-	Type   string `json:"type"`
-	Status string `json:"status"`
 }
 
 // Service is core/v1 Service, reduced.
