@@ -142,20 +142,15 @@ func merge3(base, was, now any) any {
 func partners(now, was []any) []int {
 	out := make([]int, len(now))
 	used := make([]bool, len(was))
-	pair := func(j int, match func(i int) bool) {
-		for i := range was {
-			if !used[i] && match(i) {
-				out[j], used[i] = i, true
-				return
-			}
-		}
-	}
 	for j, nv := range now {
 		out[j] = -1
-		if name, ok := nameOf(nv); ok {
-			pair(j, func(i int) bool { wn, ok := nameOf(was[i]); return ok && wn == name })
-		} else {
-			pair(j, func(i int) bool { return reflect.DeepEqual(was[i], nv) })
+		name, named := nameOf(nv)
+		for i, wv := range was {
+			wn, wnamed := nameOf(wv)
+			if !used[i] && (named && wnamed && wn == name || !named && reflect.DeepEqual(wv, nv)) {
+				out[j], used[i] = i, true
+				break
+			}
 		}
 	}
 	if len(now) != len(was) {
