@@ -238,7 +238,9 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 		if attempt >= c.maxRetries || !retryableStatus(op.method, resp.StatusCode) {
 			return nil, apiErr
 		}
-		if c.sleep(ctx, retryWait(apiErr, attempt, c.jitter())) != nil {
+		// The server's Retry-After, which statusError caps at a minute,
+		// or else the backoff.
+		if c.sleep(ctx, cmp.Or(apiErr.RetryAfter, retryBackoff.Jittered(attempt, c.jitter()))) != nil {
 			// The context ended while waiting: the server's answer is
 			// the more useful error.
 			return nil, apiErr
