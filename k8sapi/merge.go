@@ -9,21 +9,10 @@ import (
 	"reflect"
 )
 
-// keepRaw records, in an object that embeds ObjectMeta, the whole JSON it
-// was decoded from, so that a later Update keeps the fields its struct
-// does not name. Only the answers of Get and Update are kept: not list
-// items or watch events, so that caches hold no second copy, nor the
-// answers of the writes a controller makes most (Create, Patch, Apply).
-func keepRaw(out any, body []byte) {
-	if o, ok := out.(Object); ok {
-		o.GetObjectMeta().raw = body
-	}
-}
-
 // updateBody returns what Update sends for obj. A json.RawMessage is sent
 // as it is. Any other T may name only some of the object's fields: its
 // changes since it was read are applied to the whole object it was read
-// from (kept by keepRaw) or, if there is none, to the object (or the
+// from (kept by send) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
 func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource string, obj *T) ([]byte, error) {

@@ -75,36 +75,10 @@ func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 
 func badSegment(s string) bool { return s == "." || s == ".." }
 
-// call sends op and decodes a 2xx body of at most limit bytes into out;
-// a nil out discards the body.
-func (c *Client) call(ctx context.Context, op *operation, limit int64, out any) error {
-	resp, err := c.do(ctx, op)
-	if err != nil {
-		return err
-	}
-	if out == nil {
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, limit)); err != nil {
-			return op.requestError(err)
-		}
-		return nil
-	}
-	body, err := readBody(op, resp, limit)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return op.decodeError(err)
-	}
-	if op.verb == "get" || op.verb == "update" {
-		keepRaw(out, body)
-	}
-	return nil
-}
-
 // send checks a call of verb and sends it with query q and body: nil for
-// none, []byte as it is, anything else marshalled to JSON. It decodes the
-// answer into a new T, or discards it when T is struct{}.
+// none, []byte as it is, anything else marshalled to JSON. It decodes an
+// answer of at most the object limit into a new T, or discards it when T
+// is struct{}.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
 	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
@@ -118,13 +92,32 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 			return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 		}
 	}
-	out := new(T)
-	var dst any = out
-	if _, discard := dst.(*struct{}); discard {
-		dst = nil
-	}
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, dst); err != nil {
+	resp, err := t.Client.do(ctx, op)
+	if err != nil {
 		return nil, err
+	}
+	out := new(T)
+	if _, discard := any(out).(*struct{}); discard {
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, t.Client.objectLimit)); err != nil {
+			return nil, op.requestError(err)
+		}
+		return out, nil
+	}
+	data, err := readBody(op, resp, t.Client.objectLimit)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, op.decodeError(err)
+	}
+	// An object that embeds ObjectMeta keeps the whole JSON it was decoded
+	// from, so that a later Update keeps the fields its struct does not
+	// name. Only the answers of Get and Update are kept: not list items or
+	// watch events, so that caches hold no second copy, nor the answers of
+	// the writes a controller makes most (Create, Patch, Apply).
+	if o, ok := any(out).(Object); ok && (verb == "get" || verb == "update") {
+		o.GetObjectMeta().raw = data
 	}
 	return out, nil
 }
