@@ -76,7 +76,7 @@ func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 func badSegment(s string) bool { return s == "." || s == ".." }
 
 // send checks a call of verb and sends it with query q and body: nil for
-// none, []byte as it is, anything else marshalled to JSON. It decodes an
+// none (a get), []byte as it is, anything else marshalled to JSON. It decodes an
 // answer of at most the object limit into a new T, or discards it when T
 // is struct{}.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
@@ -85,6 +85,10 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 		return nil, err
 	}
 	op.query, op.contentType = q, contentType
+	// Only a get sends no body; a write needs its object.
+	if obj, isT := body.(*T); body == nil && verb != "get" || isT && obj == nil {
+		return nil, op.requestError(errors.New("nil object"))
+	}
 	if b, ok := body.([]byte); ok {
 		op.body = b
 	} else if body != nil {
@@ -120,12 +124,6 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 		o.GetObjectMeta().raw = data
 	}
 	return out, nil
-}
-
-// nilObject is the error of a write given no object.
-func (t Typed[T]) nilObject(verb, namespace, name string) error {
-	op := operation{verb: verb, resource: t.Resource.Resource, namespace: namespace, name: name}
-	return op.requestError(errors.New("nil object"))
 }
 
 // Get reads one object.
@@ -174,11 +172,8 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 // set (such as "eviction"), the object's own name is used, so *T must
 // implement [Object].
 func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts WriteOptions) (*T, error) {
-	if obj == nil {
-		return nil, t.nilObject("create", namespace, "")
-	}
 	name := ""
-	if o, ok := any(obj).(Object); ok && opts.Subresource != "" {
+	if o, ok := any(obj).(Object); ok && obj != nil && opts.Subresource != "" {
 		name = o.GetObjectMeta().Name
 	}
 	return t.send(ctx, "create", namespace, name, opts.Subresource, opts.query(), obj, "application/json")
@@ -228,9 +223,6 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 // opts.FieldManager is required; opts.Force takes over fields other
 // managers own.
 func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, opts PatchOptions) (*T, error) {
-	if obj == nil {
-		return nil, t.nilObject("patch", namespace, name)
-	}
 	return t.patch(ctx, namespace, name, ApplyPatch, obj, opts)
 }
 
