@@ -211,39 +211,34 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			return nil, op.requestError(err)
 		}
 		resp, err := c.transport.RoundTrip(req)
-		if err != nil {
+		var fail error
+		retry, wait := false, retryBackoff.Jittered(attempt, c.jitter())
+		switch {
+		case err != nil:
 			var ue *url.Error
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			if ctx.Err() != nil || attempt >= c.maxRetries || !retryableError(op.method, err) {
-				return nil, op.requestError(err)
-			}
-			if c.sleep(ctx, retryBackoff.Jittered(attempt, c.jitter())) != nil {
-				return nil, op.requestError(err)
-			}
-			attempt++
-			continue
-		}
-		if resp.StatusCode/100 == 2 {
+			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)
+		case resp.StatusCode/100 == 2:
 			return resp, nil
+		default:
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
+			resp.Body.Close()
+			apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
+			if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
+				refreshed = true
+				continue
+			}
+			// The server's Retry-After, which statusError caps at a
+			// minute, or else the backoff.
+			fail, retry = apiErr, retryableStatus(op.method, resp.StatusCode)
+			wait = cmp.Or(apiErr.RetryAfter, wait)
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
-		resp.Body.Close()
-		apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
-		if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
-			refreshed = true
-			continue
-		}
-		if attempt >= c.maxRetries || !retryableStatus(op.method, resp.StatusCode) {
-			return nil, apiErr
-		}
-		// The server's Retry-After, which statusError caps at a minute,
-		// or else the backoff.
-		if c.sleep(ctx, cmp.Or(apiErr.RetryAfter, retryBackoff.Jittered(attempt, c.jitter()))) != nil {
-			// The context ended while waiting: the server's answer is
-			// the more useful error.
-			return nil, apiErr
+		// When the context ends while waiting, the server's answer is
+		// the more useful error.
+		if !retry || attempt >= c.maxRetries || c.sleep(ctx, wait) != nil {
+			return nil, fail
 		}
 		attempt++
 	}
