@@ -1,9 +1,6 @@
 package k8sapi
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // The structs below keep only the fields the operator reads or writes.
 // Fields they do not name, managedFields among them, are dropped when a
@@ -235,7 +232,8 @@ type ObjectReference struct {
 }
 
 // MicroTime is a time with microsecond precision, as the API writes it
-// (RFC 3339 with six fractional digits).
+// (RFC 3339 with six fractional digits). It decodes as time.Time does (an
+// RFC 3339 time, or null for none).
 type MicroTime struct{ time.Time }
 
 const microTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
@@ -246,15 +244,6 @@ func (t MicroTime) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(`"` + t.UTC().Format(microTimeLayout) + `"`), nil
-}
-
-// UnmarshalJSON reads an RFC 3339 time, or null.
-func (t *MicroTime) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		t.Time = time.Time{}
-		return nil
-	}
-	return json.Unmarshal(b, &t.Time)
 }
 
 // Lease is coordination.k8s.io/v1 Lease, reduced.
