@@ -246,17 +246,13 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 
 // newRequest builds one attempt of op.
 func (c *Client) newRequest(ctx context.Context, op *operation, target string) (*http.Request, error) {
-	var body io.Reader
-	if op.body != nil {
-		body = bytes.NewReader(op.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, op.method, target, body)
+	// A bytes.Reader gives the request its length and a GetBody for
+	// resending; an empty one, no body at all.
+	req, err := http.NewRequestWithContext(ctx, op.method, target, bytes.NewReader(op.body))
 	if err != nil {
 		return nil, errors.New("cannot build request URL")
 	}
 	if op.body != nil {
-		b := op.body
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		req.Header.Set("Content-Type", op.contentType)
 	}
 	req.Header.Set("Accept", cmp.Or(op.accept, "application/json"))
