@@ -24,18 +24,10 @@ func callList[T any](ctx context.Context, c *Client, op *operation, out *List[T]
 		return op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
 	}
 	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: c.objectLimit, start: -1}
-	err = decodeList(json.NewDecoder(r), out, func(off int64) { r.start = off })
-	switch {
-	case err == nil:
-		return nil
-	case r.err != nil && errors.Is(r.err, ErrBodyTooLarge):
-		return op.decodeError(r.err)
-	case r.err != nil:
-		return op.requestError(r.err)
-	case err == io.EOF:
-		err = io.ErrUnexpectedEOF // the body ended inside the list
+	if err := decodeList(json.NewDecoder(r), out, func(off int64) { r.start = off }); err != nil {
+		return r.fail(op, err)
 	}
-	return op.decodeError(err)
+	return nil
 }
 
 // decodeList decodes a List object from dec, item by item. Fields other
@@ -157,4 +149,20 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		l.err = err
 	}
 	return n, err
+}
+
+// fail classifies err, from a decoder reading l: l's own read error
+// (connection lost, context ended) is a RequestError; anything else,
+// including a body that ended too soon and one over a limit, a
+// DecodeError.
+func (l *limitReader) fail(op *operation, err error) error {
+	switch {
+	case l.err != nil && !errors.Is(l.err, ErrBodyTooLarge):
+		return op.requestError(l.err)
+	case l.err != nil:
+		return op.decodeError(l.err)
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	}
+	return op.decodeError(err)
 }

@@ -183,7 +183,7 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 		case isTypeErr && typ == Error:
 			// A Status that does not fit T; decoded below.
 		default:
-			return WatchEvent[T]{}, w.fail(err)
+			return WatchEvent[T]{}, w.in.fail(w.op, err)
 		}
 	}
 	switch {
@@ -230,19 +230,6 @@ func (w *Watcher[T]) errorEvent(event []byte) error {
 		return w.op.decodeError(errors.New("ERROR event object is not a Status"))
 	}
 	return statusError(w.op, int(e.Object.Code), *e.Object, nil)
-}
-
-// fail classifies an error from the decoder: the body's own read error
-// (connection lost, context ended) is a RequestError; anything else,
-// including a truncated stream and an oversized event, a DecodeError.
-func (w *Watcher[T]) fail(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	if w.in.err != nil && err == w.in.err && !errors.Is(err, ErrBodyTooLarge) {
-		return w.op.requestError(err)
-	}
-	return w.op.decodeError(err)
 }
 
 const (
