@@ -130,7 +130,8 @@ func (w *Watcher[T]) release() {
 	})
 }
 
-// eventType decodes an event's type without allocating for the known ones.
+// eventType decodes an event's type, which must be one of the five known
+// ones, without allocating.
 type eventType EventType
 
 func (t *eventType) UnmarshalJSON(b []byte) error {
@@ -150,7 +151,7 @@ func (t *eventType) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return errors.New("event type is not a string")
 		}
-		*t = eventType(s)
+		return fmt.Errorf("unknown event type %.64q", s)
 	}
 	return nil
 }
@@ -196,8 +197,6 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 			return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
 		}
 		return WatchEvent[T]{}, w.errorEvent(kept[:size])
-	case typ != Added && typ != Modified && typ != Deleted && typ != Bookmark:
-		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
 	case w.env.Object == nil:
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
 	}
