@@ -252,13 +252,12 @@ func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchTyp
 // Conflict (see [IsConflict]) if the object changed. Deleting an object
 // that is already gone fails with NotFound (see [IsNotFound]).
 func (t Typed[T]) Delete(ctx context.Context, namespace, name string, opts DeleteOptions) error {
-	body := deleteBody{
-		Kind:               "DeleteOptions",
-		APIVersion:         "v1",
-		PropagationPolicy:  opts.PropagationPolicy,
-		Preconditions:      opts.Preconditions,
-		GracePeriodSeconds: opts.GracePeriodSeconds,
-	}
+	// The body is the API's DeleteOptions object.
+	body := struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+		DeleteOptions
+	}{"DeleteOptions", "v1", opts}
 	_, err := Typed[struct{}](t).send(ctx, "delete", namespace, name, "", nil, body, "application/json")
 	return err
 }
