@@ -115,9 +115,9 @@ const readSize = 32 << 10
 
 // limitReader feeds a decoder from r, at most readSize bytes a read. It
 // fails, with an error wrapping ErrBodyTooLarge, on the byte after limit
-// bytes in all, or once the item that began at stream offset start (if
-// not negative) has grown past itemLimit bytes; item names such an item
-// in that error. It records the first read error other than io.EOF, so
+// bytes in all (a list page; a watch stream has no such limit), or once
+// the item that began at stream offset start (if not negative) has grown
+// past itemLimit bytes; item names such an item in that error. It records the first read error other than io.EOF, so
 // that a decoder's error can be traced to it.
 type limitReader struct {
 	r                io.Reader

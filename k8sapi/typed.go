@@ -76,9 +76,9 @@ func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 func badSegment(s string) bool { return s == "." || s == ".." }
 
 // send checks a call of verb and sends it with query q and body: nil for
-// none (a get), []byte as it is, anything else marshalled to JSON. It decodes an
-// answer of at most the object limit into a new T, or discards it when T
-// is struct{}.
+// none (a get), []byte as it is, anything else marshalled to JSON. It
+// decodes an answer of at most the object limit into a new T, or discards
+// it when T is struct{}.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
 	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
