@@ -252,7 +252,8 @@ func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchTyp
 // Conflict (see [IsConflict]) if the object changed. Deleting an object
 // that is already gone fails with NotFound (see [IsNotFound]).
 func (t Typed[T]) Delete(ctx context.Context, namespace, name string, opts DeleteOptions) error {
-	// The body is the API's DeleteOptions object.
+	// The body is the API's DeleteOptions object; Typed[struct{}] discards
+	// the answer.
 	body := struct {
 		Kind       string `json:"kind"`
 		APIVersion string `json:"apiVersion"`
