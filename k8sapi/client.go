@@ -118,9 +118,9 @@ func New(cfg *Config) (*Client, error) {
 		userAgent:   cmp.Or(cfg.UserAgent, defaultUserAgent()),
 		creds:       creds,
 		transport:   rt,
-		maxRetries:  cfg.MaxRetries,
-		objectLimit: objectLimit,
-		listLimit:   listLimit,
+		maxRetries:  max(cmp.Or(cfg.MaxRetries, defaultMaxRetries), 0),
+		objectLimit: cmp.Or(max(cfg.ObjectLimit, 0), objectLimit),
+		listLimit:   cmp.Or(max(cfg.ListPageLimit, 0), listLimit),
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      rand.Float64,
@@ -130,18 +130,6 @@ func New(cfg *Config) (*Client, error) {
 	}
 	if cfg.QPS > 0 {
 		c.limiter = NewTokenBucket(cfg.QPS, cfg.Burst)
-	}
-	if cfg.ObjectLimit > 0 {
-		c.objectLimit = cfg.ObjectLimit
-	}
-	if cfg.ListPageLimit > 0 {
-		c.listLimit = cfg.ListPageLimit
-	}
-	switch {
-	case c.maxRetries == 0:
-		c.maxRetries = defaultMaxRetries
-	case c.maxRetries < 0:
-		c.maxRetries = 0
 	}
 	return c, nil
 }
@@ -223,37 +211,34 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			return nil, op.requestError(err)
 		}
 		resp, err := c.transport.RoundTrip(req)
-		if err != nil {
+		var fail error
+		retry, wait := false, retryBackoff.Jittered(attempt, c.jitter())
+		switch {
+		case err != nil:
 			var ue *url.Error
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			if ctx.Err() != nil || attempt >= c.maxRetries || !retryableError(op.method, err) {
-				return nil, op.requestError(err)
-			}
-			if c.sleep(ctx, retryBackoff.Jittered(attempt, c.jitter())) != nil {
-				return nil, op.requestError(err)
-			}
-			attempt++
-			continue
-		}
-		if resp.StatusCode/100 == 2 {
+			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)
+		case resp.StatusCode/100 == 2:
 			return resp, nil
+		default:
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
+			resp.Body.Close()
+			apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
+			if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
+				refreshed = true
+				continue
+			}
+			// The server's Retry-After, which statusError caps at a
+			// minute, or else the backoff.
+			fail, retry = apiErr, retryableStatus(op.method, resp.StatusCode)
+			wait = cmp.Or(apiErr.RetryAfter, wait)
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
-		resp.Body.Close()
-		apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
-		if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
-			refreshed = true
-			continue
-		}
-		if attempt >= c.maxRetries || !retryableStatus(op.method, resp.StatusCode) {
-			return nil, apiErr
-		}
-		if c.sleep(ctx, retryWait(apiErr, attempt, c.jitter())) != nil {
-			// The context ended while waiting: the server's answer is
-			// the more useful error.
-			return nil, apiErr
+		// When the context ends while waiting, the server's answer is
+		// the more useful error.
+		if !retry || attempt >= c.maxRetries || c.sleep(ctx, wait) != nil {
+			return nil, fail
 		}
 		attempt++
 	}
@@ -261,17 +246,13 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 
 // newRequest builds one attempt of op.
 func (c *Client) newRequest(ctx context.Context, op *operation, target string) (*http.Request, error) {
-	var body io.Reader
-	if op.body != nil {
-		body = bytes.NewReader(op.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, op.method, target, body)
+	// A bytes.Reader gives the request its length and a GetBody for
+	// resending; an empty one, no body at all.
+	req, err := http.NewRequestWithContext(ctx, op.method, target, bytes.NewReader(op.body))
 	if err != nil {
 		return nil, errors.New("cannot build request URL")
 	}
 	if op.body != nil {
-		b := op.body
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		req.Header.Set("Content-Type", op.contentType)
 	}
 	req.Header.Set("Accept", cmp.Or(op.accept, "application/json"))

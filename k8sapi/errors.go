@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // ErrBodyTooLarge is wrapped by the error returned when a response body or
@@ -139,82 +139,59 @@ var reasonForCode = map[int]string{
 	http.StatusGatewayTimeout:        "Timeout",
 }
 
-// apiErrorOf returns the *APIError err wraps, or nil.
-func apiErrorOf(err error) *APIError {
+// is reports whether err wraps an *APIError whose reason is one of
+// reasons or, when code is not 0, whose code is code.
+func is(err error, code int, reasons ...string) bool {
 	var e *APIError
-	if errors.As(err, &e) {
-		return e
-	}
-	return nil
-}
-
-func hasReason(err error, reason string) bool {
-	e := apiErrorOf(err)
-	return e != nil && e.reason() == reason
+	return errors.As(err, &e) && (code != 0 && e.Code == code || slices.Contains(reasons, e.reason()))
 }
 
 // IsNotFound reports whether err wraps an [*APIError] saying the object or
 // resource does not exist (reason NotFound, or 404 without a reason).
-func IsNotFound(err error) bool { return hasReason(err, "NotFound") }
+func IsNotFound(err error) bool { return is(err, 0, "NotFound") }
 
 // IsAlreadyExists reports whether err wraps an [*APIError] saying a create
 // found the object already there (409, reason AlreadyExists).
-func IsAlreadyExists(err error) bool { return hasReason(err, "AlreadyExists") }
+func IsAlreadyExists(err error) bool { return is(err, 0, "AlreadyExists") }
 
 // IsConflict reports whether err wraps an [*APIError] saying a write lost a
 // race, usually because its resourceVersion is stale (409, reason
 // Conflict, or 409 without a reason). AlreadyExists is not a Conflict.
-func IsConflict(err error) bool { return hasReason(err, "Conflict") }
+func IsConflict(err error) bool { return is(err, 0, "Conflict") }
 
 // IsGone reports whether err wraps an [*APIError] saying the requested
 // resourceVersion or continue token is too old: code 410, reason Expired
 // or Gone, or a message containing "too old resource version". The cure is
 // a fresh list.
 func IsGone(err error) bool {
-	e := apiErrorOf(err)
-	if e == nil {
-		return false
-	}
-	switch {
-	case e.Code == http.StatusGone, e.Status.Code == http.StatusGone:
-		return true
-	case e.Status.Reason == "Expired", e.Status.Reason == "Gone":
-		return true
-	}
-	return strings.Contains(e.Status.Message, "too old resource version")
+	var e *APIError
+	return is(err, http.StatusGone, "Expired", "Gone") ||
+		errors.As(err, &e) && (e.Status.Code == http.StatusGone || strings.Contains(e.Status.Message, "too old resource version"))
 }
 
 // IsForbidden reports whether err wraps an [*APIError] saying the client
 // may not do this (403, reason Forbidden).
-func IsForbidden(err error) bool { return hasReason(err, "Forbidden") }
+func IsForbidden(err error) bool { return is(err, 0, "Forbidden") }
 
 // IsUnauthorized reports whether err wraps an [*APIError] saying the
 // client's credentials were missing or rejected (401, reason Unauthorized).
-func IsUnauthorized(err error) bool { return hasReason(err, "Unauthorized") }
+func IsUnauthorized(err error) bool { return is(err, 0, "Unauthorized") }
 
 // IsInvalid reports whether err wraps an [*APIError] saying the object
 // failed validation (422, reason Invalid); Status.Details.Causes lists the
 // fields.
-func IsInvalid(err error) bool { return hasReason(err, "Invalid") }
+func IsInvalid(err error) bool { return is(err, 0, "Invalid") }
 
 // IsTooManyRequests reports whether err wraps an [*APIError] saying the
 // server is throttling the client (429, reason TooManyRequests). The
 // client retries these itself; the error is seen once retries ran out.
-func IsTooManyRequests(err error) bool {
-	e := apiErrorOf(err)
-	return e != nil && (e.Code == http.StatusTooManyRequests || e.reason() == "TooManyRequests")
-}
+func IsTooManyRequests(err error) bool { return is(err, http.StatusTooManyRequests, "TooManyRequests") }
 
 // IsServerTimeout reports whether err wraps an [*APIError] saying the
 // server or a gateway gave up waiting: reason ServerTimeout (the server
 // could not finish in time) or Timeout, or code 504.
 func IsServerTimeout(err error) bool {
-	e := apiErrorOf(err)
-	if e == nil {
-		return false
-	}
-	r := e.reason()
-	return r == "ServerTimeout" || r == "Timeout" || e.Code == http.StatusGatewayTimeout
+	return is(err, http.StatusGatewayTimeout, "ServerTimeout", "Timeout")
 }
 
 // newAPIError builds the error for a failed response from its code,
@@ -225,7 +202,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 		return statusError(op, code, st, header)
 	}
 	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode[code]}, header)
-	e.Body = snippet(body, 256)
+	e.Body = printable(string(body), 256)
 	e.Status.Message = e.Body
 	return e
 }
@@ -252,39 +229,16 @@ func parseRetryAfter(v string) time.Duration {
 	return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 }
 
-// snippet returns at most max bytes of b as printable text: invalid UTF-8
-// and control characters removed, space runs collapsed, ends trimmed.
-func snippet(b []byte, max int) string {
-	if len(b) > 4*max {
-		b = b[:4*max]
-	}
-	return printable(string(b), max)
-}
-
 // printable returns s with control characters turned into spaces, runs of
-// spaces collapsed and invalid UTF-8 dropped, cut to at most max bytes.
+// spaces collapsed and invalid UTF-8 dropped, cut to at most max bytes. Only
+// the first 4·max bytes of s are looked at.
 func printable(s string, max int) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			if r != utf8.RuneError {
-				space = true
-			}
-			continue
-		}
-		n := utf8.RuneLen(r)
-		if space && b.Len() > 0 {
-			n++
-		}
-		if b.Len()+n > max {
-			break
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
+	words := strings.FieldsFunc(strings.ToValidUTF8(s[:min(len(s), 4*max)], ""), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	})
+	s = strings.Join(words, " ")
+	if len(s) > max {
+		s = strings.TrimSpace(strings.ToValidUTF8(s[:max], ""))
 	}
-	return b.String()
+	return s
 }

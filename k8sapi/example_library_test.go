@@ -51,7 +51,11 @@ func ExampleTyped_All() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pods := k8sapi.For[k8sapi.Pod](c, k8sapi.Pods).In("shop")
+	// A struct of the caller's own, with the fields it needs.
+	type pod struct {
+		k8sapi.ObjectMeta `json:"metadata"`
+	}
+	pods := k8sapi.For[pod](c, k8sapi.Pods).In("shop")
 	for p, err := range pods.All(context.Background(), k8sapi.ListOptions{Limit: 2}) {
 		if err != nil {
 			log.Fatal(err) // such as IsGone: the continue token expired

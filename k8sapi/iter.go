@@ -70,11 +70,7 @@ func (t Typed[T]) Events(ctx context.Context, namespace string, opts ListOptions
 			return
 		}
 		defer w.Close()
-		for ev, err := range w.Events() {
-			if !yield(ev, err) {
-				return
-			}
-		}
+		w.Events()(yield)
 	}
 }
 

@@ -23,19 +23,11 @@ func callList[T any](ctx context.Context, c *Client, op *operation, out *List[T]
 	if resp.ContentLength > limit {
 		return op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
 	}
-	r := &limitedBody{r: resp.Body, limit: limit, itemLimit: c.objectLimit, itemStart: -1}
-	err = decodeList(json.NewDecoder(r), out, func(off int64) { r.itemStart = off })
-	switch {
-	case err == nil:
-		return nil
-	case r.err != nil && errors.Is(r.err, ErrBodyTooLarge):
-		return op.decodeError(r.err)
-	case r.err != nil:
-		return op.requestError(r.err)
-	case err == io.EOF:
-		err = io.ErrUnexpectedEOF // the body ended inside the list
+	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: c.objectLimit, start: -1}
+	if err := decodeList(json.NewDecoder(r), out, func(off int64) { r.start = off }); err != nil {
+		return r.fail(op, err)
 	}
-	return op.decodeError(err)
+	return nil
 }
 
 // decodeList decodes a List object from dec, item by item. Fields other
@@ -117,39 +109,60 @@ type skipValue struct{}
 
 func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
-// listReadSize bounds one read of a list body, so that an item over its
-// limit is caught within that many bytes.
-const listReadSize = 64 << 10
+// readSize bounds one read of a list or watch body, so that an item
+// over its limit is caught within that many bytes.
+const readSize = 32 << 10
 
-// limitedBody reads r until limit bytes have been read, and fails with an
-// error wrapping ErrBodyTooLarge on one more byte, or when the item that
-// began at stream offset itemStart (if not negative) has grown past
-// itemLimit bytes without ending. It records the first read error other
-// than io.EOF, so that a decoder's error can be traced to it.
-type limitedBody struct {
-	r                    io.Reader
-	read, limit          int64
-	itemStart, itemLimit int64
-	err                  error
+// limitReader feeds a decoder from r, at most readSize bytes a read. It
+// fails, with an error wrapping ErrBodyTooLarge, on the byte after limit
+// bytes in all (a list page; a watch stream has no such limit), or once
+// the item that began at stream offset start (if not negative) has grown
+// past itemLimit bytes; item names such an item in that error. It records the first read error other than io.EOF, so
+// that a decoder's error can be traced to it.
+type limitReader struct {
+	r                io.Reader
+	read, limit      int64
+	start, itemLimit int64
+	item             string
+	err              error
 }
 
-func (l *limitedBody) Read(p []byte) (int, error) {
+func (l *limitReader) Read(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	if l.itemStart >= 0 && l.read-l.itemStart > l.itemLimit {
-		l.err = fmt.Errorf("%w (list item over %d bytes)", ErrBodyTooLarge, l.itemLimit)
-		return 0, l.err
+	size := min(int64(len(p)), l.limit-l.read+1, readSize)
+	if l.start >= 0 {
+		room := l.itemLimit - (l.read - l.start)
+		if room < 0 {
+			l.err = fmt.Errorf("%w (%s over %d bytes)", ErrBodyTooLarge, l.item, l.itemLimit)
+			return 0, l.err
+		}
+		size = min(size, room+1)
 	}
-	p = p[:min(int64(len(p)), l.limit-l.read+1, listReadSize)]
-	n, err := l.r.Read(p)
+	n, err := l.r.Read(p[:size])
 	l.read += int64(n)
 	if l.read > l.limit {
-		l.err = fmt.Errorf("%w (list page over %d bytes)", ErrBodyTooLarge, l.limit)
-		return 0, l.err
+		n, err = 0, fmt.Errorf("%w (list page over %d bytes)", ErrBodyTooLarge, l.limit)
 	}
 	if err != nil && err != io.EOF {
 		l.err = err
 	}
 	return n, err
+}
+
+// fail classifies err, from a decoder reading l: l's own read error
+// (connection lost, context ended) is a RequestError; anything else,
+// including a body that ended too soon and one over a limit, a
+// DecodeError.
+func (l *limitReader) fail(op *operation, err error) error {
+	switch {
+	case l.err != nil && !errors.Is(l.err, ErrBodyTooLarge):
+		return op.requestError(l.err)
+	case l.err != nil:
+		return op.decodeError(l.err)
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	}
+	return op.decodeError(err)
 }

@@ -152,7 +152,7 @@ func TestWatchBigEventHeldOnce(t *testing.T) {
 	if err != nil || len(ev.Object.Annotations["n"]) != size {
 		t.Fatalf("got %v, %v", ev.Object.Name, err)
 	}
-	if c := cap(w.in.kept); c > eventKeepMax+eventReadSize {
+	if c := cap(w.in.kept); c > eventKeepMax+readSize {
 		t.Errorf("reader keeps %d bytes after a %d-byte event", c, size)
 	}
 	if w.dec == dec {
@@ -292,7 +292,7 @@ func TestListPageErrors(t *testing.T) {
 	if !errors.As(err, &de) || !errors.Is(err, ErrBodyTooLarge) || !strings.Contains(err.Error(), "list item over 4194304 bytes") {
 		t.Errorf("item over the object limit: %v", err)
 	}
-	if read := 5<<20 - len(big.b); read > objectLimit+2*listReadSize {
+	if read := 5<<20 - len(big.b); read > objectLimit+2*readSize {
 		t.Errorf("read %d bytes of an item over the %d-byte limit", read, objectLimit)
 	}
 	// A Content-Length over the limit is refused before reading.

@@ -9,24 +9,13 @@ import (
 	"reflect"
 )
 
-// keepRaw records, in an object that embeds ObjectMeta, the whole JSON it
-// was decoded from, so that a later Update keeps the fields its struct
-// does not name. Only the answers of Get and Update are kept: not list
-// items or watch events, so that caches hold no second copy, nor the
-// answers of the writes a controller makes most (Create, Patch, Apply).
-func keepRaw(out any, body []byte) {
-	if o, ok := out.(Object); ok {
-		o.GetObjectMeta().raw = body
-	}
-}
-
 // updateBody returns what Update sends for obj. A json.RawMessage is sent
 // as it is. Any other T may name only some of the object's fields: its
 // changes since it was read are applied to the whole object it was read
-// from (kept by keepRaw) or, if there is none, to the object (or the
+// from (kept by send) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
-func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name, subresource string, obj *T) ([]byte, error) {
+func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource string, obj *T) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
@@ -39,7 +28,7 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, namespace, name
 		base = o.GetObjectMeta().raw
 	}
 	if base == nil {
-		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, namespace, name, GetOptions{Subresource: subresource})
+		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, op.namespace, op.name, GetOptions{Subresource: subresource})
 		if err != nil {
 			return nil, err
 		}
@@ -142,20 +131,15 @@ func merge3(base, was, now any) any {
 func partners(now, was []any) []int {
 	out := make([]int, len(now))
 	used := make([]bool, len(was))
-	pair := func(j int, match func(i int) bool) {
-		for i := range was {
-			if !used[i] && match(i) {
-				out[j], used[i] = i, true
-				return
-			}
-		}
-	}
 	for j, nv := range now {
 		out[j] = -1
-		if name, ok := nameOf(nv); ok {
-			pair(j, func(i int) bool { wn, ok := nameOf(was[i]); return ok && wn == name })
-		} else {
-			pair(j, func(i int) bool { return reflect.DeepEqual(was[i], nv) })
+		name, named := nameOf(nv)
+		for i, wv := range was {
+			wn, wnamed := nameOf(wv)
+			if !used[i] && (named && wnamed && wn == name || !named && reflect.DeepEqual(wv, nv)) {
+				out[j], used[i] = i, true
+				break
+			}
 		}
 	}
 	if len(now) != len(was) {

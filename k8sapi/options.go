@@ -92,13 +92,13 @@ type PatchOptions struct {
 type DeleteOptions struct {
 	// PropagationPolicy is "Foreground", "Background" or "Orphan"; empty
 	// means the resource's default.
-	PropagationPolicy string
+	PropagationPolicy string `json:"propagationPolicy,omitempty"`
 	// Preconditions, when non-nil, make the delete fail with a Conflict
 	// unless the object still has that UID and/or resourceVersion.
-	Preconditions *Preconditions
+	Preconditions *Preconditions `json:"preconditions,omitempty"`
 	// GracePeriodSeconds overrides the object's grace period; nil means
 	// its default, 0 means at once.
-	GracePeriodSeconds *int64
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // Preconditions must hold for a delete to go ahead. Empty fields are not
@@ -106,15 +106,6 @@ type DeleteOptions struct {
 type Preconditions struct {
 	UID             string `json:"uid,omitempty"`
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-}
-
-// deleteBody is the DeleteOptions object sent as a delete's body.
-type deleteBody struct {
-	Kind               string         `json:"kind"`
-	APIVersion         string         `json:"apiVersion"`
-	PropagationPolicy  string         `json:"propagationPolicy,omitempty"`
-	Preconditions      *Preconditions `json:"preconditions,omitempty"`
-	GracePeriodSeconds *int64         `json:"gracePeriodSeconds,omitempty"`
 }
 
 func (o GetOptions) query() url.Values {

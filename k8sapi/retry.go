@@ -20,15 +20,6 @@ const (
 // Retry-After, jittered.
 var retryBackoff = Backoff{Base: 200 * time.Millisecond, Max: 30 * time.Second}
 
-// retryWait returns how long to wait before retrying after e: the server's
-// Retry-After (which statusError caps at a minute), or the backoff.
-func retryWait(e *APIError, attempt int, jitter float64) time.Duration {
-	if e != nil && e.RetryAfter > 0 {
-		return e.RetryAfter
-	}
-	return retryBackoff.Jittered(attempt, jitter)
-}
-
 // idempotent reports whether a request with this method may be sent again
 // whatever happened to the first try.
 func idempotent(method string) bool {

@@ -28,10 +28,22 @@ func For[T any](c *Client, r Resource) Typed[T] {
 	return Typed[T]{Client: c, Resource: r}
 }
 
-// newOp checks the arguments of a call and describes it. needName says the
-// verb acts on one object (which then needs a namespace too, if the
-// resource is namespaced); needNamespace alone is for create.
-func (t Typed[T]) newOp(verb, method, namespace, name, sub string, needName, needNamespace bool) (*operation, error) {
+// methods maps each verb to its HTTP method.
+var methods = map[string]string{
+	"get":    http.MethodGet,
+	"list":   http.MethodGet,
+	"watch":  http.MethodGet,
+	"create": http.MethodPost,
+	"update": http.MethodPut,
+	"patch":  http.MethodPatch,
+	"delete": http.MethodDelete,
+}
+
+// newOp checks the arguments of a call of verb and describes it. Every
+// verb but list, watch and a create of the object itself acts on one
+// named object; every verb but list and watch needs a namespace when the
+// resource is namespaced.
+func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 	if !t.Resource.Namespaced {
 		namespace = ""
 	}
@@ -39,21 +51,20 @@ func (t Typed[T]) newOp(verb, method, namespace, name, sub string, needName, nee
 	if sub != "" {
 		res += "/" + sub
 	}
-	op := &operation{verb: verb, resource: res, namespace: namespace, name: name, method: method}
+	op := &operation{verb: verb, resource: res, namespace: namespace, name: name, method: methods[verb]}
+	many := verb == "list" || verb == "watch"
 	var problem string
 	switch {
 	case t.Client == nil:
 		problem = "nil Client"
 	case t.Resource.Resource == "" || t.Resource.Version == "":
 		problem = "Resource needs a version and a resource name"
-	case needName && name == "":
+	case name == "" && !many && (verb != "create" || sub != ""):
 		problem = "name is empty"
-	case (needName || needNamespace) && t.Resource.Namespaced && namespace == "":
+	case namespace == "" && !many && t.Resource.Namespaced:
 		problem = "namespace is empty"
 	case badSegment(name), badSegment(namespace), badSegment(sub):
 		problem = `"." and ".." are not valid names`
-	case sub != "" && name == "":
-		problem = "a subresource needs a name"
 	}
 	if problem != "" {
 		return nil, op.requestError(errors.New(problem))
@@ -64,57 +75,67 @@ func (t Typed[T]) newOp(verb, method, namespace, name, sub string, needName, nee
 
 func badSegment(s string) bool { return s == "." || s == ".." }
 
-// call sends op and decodes a 2xx body of at most limit bytes into out;
-// a nil out discards the body.
-func (c *Client) call(ctx context.Context, op *operation, limit int64, out any) error {
-	resp, err := c.do(ctx, op)
+// send checks a call of verb and sends it with query q and body: nil for
+// none (a get), []byte as it is, anything else marshalled to JSON. It
+// decodes an answer of at most the object limit into a new T, or discards
+// it when T is struct{}.
+func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
+	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if out == nil {
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, limit)); err != nil {
-			return op.requestError(err)
+	op.query, op.contentType = q, contentType
+	// Only a get sends no body; a write needs its object.
+	if obj, isT := body.(*T); body == nil && verb != "get" || isT && obj == nil {
+		return nil, op.requestError(errors.New("nil object"))
+	}
+	if b, ok := body.([]byte); ok {
+		op.body = b
+	} else if body != nil {
+		if op.body, err = json.Marshal(body); err != nil {
+			return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 		}
-		return nil
 	}
-	body, err := readBody(op, resp, limit)
+	resp, err := t.Client.do(ctx, op)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return op.decodeError(err)
+	out := new(T)
+	if _, discard := any(out).(*struct{}); discard {
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, t.Client.objectLimit)); err != nil {
+			return nil, op.requestError(err)
+		}
+		return out, nil
 	}
-	if op.verb == "get" || op.verb == "update" {
-		keepRaw(out, body)
-	}
-	return nil
-}
-
-// encode marshals a request body.
-func encode(op *operation, v any, contentType string) error {
-	b, err := json.Marshal(v)
+	data, err := readBody(op, resp, t.Client.objectLimit)
 	if err != nil {
-		return op.requestError(fmt.Errorf("encode body: %w", err))
+		return nil, err
 	}
-	op.body, op.contentType = b, contentType
-	return nil
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, op.decodeError(err)
+	}
+	// An object that embeds ObjectMeta keeps the whole JSON it was decoded
+	// from, so that a later Update keeps the fields its struct does not
+	// name. Only the answers of Get and Update are kept: not list items or
+	// watch events, so that caches hold no second copy, nor the answers of
+	// the writes a controller makes most (Create, Patch, Apply).
+	if o, ok := any(out).(Object); ok && (verb == "get" || verb == "update") {
+		o.GetObjectMeta().raw = data
+	}
+	return out, nil
 }
 
 // Get reads one object.
 func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptions) (*T, error) {
-	op, err := t.newOp("get", http.MethodGet, namespace, name, opts.Subresource, true, false)
-	if err != nil {
-		return nil, err
-	}
-	return t.send(ctx, op, opts.query())
+	return t.send(ctx, "get", namespace, name, opts.Subresource, opts.query(), nil, "")
 }
 
 // List reads one page of objects: all of them unless opts.Limit is set,
 // in which case the page's Metadata.Continue, if not empty, is the
 // opts.Continue for the next page.
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	op, err := t.newOp("list", http.MethodGet, namespace, "", "", false, false)
+	op, err := t.newOp("list", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +165,6 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 		}
 	}
 	all.Metadata.Continue = ""
-	all.Metadata.RemainingItemCount = nil
 	return all, nil
 }
 
@@ -153,16 +173,10 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 // implement [Object].
 func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts WriteOptions) (*T, error) {
 	name := ""
-	if opts.Subresource != "" {
-		if o, ok := any(obj).(Object); ok && obj != nil {
-			name = o.GetObjectMeta().Name
-		}
+	if o, ok := any(obj).(Object); ok && obj != nil && opts.Subresource != "" {
+		name = o.GetObjectMeta().Name
 	}
-	op, err := t.newOp("create", http.MethodPost, namespace, name, opts.Subresource, opts.Subresource != "", true)
-	if err != nil {
-		return nil, err
-	}
-	return t.write(ctx, op, obj, opts.query())
+	return t.send(ctx, "create", namespace, name, opts.Subresource, opts.query(), obj, "application/json")
 }
 
 // Update replaces the object (PUT) and returns the server's copy. Set
@@ -179,67 +193,28 @@ func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts Wri
 // Apply, a list, a watch or a cache, or built by hand) Update first reads
 // the object, and an error of that read is returned as it is.
 func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, opts WriteOptions) (*T, error) {
-	op, err := t.newOp("update", http.MethodPut, namespace, name, opts.Subresource, true, false)
+	op, err := t.newOp("update", namespace, name, opts.Subresource)
 	if err != nil {
 		return nil, err
 	}
 	if obj == nil {
 		return nil, op.requestError(errors.New("nil object"))
 	}
-	body, err := t.updateBody(ctx, op, namespace, name, opts.Subresource, obj)
+	body, err := t.updateBody(ctx, op, opts.Subresource, obj)
 	if err != nil {
 		return nil, err
 	}
-	op.body, op.contentType = body, "application/json"
-	return t.send(ctx, op, opts.query())
-}
-
-func (t Typed[T]) write(ctx context.Context, op *operation, obj *T, q url.Values) (*T, error) {
-	if obj == nil {
-		return nil, op.requestError(errors.New("nil object"))
-	}
-	if err := encode(op, obj, "application/json"); err != nil {
-		return nil, err
-	}
-	return t.send(ctx, op, q)
-}
-
-// send sends op, whose body if any is set, with query q and decodes the
-// answer.
-func (t Typed[T]) send(ctx context.Context, op *operation, q url.Values) (*T, error) {
-	op.query = q
-	out := new(T)
-	if err := t.Client.call(ctx, op, t.Client.objectLimit, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.send(ctx, "update", namespace, name, opts.Subresource, opts.query(), body, "application/json")
 }
 
 // Patch changes the object with data, interpreted as pt says, and returns
 // the server's copy. [ApplyPatch] needs opts.FieldManager; opts.Force is
 // only valid with it.
 func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchType, data []byte, opts PatchOptions) (*T, error) {
-	op, err := t.newOp("patch", http.MethodPatch, namespace, name, opts.Subresource, true, false)
-	if err != nil {
-		return nil, err
-	}
-	switch pt {
-	case MergePatch, JSONPatch, StrategicMergePatch:
-		if opts.Force {
-			return nil, op.requestError(errors.New("Force is only valid for an apply patch"))
-		}
-	case ApplyPatch:
-		if opts.FieldManager == "" {
-			return nil, op.requestError(errors.New("an apply patch needs a FieldManager"))
-		}
-	default:
-		return nil, op.requestError(fmt.Errorf("unknown patch type %.64q", pt))
-	}
 	if data == nil {
 		data = []byte{}
 	}
-	op.body, op.contentType = data, string(pt)
-	return t.send(ctx, op, opts.query())
+	return t.patch(ctx, namespace, name, pt, data, opts)
 }
 
 // Apply is server-side apply: it sends obj, marshalled to JSON, as an
@@ -248,34 +223,42 @@ func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchTyp
 // opts.FieldManager is required; opts.Force takes over fields other
 // managers own.
 func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, opts PatchOptions) (*T, error) {
-	op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
-	if obj == nil {
-		return nil, op.requestError(errors.New("nil object"))
+	return t.patch(ctx, namespace, name, ApplyPatch, obj, opts)
+}
+
+// patch checks pt and opts, then sends body as send does.
+func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchType, body any, opts PatchOptions) (*T, error) {
+	var problem error
+	switch pt {
+	case MergePatch, JSONPatch, StrategicMergePatch:
+		if opts.Force {
+			problem = errors.New("Force is only valid for an apply patch")
+		}
+	case ApplyPatch:
+		if opts.FieldManager == "" {
+			problem = errors.New("an apply patch needs a FieldManager")
+		}
+	default:
+		problem = fmt.Errorf("unknown patch type %.64q", pt)
 	}
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
+	if problem != nil {
+		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
+		return nil, op.requestError(problem)
 	}
-	return t.Patch(ctx, namespace, name, ApplyPatch, data, opts)
+	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }
 
 // Delete deletes the object. With opts.Preconditions it fails with a
 // Conflict (see [IsConflict]) if the object changed. Deleting an object
 // that is already gone fails with NotFound (see [IsNotFound]).
 func (t Typed[T]) Delete(ctx context.Context, namespace, name string, opts DeleteOptions) error {
-	op, err := t.newOp("delete", http.MethodDelete, namespace, name, "", true, false)
-	if err != nil {
-		return err
-	}
-	body := deleteBody{
-		Kind:               "DeleteOptions",
-		APIVersion:         "v1",
-		PropagationPolicy:  opts.PropagationPolicy,
-		Preconditions:      opts.Preconditions,
-		GracePeriodSeconds: opts.GracePeriodSeconds,
-	}
-	if err := encode(op, body, "application/json"); err != nil {
-		return err
-	}
-	return t.Client.call(ctx, op, t.Client.objectLimit, nil)
+	// The body is the API's DeleteOptions object; Typed[struct{}] discards
+	// the answer.
+	body := struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+		DeleteOptions
+	}{"DeleteOptions", "v1", opts}
+	_, err := Typed[struct{}](t).send(ctx, "delete", namespace, name, "", nil, body, "application/json")
+	return err
 }

@@ -245,6 +245,12 @@ func TestBadArguments(t *testing.T) {
 		{"dot dot", func() error { _, err := d.Get(ctx, "shop", "..", GetOptions{}); return err }, "not valid"},
 		{"create no namespace", func() error { _, err := d.Create(ctx, "", &Deployment{}, WriteOptions{}); return err }, "namespace is empty"},
 		{"create nil", func() error { _, err := d.Create(ctx, "shop", nil, WriteOptions{}); return err }, "nil object"},
+		{"create nil eviction", func() error {
+			_, err := d.Create(ctx, "shop", nil, WriteOptions{Subresource: "eviction"})
+			return err
+		}, "name is empty"},
+		{"apply nil", func() error { _, err := d.Apply(ctx, "shop", "web", nil, PatchOptions{FieldManager: "m"}); return err }, "nil object"},
+		{"update nil", func() error { _, err := d.Update(ctx, "shop", "web", nil, WriteOptions{}); return err }, "nil object"},
 		{"apply no manager", func() error { _, err := d.Apply(ctx, "shop", "web", map[string]string{}, PatchOptions{}); return err }, "FieldManager"},
 		{"force on merge", func() error {
 			_, err := d.Patch(ctx, "shop", "web", MergePatch, []byte(`{}`), PatchOptions{Force: true})

@@ -1,9 +1,6 @@
 package k8sapi
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // The structs below keep only the fields the operator reads or writes.
 // Fields they do not name, managedFields among them, are dropped when a
@@ -22,7 +19,6 @@ type TypeMeta struct {
 // ObjectMeta is the metadata every object has.
 type ObjectMeta struct {
 	Name              string           `json:"name,omitempty"`
-	GenerateName      string           `json:"generateName,omitempty"`
 	Namespace         string           `json:"namespace,omitempty"`
 	UID               string           `json:"uid,omitempty"`
 	ResourceVersion   string           `json:"resourceVersion,omitempty"`
@@ -70,9 +66,8 @@ func (m *ObjectMeta) ControllerOf() *OwnerReference {
 
 // ListMeta is a list's metadata.
 type ListMeta struct {
-	ResourceVersion    string `json:"resourceVersion,omitempty"`
-	Continue           string `json:"continue,omitempty"`
-	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Continue        string `json:"continue,omitempty"`
 }
 
 // List is one page of a list response.
@@ -141,13 +136,12 @@ type DeploymentSpec struct {
 
 // DeploymentStatus is the part of a Deployment's status the operator reads.
 type DeploymentStatus struct {
-	ObservedGeneration  int64                 `json:"observedGeneration,omitempty"`
-	Replicas            int32                 `json:"replicas,omitempty"`
-	UpdatedReplicas     int32                 `json:"updatedReplicas,omitempty"`
-	ReadyReplicas       int32                 `json:"readyReplicas,omitempty"`
-	AvailableReplicas   int32                 `json:"availableReplicas,omitempty"`
-	UnavailableReplicas int32                 `json:"unavailableReplicas,omitempty"`
-	Conditions          []DeploymentCondition `json:"conditions,omitempty"`
+	ObservedGeneration int64                 `json:"observedGeneration,omitempty"`
+	Replicas           int32                 `json:"replicas,omitempty"`
+	UpdatedReplicas    int32                 `json:"updatedReplicas,omitempty"`
+	ReadyReplicas      int32                 `json:"readyReplicas,omitempty"`
+	AvailableReplicas  int32                 `json:"availableReplicas,omitempty"`
+	Conditions         []DeploymentCondition `json:"conditions,omitempty"`
 }
 
 // DeploymentCondition is a Deployment's condition (Available, Progressing).
@@ -164,18 +158,9 @@ type PodTemplateSpec struct {
 	Spec       PodSpec `json:"spec"`
 }
 
-// Pod is core/v1 Pod, reduced.
-type Pod struct {
-	TypeMeta
-	ObjectMeta `json:"metadata"`
-	Spec       PodSpec   `json:"spec"`
-	Status     PodStatus `json:"status"`
-}
-
 // PodSpec is the part of a pod spec the operator sets.
 type PodSpec struct {
 	Containers []Container `json:"containers"`
-	NodeName   string      `json:"nodeName,omitempty"`
 }
 
 // Container is one container of a pod.
@@ -190,18 +175,6 @@ type ContainerPort struct {
 	Name          string `json:"name,omitempty"`
 	ContainerPort int32  `json:"containerPort"`
 	Protocol      string `json:"protocol,omitempty"`
-}
-
-// PodStatus is the part of a pod's status the operator reads.
-type PodStatus struct {
-	Phase      string         `json:"phase,omitempty"`
-	Conditions []PodCondition `json:"conditions,omitempty"`
-}
-
-// PodCondition is a pod's condition, such as Ready.
-type PodCondition struct {
-	Type   string `json:"type"`
-	Status string `json:"status"`
 }
 
 // Service is core/v1 Service, reduced.
@@ -259,7 +232,8 @@ type ObjectReference struct {
 }
 
 // MicroTime is a time with microsecond precision, as the API writes it
-// (RFC 3339 with six fractional digits).
+// (RFC 3339 with six fractional digits). It decodes as time.Time does (an
+// RFC 3339 time, or null for none).
 type MicroTime struct{ time.Time }
 
 const microTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
@@ -270,15 +244,6 @@ func (t MicroTime) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(`"` + t.UTC().Format(microTimeLayout) + `"`), nil
-}
-
-// UnmarshalJSON reads an RFC 3339 time, or null.
-func (t *MicroTime) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		t.Time = time.Time{}
-		return nil
-	}
-	return json.Unmarshal(b, &t.Time)
 }
 
 // Lease is coordination.k8s.io/v1 Lease, reduced.

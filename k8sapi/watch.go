@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -43,7 +43,7 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.newOp("watch", http.MethodGet, namespace, "", "", false, false)
+	op, err := t.newOp("watch", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ type Watcher[T any] struct {
 }
 
 func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
-	in := &eventReader{r: body, limit: limit}
+	in := &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
 	return &Watcher[T]{op: op, body: body, cancel: cancel, in: in, dec: json.NewDecoder(in)}
 }
 
@@ -130,7 +130,8 @@ func (w *Watcher[T]) release() {
 	})
 }
 
-// eventType decodes an event's type without allocating for the known ones.
+// eventType decodes an event's type, which must be one of the five known
+// ones, without allocating.
 type eventType EventType
 
 func (t *eventType) UnmarshalJSON(b []byte) error {
@@ -150,7 +151,7 @@ func (t *eventType) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return errors.New("event type is not a string")
 		}
-		*t = eventType(s)
+		return fmt.Errorf("unknown event type %.64q", s)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 		case isTypeErr && typ == Error:
 			// A Status that does not fit T; decoded below.
 		default:
-			return WatchEvent[T]{}, w.fail(err)
+			return WatchEvent[T]{}, w.in.fail(w.op, err)
 		}
 	}
 	switch {
@@ -196,8 +197,6 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 			return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
 		}
 		return WatchEvent[T]{}, w.errorEvent(kept[:size])
-	case !known(typ):
-		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("unknown event type %.64q", string(typ)))
 	case w.env.Object == nil:
 		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
 	}
@@ -232,26 +231,7 @@ func (w *Watcher[T]) errorEvent(event []byte) error {
 	return statusError(w.op, int(e.Object.Code), *e.Object, nil)
 }
 
-func known(t EventType) bool {
-	return t == Added || t == Modified || t == Deleted || t == Bookmark
-}
-
-// fail classifies an error from the decoder: the body's own read error
-// (connection lost, context ended) is a RequestError; anything else,
-// including a truncated stream and an oversized event, a DecodeError.
-func (w *Watcher[T]) fail(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	if w.in.err != nil && err == w.in.err && !errors.Is(err, ErrBodyTooLarge) {
-		return w.op.requestError(err)
-	}
-	return w.op.decodeError(err)
-}
-
 const (
-	// eventReadSize bounds one read from a watch stream.
-	eventReadSize = 32 << 10
 	// eventKeepMax is how much of an event eventReader keeps for a second
 	// decode: enough for any ERROR event's Status.
 	eventKeepMax = 64 << 10
@@ -260,18 +240,14 @@ const (
 	renewDecoderAfter = 1 << 20
 )
 
-// eventReader feeds the decoder. It stops it once the event being decoded,
-// which began at stream offset start, grows past limit bytes. It keeps the
-// bytes of the current event, as long as it is at most eventKeepMax, so
-// that an ERROR event can be decoded a second time; a larger event is
-// held by the decoder alone, and only the last read is kept (it holds the
-// start of the next event). Reads are at most eventReadSize.
+// eventReader feeds the decoder, stopping it once the event being decoded
+// grows past the object limit (see limitReader). It keeps the bytes of
+// the current event, as long as it is at most eventKeepMax, so that an
+// ERROR event can be decoded a second time; a larger event is held by the
+// decoder alone, and only the last read is kept (it holds the start of
+// the next event).
 type eventReader struct {
-	r      io.Reader
-	read   int64 // bytes read so far
-	start  int64 // offset where the current event began
-	limit  int64
-	err    error  // the last read error other than io.EOF
+	limitReader
 	kept   []byte // the stream's bytes from offset keptAt to read
 	keptAt int64
 }
@@ -294,22 +270,12 @@ func (e *eventReader) since(off int64) []byte {
 }
 
 func (e *eventReader) Read(p []byte) (int, error) {
-	room := e.limit - (e.read - e.start)
-	if room < 0 {
-		e.err = fmt.Errorf("%w: watch event over %d bytes", ErrBodyTooLarge, e.limit)
-		return 0, e.err
-	}
-	p = p[:min(int64(len(p)), room+1, eventReadSize)]
-	n, err := e.r.Read(p)
-	e.read += int64(n)
+	n, err := e.limitReader.Read(p)
 	if len(e.kept)+n > eventKeepMax {
 		e.kept = append(e.kept[:0], p[:n]...)
 	} else {
 		e.kept = append(e.kept, p[:n]...)
 	}
 	e.keptAt = e.read - int64(len(e.kept))
-	if err != nil && err != io.EOF {
-		e.err = err
-	}
 	return n, err
 }

@@ -228,7 +228,7 @@ func TestWatchEventLimitIsPerEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	w.in.limit = 4 << 10 // each event is about 1 KiB; the stream is 190 KiB
+	w.in.itemLimit = 4 << 10 // each event is about 1 KiB; the stream is 190 KiB
 	n := 0
 	for {
 		if _, err = w.Next(); err != nil {
