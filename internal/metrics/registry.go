@@ -15,7 +15,7 @@ import (
 // ContentType is the Content-Type of the text exposition format 0.0.4.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Collector is anything a [Registry] can hold: the vecs and *FuncVec of
+// Collector is anything a [Registry] can hold: the [Vec] families of
 // this package, the collectors it returns (such as
 // [NewRuntimeCollector]) and the standard family sets.
 type Collector interface {
@@ -23,14 +23,14 @@ type Collector interface {
 }
 
 // family is one metric family as the registry sees it: its description,
-// and its series read at scrape time.
+// and its samples read at scrape time.
 type family struct {
 	d       *desc
-	collect func() []series
+	collect func() []sample
 }
 
-// series is one labelled sample, or one histogram.
-type series struct {
+// sample is the value of one labelled series, or one histogram.
+type sample struct {
 	values     []string
 	value      float64  // a histogram's sum
 	cumulative []uint64 // a histogram's counts: one per bound, then +Inf
@@ -135,9 +135,9 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func appendFamily(b []byte, d *desc, ss []series) []byte {
+func appendFamily(b []byte, d *desc, ss []sample) []byte {
 	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", d.name, helpEscaper.Replace(d.help), d.name, d.typ)
-	slices.SortFunc(ss, func(x, y series) int { return slices.Compare(x.values, y.values) })
+	slices.SortFunc(ss, func(x, y sample) int { return slices.Compare(x.values, y.values) })
 	for _, s := range ss {
 		switch {
 		case s.omit:
