@@ -43,8 +43,14 @@ func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
 			d.err = fmt.Errorf("metrics: %s: duplicate label name %q", name, l)
 		}
 	}
-	if typ == typeHistogram && d.err == nil {
-		d.err = checkBuckets(name, buckets)
+	for i, v := range buckets {
+		switch {
+		case d.err != nil:
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			d.err = fmt.Errorf("metrics: %s: bucket bound %v is not a finite number", name, v)
+		case i > 0 && v <= buckets[i-1]:
+			d.err = fmt.Errorf("metrics: %s: bucket bounds must be strictly increasing, %v follows %v", name, v, buckets[i-1])
+		}
 	}
 	return d
 }
@@ -80,6 +86,7 @@ func (a *atomicFloat) add(v float64) {
 // Observe feeds a histogram. Its methods are safe for concurrent use, do
 // not lock and do not allocate.
 type Series struct {
+	values []string                               // the label values
 	v      atomicFloat                            // a counter's or gauge's value, a histogram's sum
 	bounds []float64                              // a histogram's upper bounds, without +Inf
 	counts []atomic.Uint64                        // a histogram's counts per bucket, not cumulative; last is +Inf
@@ -97,18 +104,6 @@ func (s *Series) Set(v float64) { s.v.store(v) }
 
 // Value returns the current value: a histogram's sum.
 func (s *Series) Value() float64 { return s.v.load() }
-
-func checkBuckets(name string, b []float64) error {
-	for i, v := range b {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("metrics: %s: bucket bound %v is not a finite number", name, v)
-		}
-		if i > 0 && v <= b[i-1] {
-			return fmt.Errorf("metrics: %s: bucket bounds must be strictly increasing, %v follows %v", name, v, b[i-1])
-		}
-	}
-	return nil
-}
 
 // Observe adds one observation of v: it counts v in the first bucket
 // whose upper bound is at least v, and adds v to the sum.
@@ -128,9 +123,9 @@ func (s *Series) ObserveDuration(d time.Duration) { s.Observe(d.Seconds()) }
 func (s *Series) sample(fn bool) sample {
 	if f := s.f.Load(); f != nil {
 		x, ok := (*f)()
-		return sample{value: x, omit: !ok}
+		return sample{values: s.values, value: x, omit: !ok}
 	}
-	out := sample{value: s.v.load(), omit: fn}
+	out := sample{values: s.values, value: s.v.load(), omit: fn}
 	if s.counts != nil {
 		out.cumulative = make([]uint64, len(s.counts))
 		var total uint64

@@ -20,16 +20,11 @@ type Vec struct {
 	d     *desc
 	fn    bool // the series are read from functions bound with Bind
 	mu    sync.RWMutex
-	child map[string]*labelled // keyed by the label values joined with 0xff, which valid UTF-8 never contains
-}
-
-type labelled struct {
-	values []string
-	s      *Series
+	child map[string]*Series // keyed by the label values joined with 0xff, which valid UTF-8 never contains
 }
 
 func newVec(name, help, typ string, buckets []float64, fn bool, labelNames []string) *Vec {
-	return &Vec{d: newDesc(name, help, typ, labelNames, buckets), fn: fn, child: make(map[string]*labelled)}
+	return &Vec{d: newDesc(name, help, typ, labelNames, buckets), fn: fn, child: make(map[string]*Series)}
 }
 
 // NewCounterVec returns a counter family with the given label names.
@@ -103,23 +98,23 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 		k = append(k, s...)
 	}
 	v.mu.RLock()
-	c := v.child[string(k)]
+	s := v.child[string(k)]
 	v.mu.RUnlock()
-	if c != nil {
-		return c.s
+	if s != nil {
+		return s
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if c := v.child[string(k)]; c != nil {
-		return c.s
+	if s := v.child[string(k)]; s != nil {
+		return s
 	}
-	c = &labelled{values: slices.Clone(values), s: new(Series)}
+	s = &Series{values: slices.Clone(values)}
 	if v.d.typ == typeHistogram {
-		c.s.bounds = v.d.buckets
-		c.s.counts = make([]atomic.Uint64, len(v.d.buckets)+1)
+		s.bounds = v.d.buckets
+		s.counts = make([]atomic.Uint64, len(v.d.buckets)+1)
 	}
-	v.child[string(k)] = c
-	return c.s
+	v.child[string(k)] = s
+	return s
 }
 
 // Bind makes f the source of the series with the label values, replacing
@@ -140,12 +135,11 @@ func (v *Vec) bind(f func() (float64, bool), values ...string) {
 func (v *Vec) families() []family {
 	return []family{{v.d, func() []sample {
 		v.mu.RLock()
-		cs := slices.Collect(maps.Values(v.child))
+		ss := slices.Collect(maps.Values(v.child))
 		v.mu.RUnlock()
-		out := make([]sample, len(cs))
-		for i, c := range cs {
-			out[i] = c.s.sample(v.fn)
-			out[i].values = c.values
+		out := make([]sample, len(ss))
+		for i, s := range ss {
+			out[i] = s.sample(v.fn)
 		}
 		return out
 	}}}
