@@ -19,14 +19,7 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 // this package, the collectors it returns (such as
 // [NewRuntimeCollector]) and the standard family sets.
 type Collector interface {
-	families() []family
-}
-
-// family is one metric family as the registry sees it: its description,
-// and its samples read at scrape time.
-type family struct {
-	d       *desc
-	collect func() []sample
+	vecs() []*Vec
 }
 
 // sample is the value of one labelled series, or one histogram.
@@ -37,16 +30,10 @@ type sample struct {
 	omit       bool     // no value at this scrape
 }
 
-// collectors is a set of collectors registered as one.
-type collectors []Collector
+// collectors is a set of families registered as one.
+type collectors []*Vec
 
-func (cs collectors) families() []family {
-	var fs []family
-	for _, c := range cs {
-		fs = append(fs, c.families()...)
-	}
-	return fs
-}
+func (cs collectors) vecs() []*Vec { return cs }
 
 // Registry holds collectors and writes their families in the text
 // exposition format. The zero value is not usable; call [NewRegistry]. A
@@ -56,7 +43,7 @@ func (cs collectors) families() []family {
 // A Registry is also an http.Handler serving the exposition.
 type Registry struct {
 	mu       sync.RWMutex
-	families []family
+	families []*Vec
 	names    map[string]string // sample name -> family name
 }
 
@@ -73,7 +60,7 @@ func (r *Registry) Register(c Collector) error {
 	if c == nil {
 		return fmt.Errorf("metrics: Register: nil collector")
 	}
-	fs := c.families()
+	fs := c.vecs()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := maps.Clone(r.names)
@@ -90,7 +77,7 @@ func (r *Registry) Register(c Collector) error {
 	}
 	r.names = names
 	r.families = append(r.families, fs...)
-	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.d.name, b.d.name) })
+	slices.SortStableFunc(r.families, func(a, b *Vec) int { return cmp.Compare(a.d.name, b.d.name) })
 	return nil
 }
 

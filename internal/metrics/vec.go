@@ -132,15 +132,16 @@ func (v *Vec) bind(f func() (float64, bool), values ...string) {
 	v.WithLabelValues(values...).f.Store(&f)
 }
 
-func (v *Vec) families() []family {
-	return []family{{v.d, func() []sample {
-		v.mu.RLock()
-		ss := slices.Collect(maps.Values(v.child))
-		v.mu.RUnlock()
-		out := make([]sample, len(ss))
-		for i, s := range ss {
-			out[i] = s.sample(v.fn)
-		}
-		return out
-	}}}
+func (v *Vec) vecs() []*Vec { return []*Vec{v} }
+
+// collect returns the samples of the series now.
+func (v *Vec) collect() []sample {
+	v.mu.RLock()
+	ss := slices.Collect(maps.Values(v.child))
+	v.mu.RUnlock()
+	out := make([]sample, len(ss))
+	for i, s := range ss {
+		out[i] = s.sample(v.fn)
+	}
+	return out
 }
