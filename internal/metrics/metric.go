@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -15,54 +13,6 @@ const (
 	typeGauge     = "gauge"
 	typeHistogram = "histogram"
 )
-
-// desc describes one family: its name, help, type and label names. err
-// holds the first problem found at construction, reported by Register.
-type desc struct {
-	name    string
-	help    string
-	typ     string
-	labels  []string
-	buckets []float64 // histograms only: upper bounds without +Inf
-	err     error
-}
-
-func newDesc(name, help, typ string, labels []string, buckets []float64) *desc {
-	d := &desc{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: buckets}
-	if !validName(name, false) {
-		d.err = fmt.Errorf("metrics: invalid metric name %q", name)
-	}
-	for i, l := range labels {
-		switch {
-		case d.err != nil:
-		case !validName(l, true):
-			d.err = fmt.Errorf("metrics: %s: invalid label name %q", name, l)
-		case typ == typeHistogram && l == "le":
-			d.err = fmt.Errorf("metrics: %s: label name \"le\" is reserved for histogram buckets", name)
-		case slices.Contains(labels[:i], l):
-			d.err = fmt.Errorf("metrics: %s: duplicate label name %q", name, l)
-		}
-	}
-	for i, v := range buckets {
-		switch {
-		case d.err != nil:
-		case math.IsNaN(v) || math.IsInf(v, 0):
-			d.err = fmt.Errorf("metrics: %s: bucket bound %v is not a finite number", name, v)
-		case i > 0 && v <= buckets[i-1]:
-			d.err = fmt.Errorf("metrics: %s: bucket bounds must be strictly increasing, %v follows %v", name, v, buckets[i-1])
-		}
-	}
-	return d
-}
-
-// names returns the names the family takes: its own and, for a
-// histogram, its samples'.
-func (d *desc) names() []string {
-	if d.typ == typeHistogram {
-		return []string{d.name, d.name + "_bucket", d.name + "_sum", d.name + "_count"}
-	}
-	return []string{d.name}
-}
 
 // atomicFloat is a float64 updated with compare-and-swap.
 type atomicFloat struct{ bits atomic.Uint64 }

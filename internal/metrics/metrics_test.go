@@ -152,7 +152,7 @@ func TestRegisterNameClash(t *testing.T) {
 	}
 	for _, c := range []Collector{NewCounterVec("rpc", "h"), NewGaugeVec("rpc_count", "h"), NewCounterVec("rpc_bucket", "h")} {
 		if err := r.Register(c); err == nil {
-			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.vecs()[0].d.name)
+			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.vecs()[0].name)
 		}
 	}
 	// Two families of one name in one Register clash too.

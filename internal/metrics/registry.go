@@ -65,19 +65,19 @@ func (r *Registry) Register(c Collector) error {
 	defer r.mu.Unlock()
 	names := maps.Clone(r.names)
 	for _, f := range fs {
-		if f.d.err != nil {
-			return f.d.err
+		if f.err != nil {
+			return f.err
 		}
-		for _, n := range f.d.names() {
+		for _, n := range f.names() {
 			if other, ok := names[n]; ok {
-				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.d.name, n, other)
+				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.name, n, other)
 			}
-			names[n] = f.d.name
+			names[n] = f.name
 		}
 	}
 	r.names = names
 	r.families = append(r.families, fs...)
-	slices.SortStableFunc(r.families, func(a, b *Vec) int { return cmp.Compare(a.d.name, b.d.name) })
+	slices.SortStableFunc(r.families, func(a, b *Vec) int { return cmp.Compare(a.name, b.name) })
 	return nil
 }
 
@@ -100,7 +100,7 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	r.mu.RUnlock()
 	var b []byte
 	for _, f := range fs {
-		b = appendFamily(b, f.d, f.collect())
+		b = appendFamily(b, f, f.collect())
 	}
 	n, err := w.Write(b)
 	return int64(n), err
@@ -122,27 +122,27 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func appendFamily(b []byte, d *desc, ss []sample) []byte {
-	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", d.name, helpEscaper.Replace(d.help), d.name, d.typ)
+func appendFamily(b []byte, f *Vec, ss []sample) []byte {
+	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, helpEscaper.Replace(f.help), f.name, f.typ)
 	slices.SortFunc(ss, func(x, y sample) int { return slices.Compare(x.values, y.values) })
 	for _, s := range ss {
 		switch {
 		case s.omit:
 		case s.cumulative == nil:
-			b = appendSample(b, d.name, d.labels, s.values, s.value)
+			b = appendSample(b, f.name, f.labels, s.values, s.value)
 		default:
-			labels := append(slices.Clip(d.labels), "le")
+			labels := append(slices.Clip(f.labels), "le")
 			values := append(slices.Clip(s.values), "+Inf")
 			for i, c := range s.cumulative {
-				if i < len(d.buckets) {
-					values[len(values)-1] = string(appendFloat(nil, d.buckets[i]))
+				if i < len(f.buckets) {
+					values[len(values)-1] = string(appendFloat(nil, f.buckets[i]))
 				} else {
 					values[len(values)-1] = "+Inf"
 				}
-				b = appendSample(b, d.name+"_bucket", labels, values, float64(c))
+				b = appendSample(b, f.name+"_bucket", labels, values, float64(c))
 			}
-			b = appendSample(b, d.name+"_sum", d.labels, s.values, s.value)
-			b = appendSample(b, d.name+"_count", d.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
+			b = appendSample(b, f.name+"_sum", f.labels, s.values, s.value)
+			b = appendSample(b, f.name+"_count", f.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
 		}
 	}
 	return b

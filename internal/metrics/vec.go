@@ -16,15 +16,56 @@ import (
 // functions. Its methods are safe for concurrent use. The functions of a
 // function family are called without any lock of this package held,
 // possibly from several scrapes at once.
+//
+// Constructing a Vec never fails: err holds the first problem found in
+// its name, label names or buckets, and Register reports it.
 type Vec struct {
-	d     *desc
-	fn    bool // the series are read from functions bound with Bind
-	mu    sync.RWMutex
-	child map[string]*Series // keyed by the label values joined with 0xff, which valid UTF-8 never contains
+	name    string
+	help    string
+	typ     string
+	labels  []string
+	buckets []float64 // histograms only: upper bounds without +Inf
+	err     error
+	fn      bool // the series are read from functions bound with Bind
+	mu      sync.RWMutex
+	child   map[string]*Series // keyed by the label values joined with 0xff, which valid UTF-8 never contains
 }
 
-func newVec(name, help, typ string, buckets []float64, fn bool, labelNames []string) *Vec {
-	return &Vec{d: newDesc(name, help, typ, labelNames, buckets), fn: fn, child: make(map[string]*Series)}
+func newVec(name, help, typ string, buckets []float64, fn bool, labels []string) *Vec {
+	v := &Vec{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: buckets, fn: fn, child: make(map[string]*Series)}
+	if !validName(name, false) {
+		v.err = fmt.Errorf("metrics: invalid metric name %q", name)
+	}
+	for i, l := range labels {
+		switch {
+		case v.err != nil:
+		case !validName(l, true):
+			v.err = fmt.Errorf("metrics: %s: invalid label name %q", name, l)
+		case typ == typeHistogram && l == "le":
+			v.err = fmt.Errorf("metrics: %s: label name \"le\" is reserved for histogram buckets", name)
+		case slices.Contains(labels[:i], l):
+			v.err = fmt.Errorf("metrics: %s: duplicate label name %q", name, l)
+		}
+	}
+	for i, b := range buckets {
+		switch {
+		case v.err != nil:
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			v.err = fmt.Errorf("metrics: %s: bucket bound %v is not a finite number", name, b)
+		case i > 0 && b <= buckets[i-1]:
+			v.err = fmt.Errorf("metrics: %s: bucket bounds must be strictly increasing, %v follows %v", name, b, buckets[i-1])
+		}
+	}
+	return v
+}
+
+// names returns the names the family takes: its own and, for a
+// histogram, its samples'.
+func (v *Vec) names() []string {
+	if v.typ == typeHistogram {
+		return []string{v.name, v.name + "_bucket", v.name + "_sum", v.name + "_count"}
+	}
+	return []string{v.name}
 }
 
 // NewCounterVec returns a counter family with the given label names.
@@ -80,8 +121,8 @@ func newFunc(typ, name, help string, f func() float64) *Vec {
 // panics if the number of values is wrong: that is a programming error.
 // Keep the result on hot paths: the lookup takes a read lock.
 func (v *Vec) WithLabelValues(values ...string) *Series {
-	if len(values) != len(v.d.labels) {
-		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.d.name, len(values), len(v.d.labels), v.d.labels))
+	if len(values) != len(v.labels) {
+		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.name, len(values), len(v.labels), v.labels))
 	}
 	if slices.ContainsFunc(values, func(s string) bool { return !utf8.ValidString(s) }) {
 		values = slices.Clone(values)
@@ -109,9 +150,9 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 		return s
 	}
 	s = &Series{values: slices.Clone(values)}
-	if v.d.typ == typeHistogram {
-		s.bounds = v.d.buckets
-		s.counts = make([]atomic.Uint64, len(v.d.buckets)+1)
+	if v.typ == typeHistogram {
+		s.bounds = v.buckets
+		s.counts = make([]atomic.Uint64, len(v.buckets)+1)
 	}
 	v.child[string(k)] = s
 	return s
@@ -122,7 +163,7 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 // is nil.
 func (v *Vec) Bind(f func() float64, values ...string) {
 	if f == nil {
-		panic("metrics: " + v.d.name + ": Bind with a nil function")
+		panic("metrics: " + v.name + ": Bind with a nil function")
 	}
 	v.bind(func() (float64, bool) { return f(), true }, values...)
 }
