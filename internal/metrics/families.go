@@ -317,15 +317,11 @@ func (t *instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
 // such as /version.
 func Verb(method, path, watchParam string) string {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var rest []string
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		rest = segs[2:]
-	case len(segs) >= 3 && segs[0] == "apis":
-		rest = segs[3:]
-	default:
+	prefix := versionSegments[segs[0]]
+	if prefix == 0 || len(segs) < prefix {
 		return strings.ToLower(method)
 	}
+	rest := segs[prefix:]
 	if len(rest) > 0 && rest[0] == "watch" {
 		return "watch"
 	}
@@ -346,6 +342,10 @@ func Verb(method, path, watchParam string) string {
 	}
 	return cmp.Or(writeVerbs[method], strings.ToLower(method))
 }
+
+// versionSegments is the number of path segments up to the API version:
+// api/VERSION or apis/GROUP/VERSION.
+var versionSegments = map[string]int{"api": 2, "apis": 3}
 
 // writeVerbs are the Kubernetes verbs of the methods that change a
 // resource.
