@@ -151,12 +151,10 @@ func appendFamily(b []byte, f *Vec, ss []sample) []byte {
 // appendSample appends one sample line.
 func appendSample(b []byte, name string, labels, values []string, v float64) []byte {
 	b = append(b, name...)
+	sep := "{"
 	for i, l := range labels {
-		sep := byte(',')
-		if i == 0 {
-			sep = '{'
-		}
-		b = fmt.Appendf(b, "%c%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
+		b = fmt.Appendf(b, "%s%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
+		sep = ","
 	}
 	if len(labels) > 0 {
 		b = append(b, '}')
