@@ -289,26 +289,24 @@ func (m *APIMetrics) RoundTripper(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &instrumented{m: m, next: next}
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+		start := time.Now()
+		resp, err := next.RoundTrip(req)
+		m.duration.WithLabelValues(verb).ObserveDuration(time.Since(start))
+		code := "<error>"
+		if err == nil {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		m.requests.WithLabelValues(verb, code).Inc()
+		return resp, err
+	})
 }
 
-type instrumented struct {
-	m    *APIMetrics
-	next http.RoundTripper
-}
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
 
-func (t *instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
-	start := time.Now()
-	resp, err := t.next.RoundTrip(req)
-	t.m.duration.WithLabelValues(verb).ObserveDuration(time.Since(start))
-	code := "<error>"
-	if err == nil {
-		code = strconv.Itoa(resp.StatusCode)
-	}
-	t.m.requests.WithLabelValues(verb, code).Inc()
-	return resp, err
-}
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Verb names the Kubernetes verb of a request from its method, path and
 // watch query parameter: get, list, watch, create, update, patch, delete
