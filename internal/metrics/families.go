@@ -27,8 +27,10 @@ var ReconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
 
 // WorkqueueBuckets are the bucket bounds, in seconds, of the workqueue
 // duration histograms: 10ns to 1000s, ten times apart, as
-// controller-runtime sets them.
-var WorkqueueBuckets = ExponentialBuckets(10e-9, 10, 12)
+// controller-runtime sets them (with Prometheus's ExponentialBuckets,
+// whose repeated multiplication rounds two of them just below 1e-5 and
+// 1e-4), so that the le labels match.
+var WorkqueueBuckets = []float64{1e-08, 1e-07, 1e-06, 9.999999999999999e-06, 9.999999999999999e-05, 0.001, 0.01, 0.1, 1, 10, 100, 1000}
 
 // APIRequestBuckets are the bucket bounds, in seconds, of
 // widget_operator_api_request_duration_seconds: those client-go uses for

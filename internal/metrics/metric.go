@@ -86,20 +86,3 @@ func (s *Series) sample(fn bool) sample {
 	}
 	return out
 }
-
-// ExponentialBuckets returns count bucket bounds starting at start, each
-// factor times the previous, computed by repeated multiplication so that
-// the bounds (and so the le labels) match other Prometheus clients'. It
-// returns nil, which means a lone +Inf bucket, if count < 1, start <= 0 or
-// factor <= 1.
-func ExponentialBuckets(start, factor float64, count int) []float64 {
-	if count < 1 || start <= 0 || factor <= 1 {
-		return nil
-	}
-	b := make([]float64, count)
-	for i := range b {
-		b[i] = start
-		start *= factor
-	}
-	return b
-}
