@@ -151,10 +151,10 @@ func appendFamily(b []byte, f *Vec, ss []sample) []byte {
 // appendSample appends one sample line.
 func appendSample(b []byte, name string, labels, values []string, v float64) []byte {
 	b = append(b, name...)
-	sep := "{"
+	sep := byte('{')
 	for i, l := range labels {
-		b = fmt.Appendf(b, "%s%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
-		sep = ","
+		b = fmt.Appendf(b, "%c%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
+		sep = ','
 	}
 	if len(labels) > 0 {
 		b = append(b, '}')
