@@ -170,17 +170,14 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	r := &Recorder{
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	return &Recorder{
 		cfg:    cfg,
 		events: k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
 		queue:  make(chan item, cfg.QueueSize),
 		limits: make(map[string]*k8sapi.TokenBucket),
 		series: make(map[seriesKey]*seriesState),
-	}
-	return r, nil
+	}, nil
 }
 
 // Event queues an Event about regarding. eventType must be "Normal" or

@@ -33,26 +33,20 @@ const noLimit = 1 << 62
 // limit is found. The limit comes from EnvLimit if set, else from the
 // cgroup (v2 memory.max, else v1 memory.limit_in_bytes) of the process,
 // read from root (the root file system, such as os.DirFS("/")).
-func Choose(getenv func(string) string, root fs.FS) (int64, string, error) {
+func Choose(getenv func(string) string, root fs.FS) (limit int64, from string, err error) {
 	if getenv("GOMEMLIMIT") != "" {
 		return 0, "", nil
 	}
+	from = EnvLimit
 	if v := getenv(EnvLimit); v != "" {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n <= 0 {
+		limit, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || limit <= 0 {
 			return 0, "", fmt.Errorf("memlimit: %s=%q: want a positive number of bytes", EnvLimit, v)
 		}
-		return share(n), EnvLimit, nil
-	}
-	n, file, err := Cgroup(root)
-	if err != nil || n == 0 {
+	} else if limit, from, err = Cgroup(root); err != nil || limit == 0 {
 		return 0, "", err
 	}
-	return share(n), file, nil
-}
-
-func share(n int64) int64 {
-	return int64(math.Floor(float64(n) * Fraction))
+	return int64(math.Floor(float64(limit) * Fraction)), from, nil
 }
 
 // Cgroup returns the memory limit of the process's cgroup and the file it
@@ -64,13 +58,12 @@ func Cgroup(root fs.FS) (int64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	for _, c := range []struct{ dir, file string }{
-		{path.Join("sys/fs/cgroup", v2), "memory.max"},
-		{"sys/fs/cgroup", "memory.max"},
-		{path.Join("sys/fs/cgroup/memory", v1), "memory.limit_in_bytes"},
-		{"sys/fs/cgroup/memory", "memory.limit_in_bytes"},
+	for _, name := range []string{
+		path.Join("sys/fs/cgroup", v2, "memory.max"),
+		"sys/fs/cgroup/memory.max",
+		path.Join("sys/fs/cgroup/memory", v1, "memory.limit_in_bytes"),
+		"sys/fs/cgroup/memory/memory.limit_in_bytes",
 	} {
-		name := path.Join(c.dir, c.file)
 		b, err := fs.ReadFile(root, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -15,7 +15,7 @@
 // remembered and reported by [Registry.Register], so one place checks every
 // programmer error. Updating a metric is lock-free (atomics); a labelled
 // child is found under a read lock, so hot paths should look a child up
-// once and keep it. [Histogram.Observe] does not allocate.
+// once and keep it. [Series.Observe] does not allocate.
 //
 // The output is stable: families sorted by name, series by their label
 // values, histogram buckets in order, then _sum and _count. Numbers are

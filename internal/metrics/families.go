@@ -27,8 +27,10 @@ var ReconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
 
 // WorkqueueBuckets are the bucket bounds, in seconds, of the workqueue
 // duration histograms: 10ns to 1000s, ten times apart, as
-// controller-runtime sets them.
-var WorkqueueBuckets = ExponentialBuckets(10e-9, 10, 12)
+// controller-runtime sets them (with Prometheus's ExponentialBuckets,
+// whose repeated multiplication rounds two of them just below 1e-5 and
+// 1e-4), so that the le labels match.
+var WorkqueueBuckets = []float64{1e-08, 1e-07, 1e-06, 9.999999999999999e-06, 9.999999999999999e-05, 0.001, 0.01, 0.1, 1, 10, 100, 1000}
 
 // APIRequestBuckets are the bucket bounds, in seconds, of
 // widget_operator_api_request_duration_seconds: those client-go uses for
@@ -36,62 +38,55 @@ var WorkqueueBuckets = ExponentialBuckets(10e-9, 10, 12)
 var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
 
 // ControllerMetrics are the controller_runtime_* families, with the names
-// and labels controller-runtime gives them. Register the whole set with
-// [Registry.Register]; it is safe for concurrent use.
+// and labels controller-runtime gives them:
+//
+//	controller_runtime_reconcile_total{controller,result}
+//	controller_runtime_reconcile_errors_total{controller}
+//	controller_runtime_terminal_reconcile_errors_total{controller} (errors not retried)
+//	controller_runtime_reconcile_panics_total{controller}
+//	controller_runtime_reconcile_time_seconds{controller}
+//	controller_runtime_max_concurrent_reconciles{controller}
+//	controller_runtime_active_workers{controller}
+//
+// Register the whole set with [Registry.Register]; it is safe for
+// concurrent use.
 type ControllerMetrics struct {
-	// ReconcileTotal is controller_runtime_reconcile_total{controller,result}.
-	ReconcileTotal *CounterVec
-	// ReconcileErrors is controller_runtime_reconcile_errors_total{controller}.
-	ReconcileErrors *CounterVec
-	// TerminalReconcileErrors is
-	// controller_runtime_terminal_reconcile_errors_total{controller}:
-	// errors that are not retried.
-	TerminalReconcileErrors *CounterVec
-	// ReconcilePanics is controller_runtime_reconcile_panics_total{controller}.
-	ReconcilePanics *CounterVec
-	// ReconcileTime is controller_runtime_reconcile_time_seconds{controller}.
-	ReconcileTime *HistogramVec
-	// MaxConcurrentReconciles is
-	// controller_runtime_max_concurrent_reconciles{controller}.
-	MaxConcurrentReconciles *GaugeVec
-	// ActiveWorkers is controller_runtime_active_workers{controller}.
-	ActiveWorkers *GaugeVec
+	collectors
+	total, errors, terminal, panics, time, max, active *Vec
 }
 
 // NewControllerMetrics returns the controller families, empty.
 func NewControllerMetrics() *ControllerMetrics {
-	return &ControllerMetrics{
-		ReconcileTotal:          NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result"),
-		ReconcileErrors:         NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"),
-		TerminalReconcileErrors: NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"),
-		ReconcilePanics:         NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"),
-		ReconcileTime:           NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"),
-		MaxConcurrentReconciles: NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"),
-		ActiveWorkers:           NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
+	m := &ControllerMetrics{
+		total:    NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result"),
+		errors:   NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"),
+		terminal: NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"),
+		panics:   NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"),
+		time:     NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"),
+		max:      NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"),
+		active:   NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
 	}
-}
-
-func (m *ControllerMetrics) families() []family {
-	return collectors{m.ReconcileTotal, m.ReconcileErrors, m.TerminalReconcileErrors, m.ReconcilePanics, m.ReconcileTime, m.MaxConcurrentReconciles, m.ActiveWorkers}.families()
+	m.collectors = collectors{m.total, m.errors, m.terminal, m.panics, m.time, m.max, m.active}
+	return m
 }
 
 // Controller returns the series of one controller, creating them at zero
-// (every result of ReconcileTotal included, so rates exist from the
+// (every result of reconcile_total included, so rates exist from the
 // start) and setting max_concurrent_reconciles to workers.
 func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeries {
 	s := &ControllerSeries{
-		errors:   m.ReconcileErrors.WithLabelValues(name),
-		terminal: m.TerminalReconcileErrors.WithLabelValues(name),
-		panics:   m.ReconcilePanics.WithLabelValues(name),
-		time:     m.ReconcileTime.WithLabelValues(name),
-		active:   m.ActiveWorkers.WithLabelValues(name),
-		results:  m.ReconcileTotal,
+		errors:   m.errors.WithLabelValues(name),
+		terminal: m.terminal.WithLabelValues(name),
+		panics:   m.panics.WithLabelValues(name),
+		time:     m.time.WithLabelValues(name),
+		active:   m.active.WithLabelValues(name),
+		results:  m.total,
 		name:     name,
 	}
 	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		m.ReconcileTotal.WithLabelValues(name, r)
+		m.total.WithLabelValues(name, r)
 	}
-	m.MaxConcurrentReconciles.WithLabelValues(name).Set(float64(workers))
+	m.max.WithLabelValues(name).Set(float64(workers))
 	return s
 }
 
@@ -100,11 +95,9 @@ func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeri
 // read lock and without allocating. Its methods are safe for concurrent
 // use.
 type ControllerSeries struct {
-	errors, terminal, panics *Counter
-	time                     *Histogram
-	active                   *Gauge
-	results                  *CounterVec
-	name                     string
+	errors, terminal, panics, time, active *Series
+	results                                *Vec
+	name                                   string
 }
 
 // Reconciled records one reconcile that took d and ended with result, one
@@ -131,48 +124,45 @@ func (s *ControllerSeries) WorkerStarted() { s.active.Inc() }
 func (s *ControllerSeries) WorkerDone() { s.active.Dec() }
 
 // WorkqueueMetrics are the workqueue_* families with the names, labels
-// ({name, controller}) and buckets controller-runtime gives them. The
-// depth family has no priority label: our queue has no priorities, and
-// Prometheus treats controller-runtime's empty priority="" as absent, so
-// queries match alike. Register the set with [Registry.Register]; it is
-// safe for concurrent use.
+// ({name, controller}) and buckets controller-runtime gives them:
+// workqueue_depth, workqueue_adds_total, workqueue_queue_duration_seconds,
+// workqueue_work_duration_seconds, workqueue_retries_total,
+// workqueue_unfinished_work_seconds and
+// workqueue_longest_running_processor_seconds. The depth family has no
+// priority label: our queue has no priorities, and Prometheus treats
+// controller-runtime's empty priority="" as absent, so queries match
+// alike. Register the set with [Registry.Register]; it is safe for
+// concurrent use.
 type WorkqueueMetrics struct {
-	Depth                   *GaugeVec     // workqueue_depth
-	Adds                    *CounterVec   // workqueue_adds_total
-	QueueDuration           *HistogramVec // workqueue_queue_duration_seconds
-	WorkDuration            *HistogramVec // workqueue_work_duration_seconds
-	Retries                 *CounterVec   // workqueue_retries_total
-	UnfinishedWork          *FuncVec      // workqueue_unfinished_work_seconds
-	LongestRunningProcessor *FuncVec      // workqueue_longest_running_processor_seconds
+	collectors
+	depth, adds, waited, worked, retries, unfinished, longest *Vec
 }
 
 // NewWorkqueueMetrics returns the workqueue families, empty.
 func NewWorkqueueMetrics() *WorkqueueMetrics {
 	l := []string{"name", "controller"}
-	return &WorkqueueMetrics{
-		Depth:                   NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...),
-		Adds:                    NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...),
-		QueueDuration:           NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...),
-		WorkDuration:            NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...),
-		Retries:                 NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...),
-		UnfinishedWork:          NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...),
-		LongestRunningProcessor: NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...),
+	m := &WorkqueueMetrics{
+		depth:      NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...),
+		adds:       NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...),
+		waited:     NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...),
+		worked:     NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...),
+		retries:    NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...),
+		unfinished: NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...),
+		longest:    NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...),
 	}
-}
-
-func (m *WorkqueueMetrics) families() []family {
-	return collectors{m.Depth, m.Adds, m.QueueDuration, m.WorkDuration, m.Retries, m.UnfinishedWork, m.LongestRunningProcessor}.families()
+	m.collectors = collectors{m.depth, m.adds, m.waited, m.worked, m.retries, m.unfinished, m.longest}
+	return m
 }
 
 // Queue returns the queue.Metrics of one queue, to set as
 // queue.Config.Metrics. Its series exist, at zero, from now on.
 func (m *WorkqueueMetrics) Queue(name, controller string) *QueueMetrics {
 	return &QueueMetrics{
-		depth:   m.Depth.WithLabelValues(name, controller),
-		adds:    m.Adds.WithLabelValues(name, controller),
-		waited:  m.QueueDuration.WithLabelValues(name, controller),
-		worked:  m.WorkDuration.WithLabelValues(name, controller),
-		retries: m.Retries.WithLabelValues(name, controller),
+		depth:   m.depth.WithLabelValues(name, controller),
+		adds:    m.adds.WithLabelValues(name, controller),
+		waited:  m.waited.WithLabelValues(name, controller),
+		worked:  m.worked.WithLabelValues(name, controller),
+		retries: m.retries.WithLabelValues(name, controller),
 	}
 }
 
@@ -180,16 +170,14 @@ func (m *WorkqueueMetrics) Queue(name, controller string) *QueueMetrics {
 // one queue to unfinished, called at every scrape; pass the queue's
 // Unfinished method.
 func (m *WorkqueueMetrics) PollUnfinished(name, controller string, unfinished func() (total, longest time.Duration)) {
-	m.UnfinishedWork.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
-	m.LongestRunningProcessor.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
+	m.unfinished.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
+	m.longest.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
 }
 
 // QueueMetrics implements queue.Metrics for one queue. Its methods do not
 // lock or allocate, as the queue calls them under its own lock.
 type QueueMetrics struct {
-	depth          *Gauge
-	adds, retries  *Counter
-	waited, worked *Histogram
+	depth, adds, retries, waited, worked *Series
 }
 
 var _ queue.Metrics = (*QueueMetrics)(nil)
@@ -220,11 +208,9 @@ type WatchSource interface {
 // informers at every scrape. Register the set with [Registry.Register];
 // it is safe for concurrent use.
 type WatchMetrics struct {
-	now        func() time.Time
-	relists    *FuncVec
-	reconnects *FuncVec
-	events     *FuncVec
-	age        *FuncVec
+	collectors
+	now                              func() time.Time
+	relists, reconnects, events, age *Vec
 }
 
 // NewWatchMetrics returns the watch families, with no informer yet. now
@@ -233,17 +219,15 @@ func NewWatchMetrics(now func() time.Time) *WatchMetrics {
 	if now == nil {
 		now = time.Now
 	}
-	return &WatchMetrics{
+	m := &WatchMetrics{
 		now:        now,
-		relists:    newFuncVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, []string{"resource"}),
-		reconnects: newFuncVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, []string{"resource"}),
-		events:     newFuncVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, []string{"resource", "type"}),
+		relists:    newVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
+		reconnects: newVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
+		events:     newVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
 		age:        NewGaugeFuncVec("widget_operator_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
 	}
-}
-
-func (m *WatchMetrics) families() []family {
-	return collectors{m.relists, m.reconnects, m.events, m.age}.families()
+	m.collectors = collectors{m.relists, m.reconnects, m.events, m.age}
+	return m
 }
 
 // Add starts reporting src under the label resource="resource", such as
@@ -272,7 +256,7 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 // NewLeaderMetric returns widget_operator_leader, a gauge read at every
 // scrape: 1 while isLeader reports true, 0 otherwise. A replica that
 // runs without leader election passes a function that returns true.
-func NewLeaderMetric(isLeader func() bool) *FuncVec {
+func NewLeaderMetric(isLeader func() bool) *Vec {
 	return NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
 		if isLeader() {
 			return 1
@@ -282,25 +266,22 @@ func NewLeaderMetric(isLeader func() bool) *FuncVec {
 }
 
 // APIMetrics are the widget_operator_api_* families, fed by
-// [APIMetrics.RoundTripper]. Register the set with [Registry.Register];
-// it is safe for concurrent use.
+// [APIMetrics.RoundTripper]: widget_operator_api_requests_total{verb,code}
+// and widget_operator_api_request_duration_seconds{verb}. Register the
+// set with [Registry.Register]; it is safe for concurrent use.
 type APIMetrics struct {
-	// Requests is widget_operator_api_requests_total{verb,code}.
-	Requests *CounterVec
-	// Duration is widget_operator_api_request_duration_seconds{verb}.
-	Duration *HistogramVec
+	collectors
+	requests, duration *Vec
 }
 
 // NewAPIMetrics returns the API request families, empty.
 func NewAPIMetrics() *APIMetrics {
-	return &APIMetrics{
-		Requests: NewCounterVec("widget_operator_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
-		Duration: NewHistogramVec("widget_operator_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
+	m := &APIMetrics{
+		requests: NewCounterVec("widget_operator_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
+		duration: NewHistogramVec("widget_operator_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
 	}
-}
-
-func (m *APIMetrics) families() []family {
-	return collectors{m.Requests, m.Duration}.families()
+	m.collectors = collectors{m.requests, m.duration}
+	return m
 }
 
 // RoundTripper returns next wrapped to count every request and time it
@@ -310,26 +291,24 @@ func (m *APIMetrics) RoundTripper(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &instrumented{m: m, next: next}
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+		start := time.Now()
+		resp, err := next.RoundTrip(req)
+		m.duration.WithLabelValues(verb).ObserveDuration(time.Since(start))
+		code := "<error>"
+		if err == nil {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		m.requests.WithLabelValues(verb, code).Inc()
+		return resp, err
+	})
 }
 
-type instrumented struct {
-	m    *APIMetrics
-	next http.RoundTripper
-}
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
 
-func (t *instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
-	start := time.Now()
-	resp, err := t.next.RoundTrip(req)
-	t.m.Duration.WithLabelValues(verb).ObserveDuration(time.Since(start))
-	code := "<error>"
-	if err == nil {
-		code = strconv.Itoa(resp.StatusCode)
-	}
-	t.m.Requests.WithLabelValues(verb, code).Inc()
-	return resp, err
-}
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Verb names the Kubernetes verb of a request from its method, path and
 // watch query parameter: get, list, watch, create, update, patch, delete
@@ -338,15 +317,11 @@ func (t *instrumented) RoundTrip(req *http.Request) (*http.Response, error) {
 // such as /version.
 func Verb(method, path, watchParam string) string {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var rest []string
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		rest = segs[2:]
-	case len(segs) >= 3 && segs[0] == "apis":
-		rest = segs[3:]
-	default:
+	prefix := versionSegments[segs[0]]
+	if prefix == 0 || len(segs) < prefix {
 		return strings.ToLower(method)
 	}
+	rest := segs[prefix:]
 	if len(rest) > 0 && rest[0] == "watch" {
 		return "watch"
 	}
@@ -367,6 +342,10 @@ func Verb(method, path, watchParam string) string {
 	}
 	return cmp.Or(writeVerbs[method], strings.ToLower(method))
 }
+
+// versionSegments is the number of path segments up to the API version:
+// api/VERSION or apis/GROUP/VERSION.
+var versionSegments = map[string]int{"api": 2, "apis": 3}
 
 // writeVerbs are the Kubernetes verbs of the methods that change a
 // resource.

@@ -37,7 +37,7 @@ func trickyRegistry(t *testing.T) *Registry {
 		hv.WithLabelValues("read").Observe(v)
 	}
 	hv.WithLabelValues("write")
-	h := NewHistogramVec("test_plain_seconds", "Plain histogram.", ExponentialBuckets(10e-9, 10, 3))
+	h := NewHistogramVec("test_plain_seconds", "Plain histogram.", []float64{1e-08, 1e-07, 1e-06})
 	h.WithLabelValues().Observe(1e-8)
 	c := NewCounterVec("test_a_total", "First by name.")
 	c.WithLabelValues().Inc()
@@ -152,7 +152,7 @@ func TestRegisterNameClash(t *testing.T) {
 	}
 	for _, c := range []Collector{NewCounterVec("rpc", "h"), NewGaugeVec("rpc_count", "h"), NewCounterVec("rpc_bucket", "h")} {
 		if err := r.Register(c); err == nil {
-			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.families()[0].d.name)
+			t.Errorf("Register(%s) clashed with histogram rpc but succeeded", c.vecs()[0].name)
 		}
 	}
 	// Two families of one name in one Register clash too.

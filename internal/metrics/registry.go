@@ -15,38 +15,25 @@ import (
 // ContentType is the Content-Type of the text exposition format 0.0.4.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Collector is anything a [Registry] can hold: the vecs and *FuncVec of
+// Collector is anything a [Registry] can hold: the [Vec] families of
 // this package, the collectors it returns (such as
 // [NewRuntimeCollector]) and the standard family sets.
 type Collector interface {
-	families() []family
+	vecs() []*Vec
 }
 
-// family is one metric family as the registry sees it: its description,
-// and its series read at scrape time.
-type family struct {
-	d       *desc
-	collect func() []series
-}
-
-// series is one labelled sample, or one histogram.
-type series struct {
+// sample is the value of one labelled series, or one histogram.
+type sample struct {
 	values     []string
 	value      float64  // a histogram's sum
 	cumulative []uint64 // a histogram's counts: one per bound, then +Inf
 	omit       bool     // no value at this scrape
 }
 
-// collectors is a set of collectors registered as one.
-type collectors []Collector
+// collectors is a set of families registered as one.
+type collectors []*Vec
 
-func (cs collectors) families() []family {
-	var fs []family
-	for _, c := range cs {
-		fs = append(fs, c.families()...)
-	}
-	return fs
-}
+func (cs collectors) vecs() []*Vec { return cs }
 
 // Registry holds collectors and writes their families in the text
 // exposition format. The zero value is not usable; call [NewRegistry]. A
@@ -56,7 +43,7 @@ func (cs collectors) families() []family {
 // A Registry is also an http.Handler serving the exposition.
 type Registry struct {
 	mu       sync.RWMutex
-	families []family
+	families []*Vec
 	names    map[string]string // sample name -> family name
 }
 
@@ -73,24 +60,24 @@ func (r *Registry) Register(c Collector) error {
 	if c == nil {
 		return fmt.Errorf("metrics: Register: nil collector")
 	}
-	fs := c.families()
+	fs := c.vecs()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := maps.Clone(r.names)
 	for _, f := range fs {
-		if f.d.err != nil {
-			return f.d.err
+		if f.err != nil {
+			return f.err
 		}
-		for _, n := range f.d.names() {
+		for _, n := range f.names() {
 			if other, ok := names[n]; ok {
-				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.d.name, n, other)
+				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.name, n, other)
 			}
-			names[n] = f.d.name
+			names[n] = f.name
 		}
 	}
 	r.names = names
 	r.families = append(r.families, fs...)
-	slices.SortStableFunc(r.families, func(a, b family) int { return cmp.Compare(a.d.name, b.d.name) })
+	slices.SortStableFunc(r.families, func(a, b *Vec) int { return cmp.Compare(a.name, b.name) })
 	return nil
 }
 
@@ -113,7 +100,7 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	r.mu.RUnlock()
 	var b []byte
 	for _, f := range fs {
-		b = appendFamily(b, f.d, f.collect())
+		b = appendFamily(b, f, f.collect())
 	}
 	n, err := w.Write(b)
 	return int64(n), err
@@ -135,27 +122,27 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func appendFamily(b []byte, d *desc, ss []series) []byte {
-	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", d.name, helpEscaper.Replace(d.help), d.name, d.typ)
-	slices.SortFunc(ss, func(x, y series) int { return slices.Compare(x.values, y.values) })
+func appendFamily(b []byte, f *Vec, ss []sample) []byte {
+	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, helpEscaper.Replace(f.help), f.name, f.typ)
+	slices.SortFunc(ss, func(x, y sample) int { return slices.Compare(x.values, y.values) })
 	for _, s := range ss {
 		switch {
 		case s.omit:
 		case s.cumulative == nil:
-			b = appendSample(b, d.name, d.labels, s.values, s.value)
+			b = appendSample(b, f.name, f.labels, s.values, s.value)
 		default:
-			labels := append(slices.Clip(d.labels), "le")
+			labels := append(slices.Clip(f.labels), "le")
 			values := append(slices.Clip(s.values), "+Inf")
 			for i, c := range s.cumulative {
-				if i < len(d.buckets) {
-					values[len(values)-1] = string(appendFloat(nil, d.buckets[i]))
+				if i < len(f.buckets) {
+					values[len(values)-1] = string(appendFloat(nil, f.buckets[i]))
 				} else {
 					values[len(values)-1] = "+Inf"
 				}
-				b = appendSample(b, d.name+"_bucket", labels, values, float64(c))
+				b = appendSample(b, f.name+"_bucket", labels, values, float64(c))
 			}
-			b = appendSample(b, d.name+"_sum", d.labels, s.values, s.value)
-			b = appendSample(b, d.name+"_count", d.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
+			b = appendSample(b, f.name+"_sum", f.labels, s.values, s.value)
+			b = appendSample(b, f.name+"_count", f.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
 		}
 	}
 	return b
@@ -164,12 +151,10 @@ func appendFamily(b []byte, d *desc, ss []series) []byte {
 // appendSample appends one sample line.
 func appendSample(b []byte, name string, labels, values []string, v float64) []byte {
 	b = append(b, name...)
+	sep := byte('{')
 	for i, l := range labels {
-		sep := byte(',')
-		if i == 0 {
-			sep = '{'
-		}
 		b = fmt.Appendf(b, "%c%s=\"%s\"", sep, l, labelEscaper.Replace(values[i]))
+		sep = ','
 	}
 	if len(labels) > 0 {
 		b = append(b, '}')

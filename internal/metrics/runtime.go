@@ -26,8 +26,8 @@ import (
 // early in main is close enough). The process_* samples other than the
 // start time are left out where /proc cannot be read.
 func NewRuntimeCollector(start time.Time) Collector {
-	read := func(typ, name, help string, f func() (float64, bool)) *FuncVec {
-		v := newFuncVec(name, help, typ, nil)
+	read := func(typ, name, help string, f func() (float64, bool)) *Vec {
+		v := newVec(name, help, typ, nil, true, nil)
 		v.bind(f)
 		return v
 	}

@@ -15,6 +15,7 @@
 package metricsauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -102,9 +103,7 @@ func New(cfg Config) (*Filter, error) {
 	cfg.Timeout = positive(cfg.Timeout, DefaultTimeout)
 	cfg.ReviewQPS = positive(cfg.ReviewQPS, DefaultReviewQPS)
 	cfg.ReviewBurst = positive(cfg.ReviewBurst, DefaultReviewBurst)
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
 		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,19 +113,15 @@ func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
-	}
+	// A nil SerialNumber makes CreateCertificate choose a random one.
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "widget-operator metrics"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		Subject:     pkix.Name{CommonName: "widget-operator metrics"},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
