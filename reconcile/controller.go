@@ -414,7 +414,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("caches synced", counts...)
 
 	if c.shards != nil {
-		return c.runShards(ctx)
+		// The shards are held until the workers have drained, and
+		// released with the caches.
+		c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
+		wg.Go(func() { c.shards.Run(bgCtx) })
 	}
 	if c.elector == nil {
 		c.lead(ctx, ctx)
@@ -426,22 +429,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
 	}
 	return err
-}
-
-// runShards runs the workers and holds shards until ctx ends. The shards
-// are held until the workers have drained, and released then.
-func (c *Controller) runShards(ctx context.Context) error {
-	c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
-	hold, release := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.shards.Run(hold)
-	}()
-	c.lead(ctx, ctx)
-	release()
-	<-done
-	return nil
 }
 
 // waitForSync waits until every cache has delivered its first list, or
