@@ -61,25 +61,19 @@ func (c *recordingClient) writes() []string {
 	return w
 }
 
-func (c *recordingClient) GetWidget(_ context.Context, ns, name string) (*Widget, error) {
-	if err := c.record("GetWidget", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.widgets[k8sapi.Key(ns, name)], nil
+func (c *recordingClient) GetWidget(ns, name string) *Widget {
+	c.record("GetWidget", k8sapi.Key(ns, name))
+	return c.widgets[k8sapi.Key(ns, name)]
 }
 
-func (c *recordingClient) GetDeployment(_ context.Context, ns, name string) (*k8sapi.Deployment, error) {
-	if err := c.record("GetDeployment", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.deployments[k8sapi.Key(ns, name)], nil
+func (c *recordingClient) GetDeployment(ns, name string) *k8sapi.Deployment {
+	c.record("GetDeployment", k8sapi.Key(ns, name))
+	return c.deployments[k8sapi.Key(ns, name)]
 }
 
-func (c *recordingClient) GetService(_ context.Context, ns, name string) (*k8sapi.Service, error) {
-	if err := c.record("GetService", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.services[k8sapi.Key(ns, name)], nil
+func (c *recordingClient) GetService(ns, name string) *k8sapi.Service {
+	c.record("GetService", k8sapi.Key(ns, name))
+	return c.services[k8sapi.Key(ns, name)]
 }
 
 func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply) (*k8sapi.Deployment, error) {

@@ -14,19 +14,18 @@ import (
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
-// API is what the Reconciler reads and writes. The reads should be served
-// from watch caches; the writes go to the API server. Objects returned by
-// the reads are never modified by the Reconciler.
+// API is what the Reconciler reads and writes. The reads are served from
+// watch caches, so they cannot fail; the writes go to the API server.
+// Objects returned by the reads are never modified by the Reconciler.
 //
-// Every Get method returns nil and a nil error when the object does not
-// exist.
+// Every Get method returns nil when the object does not exist.
 type API interface {
 	// GetWidget returns the Widget namespace/name.
-	GetWidget(ctx context.Context, namespace, name string) (*Widget, error)
+	GetWidget(namespace, name string) *Widget
 	// GetDeployment returns the Deployment namespace/name.
-	GetDeployment(ctx context.Context, namespace, name string) (*k8sapi.Deployment, error)
+	GetDeployment(namespace, name string) *k8sapi.Deployment
 	// GetService returns the Service namespace/name.
-	GetService(ctx context.Context, namespace, name string) (*k8sapi.Service, error)
+	GetService(namespace, name string) *k8sapi.Service
 
 	// ApplyDeployment server-side applies d (Content-Type
 	// application/apply-patch+yaml, field manager FieldManager, force)
@@ -134,9 +133,9 @@ type failure struct {
 //     TransientGrace, the status says Failed with reason ReconcileError
 //     too.
 //
-// A failed read returns an *reconcile.Error. Invalid specs and conflicts return no
-// error: retrying cannot fix them, a change to the Widget or its children
-// will. A key that is not "namespace/name" returns an *reconcile.Error wrapping
+// Invalid specs and conflicts return no error: retrying cannot fix them, a
+// change to the Widget or its children will. A key that is not
+// "namespace/name" returns an *reconcile.Error wrapping
 // [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
@@ -146,10 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	fail := func(op string, err error) (queue.Result, error) {
 		return queue.Result{}, &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
 	}
-	w, err := r.Client.GetWidget(ctx, ns, name)
-	if err != nil {
-		return fail("get widget", err)
-	}
+	w := r.Client.GetWidget(ns, name)
 	// failWrite is fail for a write, which is also worth an Event on the
 	// Widget; a failed cache read is not, nor a write cut short because
 	// the caller is stopping.
@@ -164,14 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		r.forget(key)
 		return queue.Result{}, nil
 	}
-	d, err := r.Client.GetDeployment(ctx, ns, name)
-	if err != nil {
-		return fail("get deployment", err)
-	}
-	svc, err := r.Client.GetService(ctx, ns, name)
-	if err != nil {
-		return fail("get service", err)
-	}
+	d := r.Client.GetDeployment(ns, name)
+	svc := r.Client.GetService(ns, name)
 
 	now := r.now()
 	var (

@@ -268,16 +268,6 @@ func TestReconcile(t *testing.T) {
 			wantErr: errTransient,
 		},
 		{
-			name: "transient error reading the cache",
-			world: func(t *testing.T) *recordingClient {
-				c := readyWorld(t)
-				c.fail["GetService"] = errTransient
-				return c
-			},
-			wantCalls: reads,
-			wantErr:   errTransient,
-		},
-		{
 			name:      "widget not found",
 			world:     func(t *testing.T) *recordingClient { return newRecordingClient() },
 			wantCalls: []string{"GetWidget default/web"},

@@ -24,19 +24,19 @@ type clusterAPI struct {
 	client *k8sapi.Client
 }
 
-func (a *clusterAPI) GetWidget(_ context.Context, namespace, name string) (*widget.Widget, error) {
+func (a *clusterAPI) GetWidget(namespace, name string) *widget.Widget {
 	w, _ := a.op.widgets.Get(namespace, name)
-	return w, nil
+	return w
 }
 
-func (a *clusterAPI) GetDeployment(_ context.Context, namespace, name string) (*k8sapi.Deployment, error) {
+func (a *clusterAPI) GetDeployment(namespace, name string) *k8sapi.Deployment {
 	d, _ := a.op.deployments.Get(namespace, name)
-	return d, nil
+	return d
 }
 
-func (a *clusterAPI) GetService(_ context.Context, namespace, name string) (*k8sapi.Service, error) {
+func (a *clusterAPI) GetService(namespace, name string) *k8sapi.Service {
 	s, _ := a.op.services.Get(namespace, name)
-	return s, nil
+	return s
 }
 
 func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *widget.DeploymentApply) (*k8sapi.Deployment, error) {
