@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -369,10 +370,7 @@ func (r *Reconciler) forget(key string) {
 
 func (r *Reconciler) waitBackoff() queue.RateLimiter {
 	r.initOnce.Do(func() {
-		r.waits = r.WaitBackoff
-		if r.waits == nil {
-			r.waits = &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait}
-		}
+		r.waits = cmp.Or[queue.RateLimiter](r.WaitBackoff, &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait})
 	})
 	return r.waits
 }
