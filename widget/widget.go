@@ -302,13 +302,7 @@ func isDNS1035Label(s string) bool {
 	if s == "" || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // Validate checks a spec and returns "" when it is valid, or a message that
