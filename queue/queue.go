@@ -291,22 +291,17 @@ func (q *Queue) shutDown() {
 		return
 	}
 	q.shuttingDown = true
-	for q.ready.n > 0 {
-		e := q.ready.pop()
+	// Nothing is due any more, not even a held key re-added: only the
+	// held keys stay, until their Done.
+	for _, e := range q.entries {
 		e.dirty = false
-		q.release(e)
-	}
-	for _, e := range q.waiting {
 		e.heapIdx = -1
 		if !e.processing {
 			q.release(e)
 		}
 	}
-	clear(q.waiting)
-	q.waiting = q.waiting[:0]
-	for _, e := range q.entries { // held keys re-added: no longer due
-		e.dirty = false
-	}
+	q.ready = ring{}
+	q.waiting = nil
 	if q.timer != nil {
 		q.timer.Stop()
 		q.timerAt = time.Time{}
@@ -343,9 +338,7 @@ func (q *Queue) entry(key string) *entry {
 	}
 	var e *entry
 	if n := len(q.free); n > 0 {
-		e = q.free[n-1]
-		q.free[n-1] = nil
-		q.free = q.free[:n-1]
+		e, q.free = q.free[n-1], q.free[:n-1]
 	} else {
 		e = new(entry)
 	}
