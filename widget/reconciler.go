@@ -172,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	)
 	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if msg := conflicts(w, d, svc); msg != "" {
+	} else if msg := joinProblems(conflict(w, "Deployment", d), conflict(w, "Service", svc)); msg != "" {
 		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
 	} else if rf, ok := r.standing(key, w, d, svc, now); ok {
 		// Refused before, and nothing has changed since: report it
@@ -404,17 +404,13 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// conflicts returns a message naming each existing child that w does not
-// control, or "".
-func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
-	var msgs []string
-	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
-		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Deployment", Existing: d.ObjectMeta}).Reason())
+// conflict returns a message naming child, an existing object of kind
+// that w does not control, or "" when there is none or w controls it.
+func conflict[T any, P reconcile.Object[T]](w *Widget, kind string, child P) string {
+	if child == nil || reconcile.IsControlledBy(child.GetObjectMeta(), w.UID) {
+		return ""
 	}
-	if svc != nil && !reconcile.IsControlledBy(&svc.ObjectMeta, w.UID) {
-		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Service", Existing: svc.ObjectMeta}).Reason())
-	}
-	return strings.Join(msgs, "; ")
+	return (&reconcile.NotControlledError{Kind: kind, Existing: *child.GetObjectMeta()}).Reason()
 }
 
 // StatusPatch returns the JSON merge patch that sets a Widget's whole
