@@ -143,19 +143,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	if err != nil {
 		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
-	fail := func(op string, err error) (queue.Result, error) {
-		return queue.Result{}, &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
-	}
 	w := r.Client.GetWidget(ns, name)
-	// failWrite is fail for a write, which is also worth an Event on the
-	// Widget; a failed cache read is not, nor a write cut short because
-	// the caller is stopping.
+	// failWrite returns the failure of a write, which is also worth an
+	// Event on the Widget, unless the write was cut short because the
+	// caller is stopping.
 	failWrite := func(op string, err error) (queue.Result, error) {
-		res, e := fail(op, err)
+		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
 		if ctx.Err() == nil {
 			r.event(w, "Warning", ReasonReconcileError, e.Error())
 		}
-		return res, e
+		return queue.Result{}, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
 		r.forget(key)
@@ -225,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	patch, err := StatusPatch(st)
 	if err != nil {
-		return fail("encode widget status", err)
+		return queue.Result{}, &reconcile.Error{Op: "encode widget status", Namespace: ns, Name: name, Err: err}
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if reconcile.Classify(err) == reconcile.Moot {
