@@ -15,19 +15,16 @@ import (
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
-// API is what the Reconciler reads and writes. The reads are served from
-// watch caches, so they cannot fail; the writes go to the API server.
-// Objects returned by the reads are never modified by the Reconciler.
-//
-// Every Get method returns nil when the object does not exist.
-type API interface {
-	// GetWidget returns the Widget namespace/name.
-	GetWidget(namespace, name string) *Widget
-	// GetDeployment returns the Deployment namespace/name.
-	GetDeployment(namespace, name string) *k8sapi.Deployment
-	// GetService returns the Service namespace/name.
-	GetService(namespace, name string) *k8sapi.Service
+// Reader reads the objects of one kind, as a watch.Cache does: Get
+// returns the object namespace/name, or nil and false when there is none.
+// A read from a cache cannot fail. Objects it returns are never modified
+// by the Reconciler.
+type Reader[T any] interface {
+	Get(namespace, name string) (*T, bool)
+}
 
+// API is what the Reconciler writes, to the API server.
+type API interface {
 	// ApplyDeployment server-side applies d (Content-Type
 	// application/apply-patch+yaml, field manager FieldManager, force)
 	// and returns the Deployment the server stored.
@@ -50,8 +47,8 @@ type EventRecorder interface {
 
 // Reconciler makes the world match one Widget at a time. Reconcile is safe
 // to call from several goroutines at once for different keys, as long as
-// Client and Recorder are; the caller (a work queue) must not run the same
-// key twice at once. A Reconciler must not be copied after first use.
+// its Readers, Client and Recorder are; the caller (a work queue) must not
+// run the same key twice at once. A Reconciler must not be copied after first use.
 //
 // A Reconciler makes no write call when the world already matches: it
 // compares the observed Deployment and Service with the desired ones and
@@ -62,7 +59,12 @@ type EventRecorder interface {
 // is the only state it keeps; it is dropped when the Widget succeeds or
 // goes away.
 type Reconciler struct {
-	// Client reads and writes the objects. Required.
+	// Widgets, Deployments and Services read the objects, from watch
+	// caches. Required.
+	Widgets     Reader[Widget]
+	Deployments Reader[k8sapi.Deployment]
+	Services    Reader[k8sapi.Service]
+	// Client writes the objects. Required.
 	Client API
 	// Recorder records Events about the Widget: Normal Created and
 	// Updated when a child is applied, Warning when the Widget fails or a
@@ -143,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	if err != nil {
 		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
-	w := r.Client.GetWidget(ns, name)
+	w, _ := r.Widgets.Get(ns, name)
 	// failWrite returns the failure of a write, which is also worth an
 	// Event on the Widget, unless the write was cut short because the
 	// caller is stopping.
@@ -158,8 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		r.forget(key)
 		return queue.Result{}, nil
 	}
-	d := r.Client.GetDeployment(ns, name)
-	svc := r.Client.GetService(ns, name)
+	d, _ := r.Deployments.Get(ns, name)
+	svc, _ := r.Services.Get(ns, name)
 
 	now := r.now()
 	var (

@@ -224,7 +224,8 @@ func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config,
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &widget.Reconciler{Client: &clusterAPI{op: op, client: client}, Recorder: rec}
+	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
+		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
 	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewLeaderMetric(op.ctrl.IsLeader),
