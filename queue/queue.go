@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"container/heap"
 	"sync"
 	"time"
@@ -94,16 +95,10 @@ type entry struct {
 func New(cfg Config) *Queue {
 	q := &Queue{
 		name:    cfg.Name,
-		clock:   cfg.Clock,
-		limiter: cfg.RateLimiter,
+		clock:   cmp.Or[k8sapi.Clock](cfg.Clock, k8sapi.RealClock{}),
+		limiter: cmp.Or(cfg.RateLimiter, DefaultRateLimiter()),
 		metrics: cfg.Metrics,
 		entries: make(map[string]*entry),
-	}
-	if q.clock == nil {
-		q.clock = k8sapi.RealClock{}
-	}
-	if q.limiter == nil {
-		q.limiter = DefaultRateLimiter()
 	}
 	q.cond.L = &q.mu
 	return q
