@@ -74,9 +74,7 @@ type Options struct {
 // unreachable API server, a missing CRD or permission) and nil after a clean
 // shutdown.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
-	if opts.Workers <= 0 {
-		opts.Workers = 4
-	}
+	opts.Workers = cmp.Or(max(opts.Workers, 0), 4)
 	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: opts.Kubeconfig, Context: opts.Context, InClusterDir: opts.InClusterDir})
 	if err != nil {
 		return err
