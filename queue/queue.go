@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"container/heap"
 	"sync"
 	"time"
@@ -94,16 +95,10 @@ type entry struct {
 func New(cfg Config) *Queue {
 	q := &Queue{
 		name:    cfg.Name,
-		clock:   cfg.Clock,
-		limiter: cfg.RateLimiter,
+		clock:   cmp.Or[k8sapi.Clock](cfg.Clock, k8sapi.RealClock{}),
+		limiter: cmp.Or(cfg.RateLimiter, DefaultRateLimiter()),
 		metrics: cfg.Metrics,
 		entries: make(map[string]*entry),
-	}
-	if q.clock == nil {
-		q.clock = k8sapi.RealClock{}
-	}
-	if q.limiter == nil {
-		q.limiter = DefaultRateLimiter()
 	}
 	q.cond.L = &q.mu
 	return q
@@ -291,22 +286,17 @@ func (q *Queue) shutDown() {
 		return
 	}
 	q.shuttingDown = true
-	for q.ready.n > 0 {
-		e := q.ready.pop()
+	// Nothing is due any more, not even a held key re-added: only the
+	// held keys stay, until their Done.
+	for _, e := range q.entries {
 		e.dirty = false
-		q.release(e)
-	}
-	for _, e := range q.waiting {
 		e.heapIdx = -1
 		if !e.processing {
 			q.release(e)
 		}
 	}
-	clear(q.waiting)
-	q.waiting = q.waiting[:0]
-	for _, e := range q.entries { // held keys re-added: no longer due
-		e.dirty = false
-	}
+	q.ready = ring{}
+	q.waiting = nil
 	if q.timer != nil {
 		q.timer.Stop()
 		q.timerAt = time.Time{}
@@ -343,9 +333,7 @@ func (q *Queue) entry(key string) *entry {
 	}
 	var e *entry
 	if n := len(q.free); n > 0 {
-		e = q.free[n-1]
-		q.free[n-1] = nil
-		q.free = q.free[:n-1]
+		e, q.free = q.free[n-1], q.free[:n-1]
 	} else {
 		e = new(entry)
 	}

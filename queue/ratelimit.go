@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -62,15 +63,9 @@ func (b *ExponentialBackoff) When(key string, _ time.Time) time.Duration {
 	n := b.failures[key]
 	b.failures[key] = n + 1
 	b.mu.Unlock()
-	return k8sapi.Backoff{Base: positive(b.Base, DefaultBackoffBase), Max: positive(b.Max, DefaultBackoffMax)}.Delay(n)
-}
-
-// positive returns v, or def when v is not positive.
-func positive[T int | float64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
+	// max(v, 0) is zero for a negative v, which cmp.Or replaces with the
+	// default.
+	return k8sapi.Backoff{Base: cmp.Or(max(b.Base, 0), DefaultBackoffBase), Max: cmp.Or(max(b.Max, 0), DefaultBackoffMax)}.Delay(n)
 }
 
 // Forget implements RateLimiter.
@@ -111,7 +106,7 @@ type TokenBucket struct {
 // When implements RateLimiter.
 func (t *TokenBucket) When(_ string, now time.Time) time.Duration {
 	t.once.Do(func() {
-		t.bucket = k8sapi.NewTokenBucket(positive(t.QPS, DefaultQPS), positive(t.Burst, DefaultBurst))
+		t.bucket = k8sapi.NewTokenBucket(cmp.Or(max(t.QPS, 0), DefaultQPS), cmp.Or(max(t.Burst, 0), DefaultBurst))
 	})
 	return t.bucket.Reserve(now)
 }

@@ -132,3 +132,27 @@ func TestMaxOf(t *testing.T) {
 		t.Fatalf("empty MaxOf waits %v", d)
 	}
 }
+
+// A negative field means its default, as a zero one does.
+func TestLimitersNegativeMeansDefault(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := &ExponentialBackoff{Base: -time.Second, Max: -time.Second}
+	if got := b.When("k", now); got != DefaultBackoffBase {
+		t.Errorf("first wait with a negative Base = %v, want %v", got, DefaultBackoffBase)
+	}
+	for range 40 {
+		b.When("k", now)
+	}
+	if got := b.When("k", now); got != DefaultBackoffMax {
+		t.Errorf("wait after many retries with a negative Max = %v, want %v", got, DefaultBackoffMax)
+	}
+	tb := &TokenBucket{QPS: -1, Burst: -1}
+	for i := range DefaultBurst {
+		if got := tb.When("k", now); got != 0 {
+			t.Fatalf("retry %d of a burst of %d waits %v, want 0", i+1, DefaultBurst, got)
+		}
+	}
+	if got, want := tb.When("k", now), time.Second/DefaultQPS; got != want {
+		t.Errorf("retry past the burst waits %v, want %v", got, want)
+	}
+}

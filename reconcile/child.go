@@ -58,13 +58,10 @@ func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], 
 
 // asObject turns an apply configuration into the object to create.
 func asObject[T any](want any) (*T, error) {
-	b, err := json.Marshal(want)
-	if err != nil {
-		return nil, err
-	}
 	obj := new(T)
-	if err := json.Unmarshal(b, obj); err != nil {
-		return nil, err
+	b, err := json.Marshal(want)
+	if err == nil {
+		err = json.Unmarshal(b, obj)
 	}
-	return obj, nil
+	return obj, err
 }

@@ -13,12 +13,11 @@ import (
 // FindCondition returns a copy of the condition of type t, and whether
 // there is one.
 func FindCondition(conds []k8sapi.Condition, t string) (k8sapi.Condition, bool) {
-	for _, c := range conds {
-		if c.Type == t {
-			return c, true
-		}
+	i := slices.IndexFunc(conds, isType(t))
+	if i < 0 {
+		return k8sapi.Condition{}, false
 	}
-	return k8sapi.Condition{}, false
+	return conds[i], true
 }
 
 // IsConditionTrue reports whether the condition of type t exists and has
@@ -38,11 +37,14 @@ func IsConditionTrue(conds []k8sapi.Condition, t string) bool {
 // server keeps, so that a status read back compares equal to the one
 // written.
 func SetCondition(conds []k8sapi.Condition, c k8sapi.Condition, now time.Time) ([]k8sapi.Condition, bool) {
-	i := slices.IndexFunc(conds, func(old k8sapi.Condition) bool { return old.Type == c.Type })
-	if i >= 0 && conds[i].Status == c.Status {
+	i := slices.IndexFunc(conds, isType(c.Type))
+	switch {
+	case i >= 0 && conds[i].Status == c.Status:
 		c.LastTransitionTime = conds[i].LastTransitionTime
-	} else {
-		c.LastTransitionTime = transitionTime(c.LastTransitionTime, now)
+	case c.LastTransitionTime.IsZero():
+		c.LastTransitionTime = now.UTC().Truncate(time.Second)
+	default:
+		c.LastTransitionTime = c.LastTransitionTime.UTC().Truncate(time.Second)
 	}
 	if i < 0 {
 		return append(slices.Clip(conds), c), true
@@ -55,20 +57,13 @@ func SetCondition(conds []k8sapi.Condition, c k8sapi.Condition, now time.Time) (
 // RemoveCondition returns a new slice holding conds without the condition
 // of type t, and whether there was one.
 func RemoveCondition(conds []k8sapi.Condition, t string) ([]k8sapi.Condition, bool) {
-	out := make([]k8sapi.Condition, 0, len(conds))
-	for _, c := range conds {
-		if c.Type != t {
-			out = append(out, c)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(conds), isType(t))
 	return out, len(out) != len(conds)
 }
 
-func transitionTime(t, now time.Time) time.Time {
-	if t.IsZero() {
-		t = now
-	}
-	return t.UTC().Truncate(time.Second)
+// isType returns a test of a condition's type.
+func isType(t string) func(k8sapi.Condition) bool {
+	return func(c k8sapi.Condition) bool { return c.Type == t }
 }
 
 func conditionEqual(a, b k8sapi.Condition) bool {

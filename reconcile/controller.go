@@ -139,10 +139,10 @@ type Controller struct {
 	smu      sync.Mutex
 	shardCtx []context.Context
 	inFlight []sync.WaitGroup
-	keys     func() []string // the primary cache's keys; nil without WatchPrimary
+	keys     func() []string // the primary cache's keys; none without WatchPrimary
 
 	log       *slog.Logger                        // Logger, or one that discards
-	primaryRV func(namespace, name string) string // nil without WatchPrimary; set before Run
+	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
 }
@@ -240,6 +240,9 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 func (c *Controller) init() error {
 	c.initOnce.Do(func() {
 		c.log = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+		// Without WatchPrimary: no keys, and no resourceVersion to log.
+		c.keys = func() []string { return nil }
+		c.primaryRV = func(string, string) string { return "" }
 		wq := metrics.NewWorkqueueMetrics()
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
 		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
@@ -292,11 +295,9 @@ func (c *Controller) holdShard(ctx context.Context, k int) {
 	c.smu.Lock()
 	c.shardCtx[k] = ctx
 	c.smu.Unlock()
-	if c.keys != nil {
-		for _, key := range c.keys() {
-			if leader.ShardOf(key, len(c.shardCtx)) == k {
-				c.queue.Add(key)
-			}
+	for _, key := range c.keys() {
+		if leader.ShardOf(key, len(c.shardCtx)) == k {
+			c.queue.Add(key)
 		}
 	}
 	<-ctx.Done()
@@ -414,7 +415,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("caches synced", counts...)
 
 	if c.shards != nil {
-		return c.runShards(ctx)
+		// The shards are held until the workers have drained, and
+		// released with the caches.
+		c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
+		wg.Go(func() { c.shards.Run(bgCtx) })
 	}
 	if c.elector == nil {
 		c.lead(ctx, ctx)
@@ -426,22 +430,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
 	}
 	return err
-}
-
-// runShards runs the workers and holds shards until ctx ends. The shards
-// are held until the workers have drained, and released then.
-func (c *Controller) runShards(ctx context.Context) error {
-	c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
-	hold, release := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.shards.Run(hold)
-	}()
-	c.lead(ctx, ctx)
-	release()
-	<-done
-	return nil
 }
 
 // waitForSync waits until every cache has delivered its first list, or
@@ -538,10 +526,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 		c.log.Debug("nothing to do; not retrying", "controller", c.Name, "namespace", ns, "name", name, "err", err)
 		return queue.Result{}, nil
 	}
-	rv := ""
-	if c.primaryRV != nil {
-		rv = c.primaryRV(ns, name)
-	}
+	rv := c.primaryRV(ns, name)
 	result := metrics.ResultSuccess
 	switch {
 	case err != nil:

@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -121,7 +122,7 @@ func DeploymentUpToDate(have *k8sapi.Deployment, want *DeploymentApply) bool {
 // name and image, and w's ports among h's.
 func containerHolds(h, w k8sapi.Container) bool {
 	return h.Name == w.Name && h.Image == w.Image && holdsAll(h.Ports, w.Ports, func(hp, wp k8sapi.ContainerPort) bool {
-		return hp.Name == wp.Name && hp.ContainerPort == wp.ContainerPort && protocolOrTCP(hp.Protocol) == protocolOrTCP(wp.Protocol)
+		return hp.Name == wp.Name && hp.ContainerPort == wp.ContainerPort && sameProtocol(hp.Protocol, wp.Protocol)
 	})
 }
 
@@ -131,7 +132,7 @@ func containerHolds(h, w k8sapi.Container) bool {
 func ServiceUpToDate(have *k8sapi.Service, want *ServiceApply) bool {
 	return metaHolds(&have.ObjectMeta, &want.ObjectMeta) && maps.Equal(have.Spec.Selector, want.Spec.Selector) &&
 		holdsAll(have.Spec.Ports, want.Spec.Ports, func(hp, wp k8sapi.ServicePort) bool {
-			return hp.Name == wp.Name && hp.Port == wp.Port && protocolOrTCP(hp.Protocol) == protocolOrTCP(wp.Protocol) &&
+			return hp.Name == wp.Name && hp.Port == wp.Port && sameProtocol(hp.Protocol, wp.Protocol) &&
 				hp.TargetPort == wp.TargetPort
 		})
 }
@@ -148,23 +149,13 @@ func holdsAll[T any](have, want []T, match func(h, w T) bool) bool {
 	return true
 }
 
-// metaHolds reports whether have carries want's labels and owner references.
+// metaHolds reports whether have carries want's labels and owner
+// references, each field of them.
 func metaHolds(have, want *k8sapi.ObjectMeta) bool {
-	if !labelsHold(have.Labels, want.Labels) {
-		return false
-	}
-	for _, w := range want.OwnerReferences {
-		i := slices.IndexFunc(have.OwnerReferences, func(h k8sapi.OwnerReference) bool { return h.UID == w.UID })
-		if i < 0 {
-			return false
-		}
-		h := have.OwnerReferences[i]
-		if h.APIVersion != w.APIVersion || h.Kind != w.Kind || h.Name != w.Name ||
-			!boolPtrEqual(h.Controller, w.Controller) || !boolPtrEqual(h.BlockOwnerDeletion, w.BlockOwnerDeletion) {
-			return false
-		}
-	}
-	return true
+	return labelsHold(have.Labels, want.Labels) && holdsAll(have.OwnerReferences, want.OwnerReferences, func(h, w k8sapi.OwnerReference) bool {
+		return h.UID == w.UID && h.APIVersion == w.APIVersion && h.Kind == w.Kind && h.Name == w.Name &&
+			boolPtrEqual(h.Controller, w.Controller) && boolPtrEqual(h.BlockOwnerDeletion, w.BlockOwnerDeletion)
+	})
 }
 
 func labelsHold(have, want map[string]string) bool {
@@ -183,11 +174,9 @@ func selectorEqual(a, b *k8sapi.LabelSelector) bool {
 	return maps.Equal(a.MatchLabels, b.MatchLabels)
 }
 
-func protocolOrTCP(p string) string {
-	if p == "" {
-		return "TCP"
-	}
-	return p
+// sameProtocol compares two port protocols, the empty one meaning TCP.
+func sameProtocol(a, b string) bool {
+	return cmp.Or(a, "TCP") == cmp.Or(b, "TCP")
 }
 
 func int32PtrEqual(a, b *int32) bool {

@@ -5,14 +5,14 @@
 // and [DesiredService] build the server-side apply bodies;
 // [DeploymentUpToDate] and [ServiceUpToDate] say whether applying would
 // change anything; [StatusFor] works out a [WidgetStatus] from the
-// Deployment. [Reconciler] puts them together over a small [API] interface
-// (cached reads, apply and status-patch writes), and makes no write at all
-// when the world already matches, which is what keeps a controller out of
-// hot loops. [reconcile.Classify] sorts failures by what it takes to get
-// past them (Transient, Waiting, Permanent, Moot); a refusal the server
-// keeps up is reported on the Widget's status and not asked again until
-// something changes, and a [reconcile.TerminalError] tells the controller
-// not to retry.
+// Deployment. [Reconciler] puts them together over a [Reader] per watch
+// cache and a small [API] interface (apply and status-patch writes), and
+// makes no write at all when the world already matches, which is what
+// keeps a controller out of hot loops. [reconcile.Classify] sorts failures
+// by what it takes to get past them (Transient, Waiting, Permanent, Moot);
+// a refusal the server keeps up is reported on the Widget's status and
+// not asked again until something changes, and a
+// [reconcile.TerminalError] tells the controller not to retry.
 //
 // The controller machinery (caches, queue, workers, leader election) and
 // the generic helpers (conditions, owner references, child writes) are in

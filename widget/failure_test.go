@@ -89,7 +89,7 @@ func TestReconcileChildRejected(t *testing.T) {
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyDeployment"] = errRejected
 	now := t0
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }})
 	res, err := r.Reconcile(context.Background(), "default/web")
 	if !reconcile.IsTerminal(err) || reconcile.Classify(err) != reconcile.Permanent || !errors.Is(err, errRejected) || res != (queue.Result{}) {
 		t.Fatalf("Reconcile = %+v, %v; want a terminal error", res, err)
@@ -136,7 +136,7 @@ func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyService"] = apiErr(422, "Invalid", "Service \"web\" is invalid: spec.ports[1].name: Duplicate value: \"http\"")
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
 	if _, err := r.Reconcile(context.Background(), "default/web"); !reconcile.IsTerminal(err) {
 		t.Fatalf("err = %v, want terminal", err)
 	}
@@ -176,7 +176,7 @@ func TestReconcileWaiting(t *testing.T) {
 			c.fail[tt.method] = tt.err
 			now := t0
 			b := &fixedBackoff{d: MaxWait}
-			r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }, WaitBackoff: b}
+			r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }, WaitBackoff: b})
 			res, err := r.Reconcile(context.Background(), "default/web")
 			if reconcile.Classify(err) != reconcile.Waiting || reconcile.IsTerminal(err) || res.RequeueAfter != MaxWait {
 				t.Fatalf("Reconcile = %+v, %v; want Waiting and a retry in %v", res, err, MaxWait)
@@ -230,7 +230,7 @@ func TestReconcileWaitingDefaultBackoff(t *testing.T) {
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyDeployment"] = errQuota
 	now := t0
-	r := &Reconciler{Client: c, Now: func() time.Time { return now }}
+	r := c.reconciler(&Reconciler{Client: c, Now: func() time.Time { return now }})
 	var waits []time.Duration
 	for range 6 {
 		res, _ := r.Reconcile(context.Background(), "default/web")
@@ -261,7 +261,7 @@ func TestReconcileTransientGrace(t *testing.T) {
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyDeployment"] = apiErr(503, "ServiceUnavailable", "etcd leader changed")
 	now := t0
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }})
 	for _, after := range []time.Duration{0, 10 * time.Second, 59 * time.Second} {
 		now = t0.Add(after)
 		res, err := r.Reconcile(context.Background(), "default/web")
@@ -316,7 +316,7 @@ func TestReconcileMoot(t *testing.T) {
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyDeployment"] = apiErr(403, "Forbidden", "namespace default is being terminated",
 		k8sapi.StatusCause{Type: "NamespaceTerminating"})
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
 	if res, err := r.Reconcile(context.Background(), "default/web"); err != nil || res != (queue.Result{}) {
 		t.Fatalf("terminating: %+v, %v", res, err)
 	}
@@ -339,7 +339,7 @@ func TestReconcileRefusalMessageTrimmed(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
 	c.fail["ApplyDeployment"] = apiErr(422, "Invalid", "", causes...)
-	r := &Reconciler{Client: c, Now: func() time.Time { return t0 }}
+	r := c.reconciler(&Reconciler{Client: c, Now: func() time.Time { return t0 }})
 	r.Reconcile(context.Background(), "default/web")
 	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 	if len(cond.Message) > MaxMessageBytes || !strings.Contains(cond.Message, "spec.f0: Invalid value") || !strings.HasSuffix(cond.Message, "...") {
@@ -381,7 +381,7 @@ func TestRetryQuota(t *testing.T) {
 	for _, w := range []*Widget{quota, rbac, elsewhere} {
 		c.widgets[w.Namespace+"/"+w.Name] = w
 	}
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
 	c.fail["ApplyDeployment"] = errQuota
 	for _, key := range []string{"default/web", "other/web"} {
 		if _, err := r.Reconcile(context.Background(), key); reconcile.Classify(err) != reconcile.Waiting {

@@ -12,7 +12,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// recordingClient is an in-memory API and EventRecorder that records every
+// recordingClient is an in-memory API, Reader and EventRecorder that records every
 // call, in order, as one line such as "ApplyDeployment default/web". Its
 // writes behave like a small API server: they store the object (through
 // JSON, so encoding mistakes show) under a new resourceVersion and bump the
@@ -61,25 +61,26 @@ func (c *recordingClient) writes() []string {
 	return w
 }
 
-func (c *recordingClient) GetWidget(_ context.Context, ns, name string) (*Widget, error) {
-	if err := c.record("GetWidget", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.widgets[k8sapi.Key(ns, name)], nil
+// reader reads one of the fake's maps as a cache would, recording each
+// read as "Get<kind> namespace/name".
+type reader[T any] struct {
+	c    *recordingClient
+	kind string
+	m    map[string]*T
 }
 
-func (c *recordingClient) GetDeployment(_ context.Context, ns, name string) (*k8sapi.Deployment, error) {
-	if err := c.record("GetDeployment", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.deployments[k8sapi.Key(ns, name)], nil
+func (r reader[T]) Get(ns, name string) (*T, bool) {
+	r.c.record("Get"+r.kind, k8sapi.Key(ns, name))
+	obj, ok := r.m[k8sapi.Key(ns, name)]
+	return obj, ok
 }
 
-func (c *recordingClient) GetService(_ context.Context, ns, name string) (*k8sapi.Service, error) {
-	if err := c.record("GetService", k8sapi.Key(ns, name)); err != nil {
-		return nil, err
-	}
-	return c.services[k8sapi.Key(ns, name)], nil
+// reconciler sets r's readers to c's maps, and returns r.
+func (c *recordingClient) reconciler(r *Reconciler) *Reconciler {
+	r.Widgets = reader[Widget]{c, "Widget", c.widgets}
+	r.Deployments = reader[k8sapi.Deployment]{c, "Deployment", c.deployments}
+	r.Services = reader[k8sapi.Service]{c, "Service", c.services}
+	return r
 }
 
 func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply) (*k8sapi.Deployment, error) {

@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,20 +15,16 @@ import (
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
-// API is what the Reconciler reads and writes. The reads should be served
-// from watch caches; the writes go to the API server. Objects returned by
-// the reads are never modified by the Reconciler.
-//
-// Every Get method returns nil and a nil error when the object does not
-// exist.
-type API interface {
-	// GetWidget returns the Widget namespace/name.
-	GetWidget(ctx context.Context, namespace, name string) (*Widget, error)
-	// GetDeployment returns the Deployment namespace/name.
-	GetDeployment(ctx context.Context, namespace, name string) (*k8sapi.Deployment, error)
-	// GetService returns the Service namespace/name.
-	GetService(ctx context.Context, namespace, name string) (*k8sapi.Service, error)
+// Reader reads the objects of one kind, as a watch.Cache does: Get
+// returns the object namespace/name, or nil and false when there is none.
+// A read from a cache cannot fail. Objects it returns are never modified
+// by the Reconciler.
+type Reader[T any] interface {
+	Get(namespace, name string) (*T, bool)
+}
 
+// API is what the Reconciler writes, to the API server.
+type API interface {
 	// ApplyDeployment server-side applies d (Content-Type
 	// application/apply-patch+yaml, field manager FieldManager, force)
 	// and returns the Deployment the server stored.
@@ -50,8 +47,8 @@ type EventRecorder interface {
 
 // Reconciler makes the world match one Widget at a time. Reconcile is safe
 // to call from several goroutines at once for different keys, as long as
-// Client and Recorder are; the caller (a work queue) must not run the same
-// key twice at once. A Reconciler must not be copied after first use.
+// its Readers, Client and Recorder are; the caller (a work queue) must not
+// run the same key twice at once. A Reconciler must not be copied after first use.
 //
 // A Reconciler makes no write call when the world already matches: it
 // compares the observed Deployment and Service with the desired ones and
@@ -62,7 +59,12 @@ type EventRecorder interface {
 // is the only state it keeps; it is dropped when the Widget succeeds or
 // goes away.
 type Reconciler struct {
-	// Client reads and writes the objects. Required.
+	// Widgets, Deployments and Services read the objects, from watch
+	// caches. Required.
+	Widgets     Reader[Widget]
+	Deployments Reader[k8sapi.Deployment]
+	Services    Reader[k8sapi.Service]
+	// Client writes the objects. Required.
 	Client API
 	// Recorder records Events about the Widget: Normal Created and
 	// Updated when a child is applied, Warning when the Widget fails or a
@@ -134,44 +136,32 @@ type failure struct {
 //     TransientGrace, the status says Failed with reason ReconcileError
 //     too.
 //
-// A failed read returns an *reconcile.Error. Invalid specs and conflicts return no
-// error: retrying cannot fix them, a change to the Widget or its children
-// will. A key that is not "namespace/name" returns an *reconcile.Error wrapping
+// Invalid specs and conflicts return no error: retrying cannot fix them, a
+// change to the Widget or its children will. A key that is not
+// "namespace/name" returns an *reconcile.Error wrapping
 // [k8sapi.ErrInvalidKey], which a [queue.Runner] drops.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, error) {
 	ns, name, err := k8sapi.SplitKey(key)
 	if err != nil {
 		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
-	fail := func(op string, err error) (queue.Result, error) {
-		return queue.Result{}, &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
-	}
-	w, err := r.Client.GetWidget(ctx, ns, name)
-	if err != nil {
-		return fail("get widget", err)
-	}
-	// failWrite is fail for a write, which is also worth an Event on the
-	// Widget; a failed cache read is not, nor a write cut short because
-	// the caller is stopping.
+	w, _ := r.Widgets.Get(ns, name)
+	// failWrite returns the failure of a write, which is also worth an
+	// Event on the Widget, unless the write was cut short because the
+	// caller is stopping.
 	failWrite := func(op string, err error) (queue.Result, error) {
-		res, e := fail(op, err)
+		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
 		if ctx.Err() == nil {
 			r.event(w, "Warning", ReasonReconcileError, e.Error())
 		}
-		return res, e
+		return queue.Result{}, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
 		r.forget(key)
 		return queue.Result{}, nil
 	}
-	d, err := r.Client.GetDeployment(ctx, ns, name)
-	if err != nil {
-		return fail("get deployment", err)
-	}
-	svc, err := r.Client.GetService(ctx, ns, name)
-	if err != nil {
-		return fail("get service", err)
-	}
+	d, _ := r.Deployments.Get(ns, name)
+	svc, _ := r.Services.Get(ns, name)
 
 	now := r.now()
 	var (
@@ -181,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	)
 	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if msg := conflicts(w, d, svc); msg != "" {
+	} else if msg := joinProblems(conflict(w, "Deployment", d), conflict(w, "Service", svc)); msg != "" {
 		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
 	} else if rf, ok := r.standing(key, w, d, svc, now); ok {
 		// Refused before, and nothing has changed since: report it
@@ -234,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	patch, err := StatusPatch(st)
 	if err != nil {
-		return fail("encode widget status", err)
+		return queue.Result{}, &reconcile.Error{Op: "encode widget status", Namespace: ns, Name: name, Err: err}
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if reconcile.Classify(err) == reconcile.Moot {
@@ -379,10 +369,7 @@ func (r *Reconciler) forget(key string) {
 
 func (r *Reconciler) waitBackoff() queue.RateLimiter {
 	r.initOnce.Do(func() {
-		r.waits = r.WaitBackoff
-		if r.waits == nil {
-			r.waits = &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait}
-		}
+		r.waits = cmp.Or[queue.RateLimiter](r.WaitBackoff, &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait})
 	})
 	return r.waits
 }
@@ -416,17 +403,13 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// conflicts returns a message naming each existing child that w does not
-// control, or "".
-func conflicts(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) string {
-	var msgs []string
-	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
-		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Deployment", Existing: d.ObjectMeta}).Reason())
+// conflict returns a message naming child, an existing object of kind
+// that w does not control, or "" when there is none or w controls it.
+func conflict[T any, P reconcile.Object[T]](w *Widget, kind string, child P) string {
+	if child == nil || reconcile.IsControlledBy(child.GetObjectMeta(), w.UID) {
+		return ""
 	}
-	if svc != nil && !reconcile.IsControlledBy(&svc.ObjectMeta, w.UID) {
-		msgs = append(msgs, (&reconcile.NotControlledError{Kind: "Service", Existing: svc.ObjectMeta}).Reason())
-	}
-	return strings.Join(msgs, "; ")
+	return (&reconcile.NotControlledError{Kind: kind, Existing: *child.GetObjectMeta()}).Reason()
 }
 
 // StatusPatch returns the JSON merge patch that sets a Widget's whole

@@ -57,13 +57,12 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 		return notReady(PhaseProgressing, ReasonProgressing, "Deployment %s: generation %d not yet observed (observed %d)",
 			key, d.Generation, d.Status.ObservedGeneration)
 	}
-	if c := deploymentCondition(d, "Progressing"); c != nil && c.Status == "False" && c.Reason == "ProgressDeadlineExceeded" {
+	if c := deploymentCondition(d, "Progressing"); c.Status == "False" && c.Reason == "ProgressDeadlineExceeded" {
 		return notReady(PhaseFailed, ReasonProgressDeadlineExceeded, "Deployment %s: %s", key, c.Message)
 	}
 	want := w.Spec.ReplicasOrDefault()
 	ds := d.Status
-	c := deploymentCondition(d, "Available")
-	available := c != nil && c.Status == "True"
+	available := deploymentCondition(d, "Available").Status == "True"
 	if ds.ReadyReplicas >= want && ds.UpdatedReplicas >= want && available {
 		return PhaseReady, k8sapi.Condition{Status: "True", Reason: ReasonReady,
 			Message: fmt.Sprintf("%d/%d replicas ready", ds.ReadyReplicas, want)}
@@ -72,13 +71,15 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 		ds.ReadyReplicas, want, ds.UpdatedReplicas, available)
 }
 
-func deploymentCondition(d *k8sapi.Deployment, t string) *k8sapi.DeploymentCondition {
-	for i := range d.Status.Conditions {
-		if d.Status.Conditions[i].Type == t {
-			return &d.Status.Conditions[i]
+// deploymentCondition returns d's condition of type t, or the zero
+// condition when there is none.
+func deploymentCondition(d *k8sapi.Deployment, t string) k8sapi.DeploymentCondition {
+	for _, c := range d.Status.Conditions {
+		if c.Type == t {
+			return c
 		}
 	}
-	return nil
+	return k8sapi.DeploymentCondition{}
 }
 
 // StatusEqual reports whether two statuses are the same, comparing times

@@ -14,7 +14,7 @@ func TestWarningEventFollowsTheMessage(t *testing.T) {
 	w := widget()
 	w.Spec.Replicas = ptr(int32(50))
 	c.widgets["default/web"] = w
-	r := &Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }}
+	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
 	warnings := func(step string, spec func(*Widget)) []string {
 		t.Helper()
 		next := *c.widgets["default/web"]

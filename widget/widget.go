@@ -141,11 +141,8 @@ func (s *WidgetSpec) PortOrDefault() int32 {
 // not JSON at all; fields of the wrong type are reported in s.Invalid.
 func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 	*s = WidgetSpec{}
-	switch k := jsonKind(data); k {
-	case "null":
-		return nil
-	case "object":
-	default:
+	// null decodes as no fields at all.
+	if k := jsonKind(data); k != "object" && k != "null" {
 		s.Invalid = "spec: must be an object, got " + k
 		return nil
 	}
@@ -161,14 +158,9 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 			problems = append(problems, fmt.Sprintf("spec.%s: unknown field", strconv.Quote(shorten(k, 64))))
 		}
 	}
-	switch k := jsonKind(fields["image"]); k {
-	case "", "null":
-	case "string":
-		if err := json.Unmarshal(fields["image"], &s.Image); err != nil {
-			return fmt.Errorf("widget: decode spec: %w", err)
-		}
-	default:
-		problems = append(problems, "spec.image: must be a string, got "+describeJSON(fields["image"]))
+	// A string or null decodes; anything else is a type error.
+	if raw, ok := fields["image"]; ok && json.Unmarshal(raw, &s.Image) != nil {
+		problems = append(problems, "spec.image: must be a string, got "+describeJSON(raw))
 	}
 	var replicasProblem, portProblem string
 	s.Replicas, replicasProblem = decodeInt32("spec.replicas", fields["replicas"], MinReplicas, MaxReplicas)
@@ -302,13 +294,7 @@ func isDNS1035Label(s string) bool {
 	if s == "" || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // Validate checks a spec and returns "" when it is valid, or a message that

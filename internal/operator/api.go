@@ -8,8 +8,8 @@ import (
 	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
-// clusterAPI is the reconciler's view of the cluster: reads from the watch
-// caches, writes to the API server, and no other requests. Each write's
+// clusterAPI is the reconciler's writes to the API server (it reads the
+// watch caches themselves), and no other requests. Each write's
 // answer goes to its cache (watch.Cache.Wrote), so that a reconcile right
 // after a write reads it, not the state before, and does not write again.
 //
@@ -22,21 +22,6 @@ import (
 type clusterAPI struct {
 	op     *operator
 	client *k8sapi.Client
-}
-
-func (a *clusterAPI) GetWidget(_ context.Context, namespace, name string) (*widget.Widget, error) {
-	w, _ := a.op.widgets.Get(namespace, name)
-	return w, nil
-}
-
-func (a *clusterAPI) GetDeployment(_ context.Context, namespace, name string) (*k8sapi.Deployment, error) {
-	d, _ := a.op.deployments.Get(namespace, name)
-	return d, nil
-}
-
-func (a *clusterAPI) GetService(_ context.Context, namespace, name string) (*k8sapi.Service, error) {
-	s, _ := a.op.services.Get(namespace, name)
-	return s, nil
 }
 
 func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *widget.DeploymentApply) (*k8sapi.Deployment, error) {

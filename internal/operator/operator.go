@@ -74,9 +74,7 @@ type Options struct {
 // unreachable API server, a missing CRD or permission) and nil after a clean
 // shutdown.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
-	if opts.Workers <= 0 {
-		opts.Workers = 4
-	}
+	opts.Workers = cmp.Or(max(opts.Workers, 0), 4)
 	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: opts.Kubeconfig, Context: opts.Context, InClusterDir: opts.InClusterDir})
 	if err != nil {
 		return err
@@ -224,7 +222,8 @@ func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config,
 		return nil, err
 	}
 	op.recorder = rec
-	op.reconciler = &widget.Reconciler{Client: &clusterAPI{op: op, client: client}, Recorder: rec}
+	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
+		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
 	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewLeaderMetric(op.ctrl.IsLeader),
