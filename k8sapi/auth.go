@@ -24,36 +24,35 @@ type credentials interface {
 	refresh() bool
 }
 
-// newCredentials returns the credentials c describes, by the precedence
-// [Config.AuthMethod] reports: an exec plugin, a token file, a static token,
-// then basic credentials. A client certificate is not a credential here:
-// it is part of the TLS configuration, and impersonation is added by the
-// Client. A token file is read once now, so that a missing file fails
-// early unless BearerToken gives a first token.
+// newCredentials checks c ([Config.check]) and returns the credentials
+// it describes, the first by [Config.AuthMethod]'s precedence: an exec
+// plugin, a token file, a static token, then basic credentials. A client
+// certificate is not a credential here: it is part of the TLS
+// configuration, and impersonation is added by the Client. A token file is
+// read once now, so that a missing file fails early unless BearerToken
+// gives a first token.
 //
 // To a plain http:// server nothing is sent, as kubectl does: see
 // [Config.WithheldAuth].
 func newCredentials(c *Config) (credentials, error) {
-	if err := c.Impersonate.check(); err != nil {
+	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("k8sapi: config: %w", err)
 	}
-	switch {
-	case plainHTTP(c.Host):
-		return fixedHeader(""), nil
-	case c.Exec != nil:
-		return newExecCredentials(c)
-	case c.BearerTokenFile != "":
+	switch c.AuthMethod() {
+	case "exec":
+		return newExecCredentials(c), nil
+	case "token-file":
 		t := newTokenFile(c.BearerTokenFile, c.BearerToken)
 		if _, err := t.get(); err != nil {
 			return nil, err
 		}
 		return t, nil
-	case c.BearerToken != "":
+	case "token":
 		if err := checkHeaderValue(c.BearerToken); err != nil {
 			return nil, fmt.Errorf("k8sapi: bearer token: %w", err)
 		}
 		return fixedHeader("Bearer " + c.BearerToken), nil
-	case c.Username != "" || c.Password != "":
+	case "basic":
 		if strings.Contains(c.Username, ":") {
 			return nil, errors.New("k8sapi: basic auth: the username contains ':'")
 		}

@@ -99,11 +99,10 @@ type execCredential struct {
 	} `json:"status"`
 }
 
-func newExecCredentials(c *Config) (*execCredentials, error) {
+// newExecCredentials returns the credentials of c.Exec, which c.check
+// accepted.
+func newExecCredentials(c *Config) *execCredentials {
 	x := c.Exec
-	if err := x.check(); err != nil {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
-	}
 	info := execInfo{APIVersion: x.APIVersion, Kind: "ExecCredential"}
 	if x.ProvideClusterInfo {
 		info.Spec.Cluster = &execCluster{
@@ -118,7 +117,7 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 	e := &execCredentials{cfg: *x, now: time.Now}
 	e.cfg.Env = append(append(os.Environ(), x.Env...), "KUBERNETES_EXEC_INFO="+string(infoJSON))
 	e.run = e.runPlugin
-	return e, nil
+	return e
 }
 
 // check reports an ExecConfig that cannot run, whatever its source. An

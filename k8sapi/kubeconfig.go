@@ -73,8 +73,6 @@ type kcEntry struct {
 	caFile string
 	// cluster and user are a context's.
 	cluster, user string
-	// installHint is a user's exec plugin's.
-	installHint string
 }
 
 // errorf returns a ConfigError at the entry.
@@ -372,7 +370,7 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 		"password":                &c.Password,
 		"exec": func(v *yaml.Node, field string) (err error) {
 			if !v.IsNull() {
-				c.Exec, e.installHint, err = d.exec(v, field)
+				c.Exec, err = d.exec(v, field)
 			}
 			return err
 		},
@@ -390,10 +388,9 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 }
 
 // exec decodes an exec plugin, its Command not yet resolved and its Dir
-// not set, and its install hint.
-func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
+// not set. Its installHint is for people who run kubectl by hand.
+func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 	x := &ExecConfig{}
-	var hint string
 	err := d.fields(n, field, field+".", map[string]any{
 		"apiVersion": &x.APIVersion,
 		"command":    &x.Command,
@@ -404,19 +401,18 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
 		},
 		"interactiveMode":    &x.InteractiveMode,
 		"provideClusterInfo": &x.ProvideClusterInfo,
-		"installHint":        &hint,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := x.check(); err != nil {
-		return nil, "", d.errorf(n, "%s: %v", field, err)
+		return nil, d.errorf(n, "%s: %v", field, err)
 	}
 	if x.InteractiveMode == "" && x.APIVersion == execV1 {
-		return nil, "", d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
+		return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 	}
 	x.InteractiveMode = cmp.Or(x.InteractiveMode, "IfAvailable")
-	return x, hint, nil
+	return x, nil
 }
 
 // env decodes an exec plugin's env: a list of {name, value} maps, as
@@ -498,31 +494,23 @@ func (kc *kubeconfig) config(paths, context string) (*Config, error) {
 // a namespace are added.
 func (c *kcEntry) clusterConfig() (*Config, error) {
 	cfg := c.cfg
-	if cfg.Host == "" {
-		return nil, c.errorf("server is missing")
+	if _, err := parseHost(cfg.Host); err != nil {
+		return nil, c.errorf("server %v", err)
 	}
 	if !strings.Contains(cfg.Host, "://") {
 		return nil, c.errorf("server is not an https:// or http:// URL")
-	}
-	if _, err := parseHost(cfg.Host); err != nil {
-		return nil, c.errorf("server %v", err)
 	}
 	var err error
 	if cfg.CAData, err = c.dataOrFile(cfg.CAData, c.caFile, "certificate-authority"); err != nil {
 		return nil, err
 	}
-	if cfg.Insecure && (len(cfg.CAData) > 0 || c.caFile != "") {
-		return nil, c.errorf("insecure-skip-tls-verify and a certificate authority cannot both be set")
-	}
-	if cfg.ProxyURL != "" {
-		if _, err := parseProxyURL(cfg.ProxyURL); err != nil {
-			return nil, c.errorf("proxy-url %v", err)
-		}
+	if err := cfg.check(); err != nil {
+		return nil, c.errorf("%v", err)
 	}
 	return &cfg, nil
 }
 
-// parseProxyURL checks a proxy URL, for the loader and the transport
+// parseProxyURL checks a proxy URL, for Config.check and the transport
 // alike: http, https, socks5 or socks5h, with a host. Its errors never
 // repeat the URL, which may hold a password.
 func parseProxyURL(s string) (*url.URL, error) {
@@ -553,9 +541,6 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	if len(methods) > 1 {
 		return u.errorf("more than one authentication method: %s", strings.Join(methods, ", "))
 	}
-	if err := c.Impersonate.check(); err != nil {
-		return u.errorf("%v", err)
-	}
 	cfg.BearerToken = c.BearerToken
 	cfg.BearerTokenFile = u.file.resolve(c.BearerTokenFile)
 	cfg.Username, cfg.Password = c.Username, c.Password
@@ -566,9 +551,6 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	}
 	if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
 		return err
-	}
-	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
-		return u.errorf("a client certificate needs both a certificate and a key")
 	}
 	if len(c.CertData) == 0 && len(c.KeyData) == 0 && c.CertFile != "" && c.KeyFile != "" {
 		// Files are read again when they change: see Config.CertFile.
@@ -583,6 +565,9 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 		}
 		x.Dir = u.file.dir
 		cfg.Exec = &x
+	}
+	if err := cfg.check(); err != nil {
+		return u.errorf("%v", err)
 	}
 	return nil
 }
