@@ -313,11 +313,8 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 	kind := strings.TrimSuffix(field, "s")
 	seen := make(map[string]int)
 	return d.list(n, field, func(it *yaml.Node, at string) error {
-		if err := d.want(it, yaml.Map, at); err != nil {
-			return err
-		}
-		name, err := d.str(it.Get("name"), at+".name")
-		if err != nil {
+		var name string
+		if err := d.fields(it, at, at+".", map[string]any{"name": &name}); err != nil {
 			return err
 		}
 		if name == "" {
@@ -472,40 +469,31 @@ func (kc *kubeconfig) config(paths, context string) (*Config, error) {
 	if cl == nil {
 		return nil, ctx.errorf("cluster %q not found", ctx.cluster)
 	}
-	cfg, err := cl.clusterConfig()
-	if err != nil {
+	// The cluster's Config, checked before a user is added.
+	cfg := cl.cfg
+	if _, err := parseHost(cfg.Host); err != nil {
+		return nil, cl.errorf("server %v", err)
+	}
+	if !strings.Contains(cfg.Host, "://") {
+		return nil, cl.errorf("server is not an https:// or http:// URL")
+	}
+	var err error
+	if cfg.CAData, err = cl.dataOrFile(cfg.CAData, cl.caFile, "certificate-authority"); err != nil {
 		return nil, err
+	}
+	if err := cfg.check(); err != nil {
+		return nil, cl.errorf("%v", err)
 	}
 	cfg.Namespace = ctx.cfg.Namespace
 	if ctx.user == "" {
-		return cfg, nil
+		return &cfg, nil
 	}
 	u := kc.entries["user/"+ctx.user]
 	if u == nil {
 		return nil, ctx.errorf("user %q not found", ctx.user)
 	}
-	if err := u.applyUser(cfg); err != nil {
+	if err := u.applyUser(&cfg); err != nil {
 		return nil, err
-	}
-	return cfg, nil
-}
-
-// clusterConfig returns the Config of cluster entry c, before a user and
-// a namespace are added.
-func (c *kcEntry) clusterConfig() (*Config, error) {
-	cfg := c.cfg
-	if _, err := parseHost(cfg.Host); err != nil {
-		return nil, c.errorf("server %v", err)
-	}
-	if !strings.Contains(cfg.Host, "://") {
-		return nil, c.errorf("server is not an https:// or http:// URL")
-	}
-	var err error
-	if cfg.CAData, err = c.dataOrFile(cfg.CAData, c.caFile, "certificate-authority"); err != nil {
-		return nil, err
-	}
-	if err := cfg.check(); err != nil {
-		return nil, c.errorf("%v", err)
 	}
 	return &cfg, nil
 }
