@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -165,6 +166,10 @@ func (c *Config) check() error {
 	case (c.CertFile == "") != (c.KeyFile == ""),
 		c.CertFile == "" && (len(c.CertData) > 0) != (len(c.KeyData) > 0):
 		return errors.New("a client certificate needs both a certificate and a key: CertFile and KeyFile, or CertData and KeyData (client-certificate and client-key, or their -data)")
+	case checkHeaderValue(c.BearerToken) != nil:
+		return errors.New("BearerToken (token) contains a control character")
+	case strings.Contains(c.Username, ":"):
+		return errors.New("Username (username) contains ':'")
 	case c.Exec != nil:
 		if err := c.Exec.check(); err != nil {
 			return fmt.Errorf("exec plugin %q: %w", c.Exec.Command, err)

@@ -215,55 +215,54 @@ func (e *execCredentials) fetch(c *execCall) {
 		res, err = e.parse(out)
 	}
 	e.mu.Lock()
-	c.res, c.err = res, err
 	if err == nil {
 		e.cur, e.call = res, nil
 	} else {
+		err = fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 		c.ended = e.now()
 	}
+	c.res, c.err = res, err
 	e.mu.Unlock()
 	close(c.done)
 }
 
 // parse reads the plugin's ExecCredential. Its errors describe the problem
-// without quoting the output, which holds the credential.
+// without quoting the output, which holds the credential; fetch adds the
+// package and the plugin.
 func (e *execCredentials) parse(out []byte) (*execResult, error) {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.cfg.Command}, args...)...)
-	}
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fail("output is not JSON (at byte %d)", se.Offset)
+			return nil, fmt.Errorf("output is not JSON (at byte %d)", se.Offset)
 		}
-		return nil, fail("output is not a valid ExecCredential")
+		return nil, errors.New("output is not a valid ExecCredential")
 	}
 	if ec.Kind != "ExecCredential" {
-		return nil, fail("output kind is not ExecCredential")
+		return nil, errors.New("output kind is not ExecCredential")
 	}
 	if ec.APIVersion != e.cfg.APIVersion {
-		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
+		return nil, fmt.Errorf("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
 	}
 	st := ec.Status
 	if st == nil {
-		return nil, fail("output has no status")
+		return nil, errors.New("output has no status")
 	}
 	r := &execResult{token: st.Token, cert: &tls.Certificate{}}
 	if err := checkHeaderValue(st.Token); err != nil {
-		return nil, fail("token %v", err)
+		return nil, fmt.Errorf("token %w", err)
 	}
 	switch {
 	case st.ClientCertificateData != "" && st.ClientKeyData != "":
 		cert, err := tls.X509KeyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
 		if err != nil {
-			return nil, fail("client certificate: %w", err)
+			return nil, fmt.Errorf("client certificate: %w", err)
 		}
 		r.cert = &cert
 	case st.ClientCertificateData != "" || st.ClientKeyData != "":
-		return nil, fail("status has a client certificate or key without the other")
+		return nil, errors.New("status has a client certificate or key without the other")
 	case st.Token == "":
-		return nil, fail("status has neither a token nor a client certificate")
+		return nil, errors.New("status has neither a token nor a client certificate")
 	}
 	if st.ExpirationTimestamp != nil && !st.ExpirationTimestamp.IsZero() {
 		r.expiry = *st.ExpirationTimestamp
@@ -273,7 +272,8 @@ func (e *execCredentials) parse(out []byte) (*execResult, error) {
 	return r, nil
 }
 
-// runPlugin runs the plugin once without a terminal and returns its stdout.
+// runPlugin runs the plugin once without a terminal and returns its
+// stdout. Its errors lack the package and the plugin, which fetch adds.
 func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -293,17 +293,15 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	err := cmd.Run()
 	switch {
 	case stdout.n > execMaxStdout:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.cfg.Command, execMaxStdout>>10)
+		return nil, fmt.Errorf("output larger than %d KiB", execMaxStdout>>10)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.cfg.Command, execTimeout)
+		return nil, fmt.Errorf("no answer within %v", execTimeout)
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.cfg.Command, exec.ErrNotFound)
+		return nil, fmt.Errorf("command not found: %w", exec.ErrNotFound)
 	case err != nil && stderr.n > 0:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr withheld (%d bytes; it may hold secrets)", e.cfg.Command, err, stderr.n)
-	case err != nil:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
+		return nil, fmt.Errorf("%w: stderr withheld (%d bytes; it may hold secrets)", err, stderr.n)
 	}
-	return stdout.b, nil
+	return stdout.b, err
 }
 
 // boundedBuffer keeps at most max bytes and counts them all; past max it

@@ -128,17 +128,9 @@ func readFileLimit(path string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %s", sizeString(limit))
+		return nil, fmt.Errorf("larger than %d KiB", limit>>10)
 	}
 	return data, nil
-}
-
-// sizeString writes a limit in KiB or MiB.
-func sizeString(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	}
-	return strconv.FormatInt(n>>10, 10) + " KiB"
 }
 
 // pathCause drops the path from an *fs.PathError, which the ConfigError
@@ -159,12 +151,9 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	}
 	d := &kcFile{path: path, dir: dir, kc: kc}
 	root, err := yaml.Parse(data)
-	if err != nil {
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) {
-			return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
-		}
-		return &ConfigError{Path: path, Err: err}
+	var se *yaml.SyntaxError // Parse's only error
+	if errors.As(err, &se) {
+		return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
 	}
 	// An empty file is an empty config. Other keys (apiVersion, kind,
 	// preferences, extensions) carry nothing this package uses.

@@ -111,12 +111,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 func certPool(pemData []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	n := 0
-	for rest := pemData; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for block, rest := pem.Decode(pemData); block != nil; block, rest = pem.Decode(rest) {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}
