@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -162,17 +161,14 @@ func (h *headerCredentials) authorize(_ context.Context, req *http.Request) erro
 func readTokenFile(path string) (string, error) {
 	b, err := readFileLimit(path, maxTokenFileSize)
 	tok := strings.TrimSpace(string(b))
-	var pe *fs.PathError
 	switch {
-	case errors.As(err, &pe):
-		return "", fmt.Errorf("token file: %w", err) // it names the file
 	case err == nil && tok == "":
 		err = errors.New("empty")
 	case err == nil:
 		err = checkHeaderValue(tok)
 	}
 	if err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, err)
+		return "", fmt.Errorf("token file %s: %w", path, pathCause(err))
 	}
 	return tok, nil
 }
