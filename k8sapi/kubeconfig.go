@@ -217,9 +217,7 @@ func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		var ce base64.CorruptInputError // the only error it returns
-		errors.As(err, &ce)
-		return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
+		return nil, d.errorf(n, "%s: invalid base64: %v", field, err) // the offset alone
 	}
 	return b, nil
 }
@@ -373,8 +371,8 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 	}
 }
 
-// exec decodes an exec plugin, its Command not yet resolved and its Dir
-// not set. Its installHint is for people who run kubectl by hand.
+// exec decodes an exec plugin, to run in the file's folder. Its
+// installHint is for people who run kubectl by hand.
 func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 	x := &ExecConfig{}
 	err := d.fields(n, field, field+".", map[string]any{
@@ -398,6 +396,12 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 		return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 	}
 	x.InteractiveMode = cmp.Or(x.InteractiveMode, "IfAvailable")
+	// A command with a path separator is a file relative to the
+	// kubeconfig; a bare name is looked up in $PATH.
+	if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
+		x.Command = d.resolve(x.Command)
+	}
+	x.Dir = d.dir
 	return x, nil
 }
 
@@ -533,16 +537,7 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 		// Files are read again when they change: see Config.CertFile.
 		cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
 	}
-	if c.Exec != nil {
-		x := *c.Exec
-		// A command with a path separator is a file relative to the
-		// kubeconfig; a bare name is looked up in $PATH.
-		if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
-			x.Command = u.file.resolve(x.Command)
-		}
-		x.Dir = u.file.dir
-		cfg.Exec = &x
-	}
+	cfg.Exec = c.Exec
 	if err := cfg.check(); err != nil {
 		return u.errorf("%v", err)
 	}

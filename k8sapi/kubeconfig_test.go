@@ -263,7 +263,7 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"server not string", "clusters:\n- name: c\n  cluster:\n    server: [a]\n", "", 4, "server: want a string"},
 		{"bad bool", "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: yes\n", "", 4, "want true or false"},
 		{"quoted bool", "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: \"true\"\n", "", 4, "want true or false"},
-		{"bad base64", "users:\n- name: u\n  user:\n    client-key-data: \"!!\"\n", "", 4, "client-key-data: invalid base64 at byte 0"},
+		{"bad base64", "users:\n- name: u\n  user:\n    client-key-data: \"!!\"\n", "", 4, "client-key-data: invalid base64: illegal base64 data at input byte 0"},
 		{"exec no version", "users:\n- name: u\n  user:\n    exec:\n      command: x\n", "", 5, "apiVersion is missing"},
 		{"exec old version", "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x\n", "", 5, "not supported"},
 		{"exec v1 no mode", "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: x\n", "", 5, "interactiveMode is required"},
@@ -319,7 +319,7 @@ func TestLoadKubeconfigFixtureErrors(t *testing.T) {
 	tests := map[string]string{
 		"bad-duplicate.yaml": "line 5: duplicate map key (first at line 4)",
 		"bad-anchor.yaml":    "line 3: anchors are not supported",
-		"bad-base64.yaml":    `line 5: cluster "a": certificate-authority-data: invalid base64 at byte 3`,
+		"bad-base64.yaml":    `line 5: cluster "a": certificate-authority-data: invalid base64: illegal base64 data at input byte 3`,
 	}
 	for file, want := range tests {
 		_, err := LoadKubeconfig([]string{"testdata/kubeconfig/" + file}, "")
