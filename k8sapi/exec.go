@@ -34,20 +34,18 @@ const (
 	execRefreshBefore = time.Minute
 )
 
-// execResult is one credential a plugin returned.
-type execResult struct {
+// execCall is one plugin run that callers wait on together, and the
+// credential it returned. Its fields are set before done is closed and
+// never change after, but for err and ended, which e.mu guards.
+type execCall struct {
+	done  chan struct{}
+	err   error
+	ended time.Time // when it failed
+
 	token     string
 	cert      *tls.Certificate // empty when the plugin gave no certificate
 	expiry    time.Time        // zero when the credential does not expire
 	refreshAt time.Time        // zero when it does not expire
-}
-
-// execCall is one plugin run that callers wait on together.
-type execCall struct {
-	done  chan struct{} // closed when res and err are set
-	res   *execResult
-	err   error
-	ended time.Time // when it failed
 }
 
 // execCredentials runs an exec credential plugin and caches what it
@@ -64,8 +62,8 @@ type execCredentials struct {
 	run func(ctx context.Context) (stdout []byte, err error)
 
 	mu   sync.Mutex
-	cur  *execResult // nil when there is none or refresh dropped it
-	call *execCall   // the run in flight, or the last one if it failed
+	cur  *execCall // the last good run; nil when there is none or refresh dropped it
+	call *execCall // the run in flight, or the last one if it failed
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
@@ -171,7 +169,7 @@ func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certifica
 
 // get returns a valid credential, running the plugin if there is none or
 // the current one is due for refresh.
-func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
+func (e *execCredentials) get(ctx context.Context) (*execCall, error) {
 	e.mu.Lock()
 	now := e.now()
 	cur := e.cur
@@ -198,7 +196,7 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 	}
 	select {
 	case <-c.done:
-		return c.res, c.err
+		return c, c.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, ctx.Err())
 	}
@@ -210,66 +208,64 @@ func (e *execCredentials) fetch(c *execCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
 	defer cancel()
 	out, err := e.run(ctx)
-	var res *execResult
 	if err == nil {
-		res, err = e.parse(out)
+		err = e.parse(c, out)
 	}
 	e.mu.Lock()
 	if err == nil {
-		e.cur, e.call = res, nil
+		e.cur, e.call = c, nil
 	} else {
-		err = fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
+		c.err = fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 		c.ended = e.now()
 	}
-	c.res, c.err = res, err
 	e.mu.Unlock()
 	close(c.done)
 }
 
-// parse reads the plugin's ExecCredential. Its errors describe the problem
-// without quoting the output, which holds the credential; fetch adds the
-// package and the plugin.
-func (e *execCredentials) parse(out []byte) (*execResult, error) {
+// parse reads the plugin's ExecCredential into c. Its errors describe the
+// problem without quoting the output, which holds the credential; fetch
+// adds the package and the plugin.
+func (e *execCredentials) parse(c *execCall, out []byte) error {
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("output is not JSON (at byte %d)", se.Offset)
+			return fmt.Errorf("output is not JSON (at byte %d)", se.Offset)
 		}
-		return nil, errors.New("output is not a valid ExecCredential")
+		return errors.New("output is not a valid ExecCredential")
 	}
 	if ec.Kind != "ExecCredential" {
-		return nil, errors.New("output kind is not ExecCredential")
+		return errors.New("output kind is not ExecCredential")
 	}
 	if ec.APIVersion != e.cfg.APIVersion {
-		return nil, fmt.Errorf("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
+		return fmt.Errorf("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
 	}
 	st := ec.Status
 	if st == nil {
-		return nil, errors.New("output has no status")
+		return errors.New("output has no status")
 	}
-	r := &execResult{token: st.Token, cert: &tls.Certificate{}}
 	if err := checkHeaderValue(st.Token); err != nil {
-		return nil, fmt.Errorf("token %w", err)
+		return fmt.Errorf("token %w", err)
 	}
+	c.token, c.cert = st.Token, &tls.Certificate{}
 	switch {
 	case st.ClientCertificateData != "" && st.ClientKeyData != "":
 		cert, err := tls.X509KeyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
 		if err != nil {
-			return nil, fmt.Errorf("client certificate: %w", err)
+			return fmt.Errorf("client certificate: %w", err)
 		}
-		r.cert = &cert
+		c.cert = &cert
 	case st.ClientCertificateData != "" || st.ClientKeyData != "":
-		return nil, errors.New("status has a client certificate or key without the other")
+		return errors.New("status has a client certificate or key without the other")
 	case st.Token == "":
-		return nil, errors.New("status has neither a token nor a client certificate")
+		return errors.New("status has neither a token nor a client certificate")
 	}
 	if st.ExpirationTimestamp != nil && !st.ExpirationTimestamp.IsZero() {
-		r.expiry = *st.ExpirationTimestamp
-		life := r.expiry.Sub(e.now())
-		r.refreshAt = r.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
+		c.expiry = *st.ExpirationTimestamp
+		life := c.expiry.Sub(e.now())
+		c.refreshAt = c.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
 	}
-	return r, nil
+	return nil
 }
 
 // runPlugin runs the plugin once without a terminal and returns its
