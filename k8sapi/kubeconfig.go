@@ -217,7 +217,7 @@ func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, d.errorf(n, "%s: invalid base64: %v", field, err) // the offset alone
+		return nil, d.errorf(n, "%s: invalid base64: %v", field, err) // an offset, never the data
 	}
 	return b, nil
 }
