@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -24,39 +23,32 @@ type credentials interface {
 	refresh() bool
 }
 
-// newCredentials returns the credentials c describes, by the precedence
-// [Config.AuthMethod] reports: an exec plugin, a token file, a static token,
-// then basic credentials. A client certificate is not a credential here:
-// it is part of the TLS configuration, and impersonation is added by the
-// Client. A token file is read once now, so that a missing file fails
-// early unless BearerToken gives a first token.
+// newCredentials checks c ([Config.check]) and returns the credentials
+// it describes, the first by [Config.AuthMethod]'s precedence: an exec
+// plugin, a token file, a static token, then basic credentials. A client
+// certificate is not a credential here: it is part of the TLS
+// configuration, and impersonation is added by the Client. A token file is
+// read once now, so that a missing file fails early unless BearerToken
+// gives a first token.
 //
 // To a plain http:// server nothing is sent, as kubectl does: see
 // [Config.WithheldAuth].
 func newCredentials(c *Config) (credentials, error) {
-	if err := c.Impersonate.check(); err != nil {
+	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("k8sapi: config: %w", err)
 	}
-	switch {
-	case plainHTTP(c.Host):
-		return fixedHeader(""), nil
-	case c.Exec != nil:
-		return newExecCredentials(c)
-	case c.BearerTokenFile != "":
+	switch c.AuthMethod() {
+	case "exec":
+		return newExecCredentials(c), nil
+	case "token-file":
 		t := newTokenFile(c.BearerTokenFile, c.BearerToken)
 		if _, err := t.get(); err != nil {
 			return nil, err
 		}
 		return t, nil
-	case c.BearerToken != "":
-		if err := checkHeaderValue(c.BearerToken); err != nil {
-			return nil, fmt.Errorf("k8sapi: bearer token: %w", err)
-		}
+	case "token":
 		return fixedHeader("Bearer " + c.BearerToken), nil
-	case c.Username != "" || c.Password != "":
-		if strings.Contains(c.Username, ":") {
-			return nil, errors.New("k8sapi: basic auth: the username contains ':'")
-		}
+	case "basic":
 		return fixedHeader("Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password))), nil
 	}
 	return fixedHeader(""), nil
@@ -169,17 +161,14 @@ func (h *headerCredentials) authorize(_ context.Context, req *http.Request) erro
 func readTokenFile(path string) (string, error) {
 	b, err := readFileLimit(path, maxTokenFileSize)
 	tok := strings.TrimSpace(string(b))
-	var pe *fs.PathError
 	switch {
-	case errors.As(err, &pe):
-		return "", fmt.Errorf("token file: %w", err) // it names the file
 	case err == nil && tok == "":
 		err = errors.New("empty")
 	case err == nil:
 		err = checkHeaderValue(tok)
 	}
 	if err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, err)
+		return "", fmt.Errorf("token file %s: %w", path, pathCause(err))
 	}
 	return tok, nil
 }

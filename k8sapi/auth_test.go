@@ -170,3 +170,29 @@ func TestTokenFileConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAuthMethodIsSent: AuthMethod names the credentials whose header is
+// sent, by the one order both follow; a client certificate goes with
+// basic credentials, as kubectl sends both.
+func TestAuthMethodIsSent(t *testing.T) {
+	certPEM, keyPEM := selfSignedPair(t, "client")
+	tests := []struct {
+		cfg        Config
+		method, hd string
+	}{
+		{Config{Username: "admin", Password: "pw", CertData: certPEM, KeyData: keyPEM}, "basic", "Basic YWRtaW46cHc="},
+		{Config{Password: "pw"}, "basic", "Basic OnB3"},
+		{Config{CertData: certPEM, KeyData: keyPEM}, "client-certificate", ""},
+		{Config{BearerToken: "tok", Username: "admin"}, "token", "Bearer tok"},
+	}
+	for _, tt := range tests {
+		tt.cfg.Host = "https://h"
+		creds, err := newCredentials(&tt.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, h := tt.cfg.AuthMethod(), authHeader(t, creds); m != tt.method || h != tt.hd {
+			t.Errorf("%s: AuthMethod %q, header %q; want %q, %q", tt.method, m, h, tt.method, tt.hd)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 package k8sapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -132,6 +135,9 @@ func (c *Config) WithheldAuth() string {
 	return ""
 }
 
+// authMethod is the one order of precedence between the credentials a
+// Config may hold: newCredentials sends the header of the first, and a
+// client certificate, which travels in the TLS handshake, goes with any.
 func (c *Config) authMethod() string {
 	switch {
 	case c.Exec != nil:
@@ -140,10 +146,39 @@ func (c *Config) authMethod() string {
 		return "token-file"
 	case c.BearerToken != "":
 		return "token"
+	case c.Username != "" || c.Password != "":
+		return "basic"
 	case len(c.CertData) > 0 || c.CertFile != "":
 		return "client-certificate"
-	case c.Username != "":
-		return "basic"
 	}
 	return "none"
+}
+
+// check reports what makes a Config unusable, apart from its Host, which
+// New parses: for hand-built Configs and kubeconfigs alike, which add the
+// file and line. Its errors name each field as the Config does and, in
+// parentheses, as a kubeconfig does; they lack the package prefix and
+// never quote a value.
+func (c *Config) check() error {
+	switch {
+	case c.Insecure && len(c.CAData) > 0:
+		return errors.New("Insecure and CAData cannot both be set (insecure-skip-tls-verify and certificate-authority)")
+	case (c.CertFile == "") != (c.KeyFile == ""),
+		c.CertFile == "" && (len(c.CertData) > 0) != (len(c.KeyData) > 0):
+		return errors.New("a client certificate needs both a certificate and a key: CertFile and KeyFile, or CertData and KeyData (client-certificate and client-key, or their -data)")
+	case checkHeaderValue(c.BearerToken) != nil:
+		return errors.New("BearerToken (token) contains a control character")
+	case strings.Contains(c.Username, ":"):
+		return errors.New("Username (username) contains ':'")
+	case c.Exec != nil:
+		if err := c.Exec.check(); err != nil {
+			return fmt.Errorf("exec plugin %q: %w", c.Exec.Command, err)
+		}
+	}
+	if c.ProxyURL != "" {
+		if _, err := parseProxyURL(c.ProxyURL); err != nil {
+			return fmt.Errorf("ProxyURL %w (proxy-url)", err)
+		}
+	}
+	return c.Impersonate.check()
 }

@@ -34,20 +34,18 @@ const (
 	execRefreshBefore = time.Minute
 )
 
-// execResult is one credential a plugin returned.
-type execResult struct {
+// execCall is one plugin run that callers wait on together, and the
+// credential it returned. Its fields are set before done is closed and
+// never change after, but for err and ended, which e.mu guards.
+type execCall struct {
+	done  chan struct{}
+	err   error
+	ended time.Time // when it failed
+
 	token     string
 	cert      *tls.Certificate // empty when the plugin gave no certificate
 	expiry    time.Time        // zero when the credential does not expire
 	refreshAt time.Time        // zero when it does not expire
-}
-
-// execCall is one plugin run that callers wait on together.
-type execCall struct {
-	done  chan struct{} // closed when res and err are set
-	res   *execResult
-	err   error
-	ended time.Time // when it failed
 }
 
 // execCredentials runs an exec credential plugin and caches what it
@@ -64,8 +62,8 @@ type execCredentials struct {
 	run func(ctx context.Context) (stdout []byte, err error)
 
 	mu   sync.Mutex
-	cur  *execResult // nil when there is none or refresh dropped it
-	call *execCall   // the run in flight, or the last one if it failed
+	cur  *execCall // the last good run; nil when there is none or refresh dropped it
+	call *execCall // the run in flight, or the last one if it failed
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
@@ -99,11 +97,10 @@ type execCredential struct {
 	} `json:"status"`
 }
 
-func newExecCredentials(c *Config) (*execCredentials, error) {
+// newExecCredentials returns the credentials of c.Exec, which c.check
+// accepted.
+func newExecCredentials(c *Config) *execCredentials {
 	x := c.Exec
-	if err := x.check(); err != nil {
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", x.Command, err)
-	}
 	info := execInfo{APIVersion: x.APIVersion, Kind: "ExecCredential"}
 	if x.ProvideClusterInfo {
 		info.Spec.Cluster = &execCluster{
@@ -118,7 +115,7 @@ func newExecCredentials(c *Config) (*execCredentials, error) {
 	e := &execCredentials{cfg: *x, now: time.Now}
 	e.cfg.Env = append(append(os.Environ(), x.Env...), "KUBERNETES_EXEC_INFO="+string(infoJSON))
 	e.run = e.runPlugin
-	return e, nil
+	return e
 }
 
 // check reports an ExecConfig that cannot run, whatever its source. An
@@ -172,7 +169,7 @@ func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certifica
 
 // get returns a valid credential, running the plugin if there is none or
 // the current one is due for refresh.
-func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
+func (e *execCredentials) get(ctx context.Context) (*execCall, error) {
 	e.mu.Lock()
 	now := e.now()
 	cur := e.cur
@@ -199,7 +196,7 @@ func (e *execCredentials) get(ctx context.Context) (*execResult, error) {
 	}
 	select {
 	case <-c.done:
-		return c.res, c.err
+		return c, c.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, ctx.Err())
 	}
@@ -211,70 +208,68 @@ func (e *execCredentials) fetch(c *execCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
 	defer cancel()
 	out, err := e.run(ctx)
-	var res *execResult
 	if err == nil {
-		res, err = e.parse(out)
+		err = e.parse(c, out)
 	}
 	e.mu.Lock()
-	c.res, c.err = res, err
 	if err == nil {
-		e.cur, e.call = res, nil
+		e.cur, e.call = c, nil
 	} else {
+		c.err = fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
 		c.ended = e.now()
 	}
 	e.mu.Unlock()
 	close(c.done)
 }
 
-// parse reads the plugin's ExecCredential. Its errors describe the problem
-// without quoting the output, which holds the credential.
-func (e *execCredentials) parse(out []byte) (*execResult, error) {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("k8sapi: exec plugin %q: "+format, append([]any{e.cfg.Command}, args...)...)
-	}
+// parse reads the plugin's ExecCredential into c. Its errors describe the
+// problem without quoting the output, which holds the credential; fetch
+// adds the package and the plugin.
+func (e *execCredentials) parse(c *execCall, out []byte) error {
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fail("output is not JSON (at byte %d)", se.Offset)
+			return fmt.Errorf("output is not JSON (at byte %d)", se.Offset)
 		}
-		return nil, fail("output is not a valid ExecCredential")
+		return errors.New("output is not a valid ExecCredential")
 	}
 	if ec.Kind != "ExecCredential" {
-		return nil, fail("output kind is not ExecCredential")
+		return errors.New("output kind is not ExecCredential")
 	}
 	if ec.APIVersion != e.cfg.APIVersion {
-		return nil, fail("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
+		return fmt.Errorf("output apiVersion %.80q, want %q", ec.APIVersion, e.cfg.APIVersion)
 	}
 	st := ec.Status
 	if st == nil {
-		return nil, fail("output has no status")
+		return errors.New("output has no status")
 	}
-	r := &execResult{token: st.Token, cert: &tls.Certificate{}}
 	if err := checkHeaderValue(st.Token); err != nil {
-		return nil, fail("token %v", err)
+		return fmt.Errorf("token %w", err)
 	}
+	c.token, c.cert = st.Token, &tls.Certificate{}
 	switch {
 	case st.ClientCertificateData != "" && st.ClientKeyData != "":
 		cert, err := tls.X509KeyPair([]byte(st.ClientCertificateData), []byte(st.ClientKeyData))
 		if err != nil {
-			return nil, fail("client certificate: %w", err)
+			return fmt.Errorf("client certificate: %w", err)
 		}
-		r.cert = &cert
+		c.cert = &cert
 	case st.ClientCertificateData != "" || st.ClientKeyData != "":
-		return nil, fail("status has a client certificate or key without the other")
+		return errors.New("status has a client certificate or key without the other")
 	case st.Token == "":
-		return nil, fail("status has neither a token nor a client certificate")
+		return errors.New("status has neither a token nor a client certificate")
 	}
 	if st.ExpirationTimestamp != nil && !st.ExpirationTimestamp.IsZero() {
-		r.expiry = *st.ExpirationTimestamp
-		life := r.expiry.Sub(e.now())
-		r.refreshAt = r.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
+		c.expiry = *st.ExpirationTimestamp
+		life := c.expiry.Sub(e.now())
+		c.refreshAt = c.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
 	}
-	return r, nil
+	return nil
 }
 
-// runPlugin runs the plugin once without a terminal and returns its stdout.
+// runPlugin runs the plugin once without a terminal and returns its
+// stdout. Its errors lack the package and the plugin, which fetch adds.
 func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -294,17 +289,15 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	err := cmd.Run()
 	switch {
 	case stdout.n > execMaxStdout:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: output larger than %d KiB", e.cfg.Command, execMaxStdout>>10)
+		return nil, fmt.Errorf("output larger than %d KiB", execMaxStdout>>10)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: no answer within %v", e.cfg.Command, execTimeout)
+		return nil, fmt.Errorf("no answer within %v", execTimeout)
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: command not found: %w", e.cfg.Command, exec.ErrNotFound)
+		return nil, fmt.Errorf("command not found: %w", exec.ErrNotFound)
 	case err != nil && stderr.n > 0:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w: stderr withheld (%d bytes; it may hold secrets)", e.cfg.Command, err, stderr.n)
-	case err != nil:
-		return nil, fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
+		return nil, fmt.Errorf("%w: stderr withheld (%d bytes; it may hold secrets)", err, stderr.n)
 	}
-	return stdout.b, nil
+	return stdout.b, err
 }
 
 // boundedBuffer keeps at most max bytes and counts them all; past max it

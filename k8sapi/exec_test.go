@@ -156,10 +156,7 @@ func expiringExec(t *testing.T, clock *credClock, life time.Duration) (*execCred
 	expiry := clock.now().Add(life)
 	cfg := &Config{Host: "https://h", Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_COUNT="+count,
 		"HELPER_EXPIRY="+expiry.Format(time.RFC3339))}
-	creds, err := newExecCredentials(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds := newExecCredentials(cfg)
 	creds.now = clock.now
 	return creds, count
 }
@@ -219,10 +216,7 @@ func waitForFetch(t *testing.T, e *execCredentials) {
 func TestExecNoExpiryCachedUntilRefresh(t *testing.T) {
 	clock := newCredClock()
 	count := filepath.Join(t.TempDir(), "count")
-	creds, err := newExecCredentials(&Config{Exec: helperExec(execV1beta1, "token", "HELPER_TOKEN=t", "HELPER_COUNT="+count)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds := newExecCredentials(&Config{Exec: helperExec(execV1beta1, "token", "HELPER_TOKEN=t", "HELPER_COUNT="+count)})
 	creds.now = clock.now
 	authHeader(t, creds)
 	clock.advance(100 * time.Hour)
@@ -298,10 +292,7 @@ func TestExecConcurrentCallersShareOneRun(t *testing.T) {
 func TestExecFailureHeld(t *testing.T) {
 	clock := newCredClock()
 	count := filepath.Join(t.TempDir(), "count")
-	creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, "fail", "HELPER_TOKEN=x", "HELPER_COUNT="+count)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds := newExecCredentials(&Config{Exec: helperExec(execV1, "fail", "HELPER_TOKEN=x", "HELPER_COUNT="+count)})
 	creds.now = clock.now
 	req, _ := http.NewRequest("GET", "https://h/", nil)
 	for range 3 {
@@ -335,11 +326,8 @@ func TestExecErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, tt.mode, "HELPER_TOKEN="+tok)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = creds.get(context.Background())
+			creds := newExecCredentials(&Config{Exec: helperExec(execV1, tt.mode, "HELPER_TOKEN="+tok)})
+			_, err := creds.get(context.Background())
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -356,7 +344,7 @@ func TestExecErrors(t *testing.T) {
 	if err == nil {
 		t.Error("missing plugin: no error")
 	}
-	creds, _ := newExecCredentials(&Config{Exec: &ExecConfig{APIVersion: execV1, Command: "widget-operator-no-such-plugin"}})
+	creds := newExecCredentials(&Config{Exec: &ExecConfig{APIVersion: execV1, Command: "widget-operator-no-such-plugin"}})
 	if _, err := creds.get(context.Background()); !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("plugin not in PATH: %v", err)
 	}
@@ -388,11 +376,8 @@ func TestExecStderrWithheld(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			stderr := tt.stderr
-			creds, err := newExecCredentials(&Config{Exec: helperExec(execV1, "stderr", "HELPER_STDERR="+stderr)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = creds.get(context.Background())
+			creds := newExecCredentials(&Config{Exec: helperExec(execV1, "stderr", "HELPER_STDERR="+stderr)})
+			_, err := creds.get(context.Background())
 			if err == nil {
 				t.Fatal("no error")
 			}

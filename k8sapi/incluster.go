@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -35,9 +36,7 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 	if strings.ContainsAny(host, "/[]@ ") || strings.ContainsAny(port, "/:@ ") {
 		return nil, errors.New("k8sapi: in-cluster config: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is malformed")
 	}
-	if dir == "" {
-		dir = DefaultInClusterDir
-	}
+	dir = cmp.Or(dir, DefaultInClusterDir)
 	tokenFile := filepath.Join(dir, "token")
 	token, err := readTokenFile(tokenFile)
 	if err != nil {

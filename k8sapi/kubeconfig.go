@@ -73,8 +73,6 @@ type kcEntry struct {
 	caFile string
 	// cluster and user are a context's.
 	cluster, user string
-	// installHint is a user's exec plugin's.
-	installHint string
 }
 
 // errorf returns a ConfigError at the entry.
@@ -130,17 +128,9 @@ func readFileLimit(path string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %s", sizeString(limit))
+		return nil, fmt.Errorf("larger than %d KiB", limit>>10)
 	}
 	return data, nil
-}
-
-// sizeString writes a limit in KiB or MiB.
-func sizeString(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	}
-	return strconv.FormatInt(n>>10, 10) + " KiB"
 }
 
 // pathCause drops the path from an *fs.PathError, which the ConfigError
@@ -161,12 +151,9 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	}
 	d := &kcFile{path: path, dir: dir, kc: kc}
 	root, err := yaml.Parse(data)
-	if err != nil {
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) {
-			return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
-		}
-		return &ConfigError{Path: path, Err: err}
+	var se *yaml.SyntaxError // Parse's only error
+	if errors.As(err, &se) {
+		return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
 	}
 	// An empty file is an empty config. Other keys (apiVersion, kind,
 	// preferences, extensions) carry nothing this package uses.
@@ -230,9 +217,7 @@ func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		var ce base64.CorruptInputError // the only error it returns
-		errors.As(err, &ce)
-		return nil, d.errorf(n, "%s: invalid base64 at byte %d", field, int64(ce))
+		return nil, d.errorf(n, "%s: invalid base64: %v", field, err) // an offset, never the data
 	}
 	return b, nil
 }
@@ -315,11 +300,8 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 	kind := strings.TrimSuffix(field, "s")
 	seen := make(map[string]int)
 	return d.list(n, field, func(it *yaml.Node, at string) error {
-		if err := d.want(it, yaml.Map, at); err != nil {
-			return err
-		}
-		name, err := d.str(it.Get("name"), at+".name")
-		if err != nil {
+		var name string
+		if err := d.fields(it, at, at+".", map[string]any{"name": &name}); err != nil {
 			return err
 		}
 		if name == "" {
@@ -372,7 +354,7 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 		"password":                &c.Password,
 		"exec": func(v *yaml.Node, field string) (err error) {
 			if !v.IsNull() {
-				c.Exec, e.installHint, err = d.exec(v, field)
+				c.Exec, err = d.exec(v, field)
 			}
 			return err
 		},
@@ -389,11 +371,10 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 	}
 }
 
-// exec decodes an exec plugin, its Command not yet resolved and its Dir
-// not set, and its install hint.
-func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
+// exec decodes an exec plugin, to run in the file's folder. Its
+// installHint is for people who run kubectl by hand.
+func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 	x := &ExecConfig{}
-	var hint string
 	err := d.fields(n, field, field+".", map[string]any{
 		"apiVersion": &x.APIVersion,
 		"command":    &x.Command,
@@ -404,19 +385,24 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, string, error) {
 		},
 		"interactiveMode":    &x.InteractiveMode,
 		"provideClusterInfo": &x.ProvideClusterInfo,
-		"installHint":        &hint,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := x.check(); err != nil {
-		return nil, "", d.errorf(n, "%s: %v", field, err)
+		return nil, d.errorf(n, "%s: %v", field, err)
 	}
 	if x.InteractiveMode == "" && x.APIVersion == execV1 {
-		return nil, "", d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
+		return nil, d.errorf(n, "%s: interactiveMode is required with %s", field, execV1)
 	}
 	x.InteractiveMode = cmp.Or(x.InteractiveMode, "IfAvailable")
-	return x, hint, nil
+	// A command with a path separator is a file relative to the
+	// kubeconfig; a bare name is looked up in $PATH.
+	if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
+		x.Command = d.resolve(x.Command)
+	}
+	x.Dir = d.dir
+	return x, nil
 }
 
 // env decodes an exec plugin's env: a list of {name, value} maps, as
@@ -476,53 +462,36 @@ func (kc *kubeconfig) config(paths, context string) (*Config, error) {
 	if cl == nil {
 		return nil, ctx.errorf("cluster %q not found", ctx.cluster)
 	}
-	cfg, err := cl.clusterConfig()
-	if err != nil {
+	// The cluster's Config, checked before a user is added.
+	cfg := cl.cfg
+	if _, err := parseHost(cfg.Host); err != nil {
+		return nil, cl.errorf("server %v", err)
+	}
+	if !strings.Contains(cfg.Host, "://") {
+		return nil, cl.errorf("server is not an https:// or http:// URL")
+	}
+	var err error
+	if cfg.CAData, err = cl.dataOrFile(cfg.CAData, cl.caFile, "certificate-authority"); err != nil {
 		return nil, err
+	}
+	if err := cfg.check(); err != nil {
+		return nil, cl.errorf("%v", err)
 	}
 	cfg.Namespace = ctx.cfg.Namespace
 	if ctx.user == "" {
-		return cfg, nil
+		return &cfg, nil
 	}
 	u := kc.entries["user/"+ctx.user]
 	if u == nil {
 		return nil, ctx.errorf("user %q not found", ctx.user)
 	}
-	if err := u.applyUser(cfg); err != nil {
+	if err := u.applyUser(&cfg); err != nil {
 		return nil, err
-	}
-	return cfg, nil
-}
-
-// clusterConfig returns the Config of cluster entry c, before a user and
-// a namespace are added.
-func (c *kcEntry) clusterConfig() (*Config, error) {
-	cfg := c.cfg
-	if cfg.Host == "" {
-		return nil, c.errorf("server is missing")
-	}
-	if !strings.Contains(cfg.Host, "://") {
-		return nil, c.errorf("server is not an https:// or http:// URL")
-	}
-	if _, err := parseHost(cfg.Host); err != nil {
-		return nil, c.errorf("server %v", err)
-	}
-	var err error
-	if cfg.CAData, err = c.dataOrFile(cfg.CAData, c.caFile, "certificate-authority"); err != nil {
-		return nil, err
-	}
-	if cfg.Insecure && (len(cfg.CAData) > 0 || c.caFile != "") {
-		return nil, c.errorf("insecure-skip-tls-verify and a certificate authority cannot both be set")
-	}
-	if cfg.ProxyURL != "" {
-		if _, err := parseProxyURL(cfg.ProxyURL); err != nil {
-			return nil, c.errorf("proxy-url %v", err)
-		}
 	}
 	return &cfg, nil
 }
 
-// parseProxyURL checks a proxy URL, for the loader and the transport
+// parseProxyURL checks a proxy URL, for Config.check and the transport
 // alike: http, https, socks5 or socks5h, with a host. Its errors never
 // repeat the URL, which may hold a password.
 func parseProxyURL(s string) (*url.URL, error) {
@@ -553,9 +522,6 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	if len(methods) > 1 {
 		return u.errorf("more than one authentication method: %s", strings.Join(methods, ", "))
 	}
-	if err := c.Impersonate.check(); err != nil {
-		return u.errorf("%v", err)
-	}
 	cfg.BearerToken = c.BearerToken
 	cfg.BearerTokenFile = u.file.resolve(c.BearerTokenFile)
 	cfg.Username, cfg.Password = c.Username, c.Password
@@ -567,22 +533,13 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
 		return err
 	}
-	if (len(cfg.CertData) > 0) != (len(cfg.KeyData) > 0) {
-		return u.errorf("a client certificate needs both a certificate and a key")
-	}
 	if len(c.CertData) == 0 && len(c.KeyData) == 0 && c.CertFile != "" && c.KeyFile != "" {
 		// Files are read again when they change: see Config.CertFile.
 		cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
 	}
-	if c.Exec != nil {
-		x := *c.Exec
-		// A command with a path separator is a file relative to the
-		// kubeconfig; a bare name is looked up in $PATH.
-		if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
-			x.Command = u.file.resolve(x.Command)
-		}
-		x.Dir = u.file.dir
-		cfg.Exec = &x
+	cfg.Exec = c.Exec
+	if err := cfg.check(); err != nil {
+		return u.errorf("%v", err)
 	}
 	return nil
 }

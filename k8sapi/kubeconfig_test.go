@@ -263,7 +263,7 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"server not string", "clusters:\n- name: c\n  cluster:\n    server: [a]\n", "", 4, "server: want a string"},
 		{"bad bool", "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: yes\n", "", 4, "want true or false"},
 		{"quoted bool", "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: \"true\"\n", "", 4, "want true or false"},
-		{"bad base64", "users:\n- name: u\n  user:\n    client-key-data: \"!!\"\n", "", 4, "client-key-data: invalid base64 at byte 0"},
+		{"bad base64", "users:\n- name: u\n  user:\n    client-key-data: \"!!\"\n", "", 4, "client-key-data: invalid base64: illegal base64 data at input byte 0"},
 		{"exec no version", "users:\n- name: u\n  user:\n    exec:\n      command: x\n", "", 5, "apiVersion is missing"},
 		{"exec old version", "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x\n", "", 5, "not supported"},
 		{"exec v1 no mode", "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: x\n", "", 5, "interactiveMode is required"},
@@ -279,15 +279,15 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"unknown context", head + ctx, "nope", 0, `context "nope" not found`},
 		{"unknown cluster", "contexts:\n- name: x\n  context: {cluster: zz}\ncurrent-context: x\n", "", 2, `cluster "zz" not found`},
 		{"unknown user", head + ctx, "", 6, `user "u" not found`},
-		{"no server", "clusters:\n- name: c\n  cluster: {}\n" + ctx, "", 2, "server is missing"},
+		{"no server", "clusters:\n- name: c\n  cluster: {}\n" + ctx, "", 2, "server is empty"},
 		{"bad server", "clusters:\n- name: c\n  cluster: {server: 'h:6443'}\n" + ctx, "", 2, "not an https:// or http:// URL"},
 		{"server with query", "clusters:\n- name: c\n  cluster: {server: 'https://h/?a=b'}\n" + ctx, "", 2, "server must not have a query"},
 		{"server with credentials", "clusters:\n- name: c\n  cluster: {server: 'https://u:pw@h'}\n" + ctx, "", 2, "server must not hold credentials"},
 		{"insecure with CA", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    certificate-authority-data: Q0E=\n" + ctx, "", 2, "cannot both be set"},
-		{"ftp proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: ftp://p:21\n" + ctx, "", 2, "proxy-url scheme must be http, https, socks5 or socks5h"},
-		{"CA file too large", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /dev/zero}\n" + ctx, "", 2, "certificate-authority: larger than 1 MiB"},
-		{"key file too large", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=, client-key: /dev/zero}\n", "", 10, "client-key: larger than 1 MiB"},
-		{"certificate file too large", head + ctx + "users:\n- name: u\n  user: {client-key-data: Q0E=, client-certificate: /dev/zero}\n", "", 10, "client-certificate: larger than 1 MiB"},
+		{"ftp proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: ftp://p:21\n" + ctx, "", 2, "ProxyURL scheme must be http, https, socks5 or socks5h (proxy-url)"},
+		{"CA file too large", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /dev/zero}\n" + ctx, "", 2, "certificate-authority: larger than 1024 KiB"},
+		{"key file too large", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=, client-key: /dev/zero}\n", "", 10, "client-key: larger than 1024 KiB"},
+		{"certificate file too large", head + ctx + "users:\n- name: u\n  user: {client-key-data: Q0E=, client-certificate: /dev/zero}\n", "", 10, "client-certificate: larger than 1024 KiB"},
 		{"two auth methods", head + ctx + "users:\n- name: u\n  user: {token: t, username: a, password: b}\n", "", 10, "more than one authentication method: token, username/password"},
 		{"cert without key", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=}\n", "", 10, "needs both"},
 		{"missing key file", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=, client-key: nope.key}\n", "", 10, "client-key: open"},
@@ -319,7 +319,7 @@ func TestLoadKubeconfigFixtureErrors(t *testing.T) {
 	tests := map[string]string{
 		"bad-duplicate.yaml": "line 5: duplicate map key (first at line 4)",
 		"bad-anchor.yaml":    "line 3: anchors are not supported",
-		"bad-base64.yaml":    `line 5: cluster "a": certificate-authority-data: invalid base64 at byte 3`,
+		"bad-base64.yaml":    `line 5: cluster "a": certificate-authority-data: invalid base64: illegal base64 data at input byte 3`,
 	}
 	for file, want := range tests {
 		_, err := LoadKubeconfig([]string{"testdata/kubeconfig/" + file}, "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // LoadOptions says where [Load] looks for configuration. The zero value
@@ -50,13 +51,10 @@ func Load(opts LoadOptions) (*Config, error) {
 		return LoadKubeconfig([]string{opts.Kubeconfig}, opts.Context)
 	}
 	if list := getenv("KUBECONFIG"); list != "" {
-		var paths []string
-		for _, p := range filepath.SplitList(list) {
-			// An empty entry does not exist either.
-			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
-				paths = append(paths, p)
-			}
-		}
+		paths := slices.DeleteFunc(filepath.SplitList(list), func(p string) bool {
+			_, err := os.Stat(p)
+			return errors.Is(err, os.ErrNotExist) // so does an empty entry
+		})
 		if len(paths) == 0 {
 			return nil, fmt.Errorf("k8sapi: none of the files in $KUBECONFIG (%s) exists", list)
 		}

@@ -144,7 +144,7 @@ func TestLoadErrors(t *testing.T) {
 		{"nothing at all", LoadOptions{Getenv: fakeEnv{}.get, HomeDir: empty},
 			"k8sapi: no configuration found: no kubeconfig given, $KUBECONFIG empty, not in a cluster, and " + filepath.Join(empty, ".kube/config") + " does not exist"},
 		{"broken in-cluster", LoadOptions{Getenv: fakeEnv{"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}.get, InClusterDir: empty, HomeDir: empty},
-			"k8sapi: in-cluster config: token file: open " + filepath.Join(empty, "token") + ": no such file or directory"},
+			"k8sapi: in-cluster config: token file " + filepath.Join(empty, "token") + ": no such file or directory"},
 		{"unknown context", LoadOptions{Kubeconfig: "testdata/kubeconfig/kind.yaml", Context: "prod"},
 			`k8sapi: kubeconfig testdata/kubeconfig/kind.yaml: context "prod" not found`},
 	}

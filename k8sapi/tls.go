@@ -18,17 +18,14 @@ type certSource interface {
 
 // dynamicCerts returns the source of a client certificate that may change
 // over time, with creds extended to reload it after a 401, or nil and
-// creds unchanged when the certificate is fixed or absent. Files are read
-// now, so that a missing or bad pair fails early. Over plain http:// no
-// certificate is ever sent, and none is read.
+// creds unchanged when the certificate is fixed or absent. Files, which
+// c.check found in pairs, are read now, so that a bad pair fails early.
+// Over plain http:// no certificate is ever sent, and none is read.
 func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error) {
 	switch {
 	case plainHTTP(c.Host):
 		return nil, creds, nil
-	case c.CertFile != "" || c.KeyFile != "":
-		if c.CertFile == "" || c.KeyFile == "" {
-			return nil, nil, errors.New("k8sapi: TLS: a client certificate needs both CertFile and KeyFile")
-		}
+	case c.CertFile != "":
 		f := &certFiles{credentials: creds}
 		f.cert.now = time.Now
 		f.cert.read = func() (*tls.Certificate, error) {
@@ -81,9 +78,10 @@ func readKeyPair(certPath, keyPath string) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
-// newTLSConfig builds the client TLS configuration: TLS 1.2 or later, the
-// configured CA (system roots when none), ServerName, Insecure, and a client
-// certificate from CertData/KeyData. Errors never include key material.
+// newTLSConfig builds the client TLS configuration of c, which c.check
+// accepted: TLS 1.2 or later, the configured CA (system roots when none),
+// ServerName, Insecure, and a client certificate from CertData/KeyData.
+// Errors never include key material.
 func newTLSConfig(c *Config) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
@@ -91,9 +89,6 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 		InsecureSkipVerify: c.Insecure,
 	}
 	if len(c.CAData) > 0 {
-		if c.Insecure {
-			return nil, errors.New("k8sapi: TLS: Insecure and CAData cannot both be set")
-		}
 		pool, err := certPool(c.CAData)
 		if err != nil {
 			return nil, err
@@ -102,10 +97,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 	}
 	// Certificates from files or an exec plugin are set per transport:
 	// see certTransport.
-	if c.CertFile == "" && c.KeyFile == "" && (len(c.CertData) > 0 || len(c.KeyData) > 0) {
-		if len(c.CertData) == 0 || len(c.KeyData) == 0 {
-			return nil, errors.New("k8sapi: TLS: a client certificate needs both CertData and KeyData")
-		}
+	if c.CertFile == "" && len(c.CertData) > 0 {
 		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
 		if err != nil {
 			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
@@ -119,12 +111,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 func certPool(pemData []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	n := 0
-	for rest := pemData; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for block, rest := pem.Decode(pemData); block != nil; block, rest = pem.Decode(rest) {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}

@@ -33,18 +33,15 @@ func TestTLSConfig(t *testing.T) {
 }
 
 func TestTLSConfigErrors(t *testing.T) {
-	certPEM, keyPEM := selfSignedPair(t, "client")
+	certPEM, _ := selfSignedPair(t, "client")
 	_, otherKey := selfSignedPair(t, "other")
 	tests := []struct {
 		name string
 		cfg  Config
 		msg  string
 	}{
-		{"insecure with CA", Config{Insecure: true, CAData: certPEM}, "Insecure and CAData"},
 		{"CA junk", Config{CAData: []byte("junk")}, "no PEM certificate"},
 		{"CA bad DER", Config{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}})}, "CA certificate 1"},
-		{"cert without key", Config{CertData: certPEM}, "needs both"},
-		{"key without cert", Config{KeyData: keyPEM}, "needs both"},
 		{"mismatched key", Config{CertData: certPEM, KeyData: otherKey}, "private key does not match public key"},
 		{"key not PEM", Config{CertData: certPEM, KeyData: []byte("junk")}, "failed to find any PEM data in key input"},
 	}
@@ -55,6 +52,31 @@ func TestTLSConfigErrors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.msg)
 			}
 		})
+	}
+}
+
+// TestConfigCheckTLS: New refuses contradictory TLS settings and half a
+// client certificate, with the text a kubeconfig's error shares.
+func TestConfigCheckTLS(t *testing.T) {
+	certPEM, keyPEM := selfSignedPair(t, "client")
+	const pair = "k8sapi: config: a client certificate needs both a certificate and a key: CertFile and KeyFile, or CertData and KeyData (client-certificate and client-key, or their -data)"
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"insecure with CA", Config{Insecure: true, CAData: certPEM}, "k8sapi: config: Insecure and CAData cannot both be set (insecure-skip-tls-verify and certificate-authority)"},
+		{"cert without key", Config{CertData: certPEM}, pair},
+		{"key without cert", Config{KeyData: keyPEM}, pair},
+		{"cert file without key file", Config{CertFile: "c.pem"}, pair},
+		{"cert file with key data", Config{CertFile: "c.pem", KeyData: keyPEM}, pair},
+		{"key file without cert file", Config{KeyFile: "k.pem", CertData: certPEM}, pair},
+	}
+	for _, tt := range tests {
+		tt.cfg.Host = "https://h"
+		if _, err := New(&tt.cfg); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
 	}
 }
 

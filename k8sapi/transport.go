@@ -3,7 +3,6 @@ package k8sapi
 import (
 	"bytes"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,16 +22,13 @@ const (
 	defaultPingTimeout    = 15 * time.Second
 )
 
-// newTransport builds the base transport from c: TLS from tlsConfig,
-// HTTP/2 with health-check pings, a proxy only if c.ProxyURL says so.
+// newTransport builds the base transport from c, which c.check accepted:
+// TLS from tlsConfig, HTTP/2 with health-check pings, a proxy only if
+// c.ProxyURL says so. It never fails.
 func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
 	var proxy func(*http.Request) (*url.URL, error)
-	if c.ProxyURL != "" {
-		u, err := parseProxyURL(c.ProxyURL)
-		if err != nil {
-			return nil, errors.New("k8sapi: config: ProxyURL " + err.Error())
-		}
-		proxy = http.ProxyURL(u)
+	if u, err := parseProxyURL(c.ProxyURL); err == nil {
+		proxy = http.ProxyURL(u) // c.check refused a ProxyURL set but bad
 	}
 	ping := c.PingTimeout
 	if ping <= 0 {
