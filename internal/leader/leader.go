@@ -141,29 +141,26 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("leader: Run called twice")
 	}
-	for !e.acquire(ctx) {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-e.after(e.retryPeriod):
+	var err error
+	for {
+		if e.leading.Load() {
+			err = e.renew(ctx)
+		} else {
+			e.acquire(ctx, onStartedLeading)
+		}
+		if err != nil || !e.pause(ctx, []*slot{&e.lease}) {
+			break
 		}
 	}
-	leadCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	e.leading.Store(true)
-	e.log.Info("leader: started leading")
-	go func() {
-		defer close(done)
-		onStartedLeading(leadCtx)
-	}()
-	err := e.renew(ctx)
-	cancel()
+	if e.lease.done == nil {
+		return nil // never led
+	}
+	e.lease.stop()
 	e.leading.Store(false)
 	if err == nil {
 		// ctx ended: let the work stop, then hand over at once.
 		select {
-		case <-done:
+		case <-e.lease.done:
 			e.release()
 		case <-e.after(e.renewDeadline):
 			e.log.Warn("leader: leading function did not return in time; not releasing the lease, it will expire")
@@ -178,43 +175,39 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	return err
 }
 
-// acquire makes one attempt to take the Lease and reports whether this
-// replica holds it now.
-func (e *Elector) acquire(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, e.renewDeadline)
+// acquire makes one attempt to take the Lease, and when this replica
+// holds it, starts leading: it runs lead with a context that ends with
+// leadership.
+func (e *Elector) acquire(ctx context.Context, lead func(context.Context)) {
+	attempt, cancel := context.WithTimeout(ctx, e.renewDeadline)
 	defer cancel()
-	from, ok := e.take(ctx, &e.lease)
+	from, ok := e.take(attempt, &e.lease)
 	e.holder.Store(e.lease.observed.holder)
-	if ok && from != e.identity && from != "" {
+	if !ok {
+		return
+	}
+	if from != e.identity && from != "" {
 		e.log.Info("leader: took the lease", "from", from)
 	}
-	return ok
+	e.leading.Store(true)
+	e.log.Info("leader: started leading")
+	e.start(ctx, &e.lease, lead)
 }
 
-// renew renews every RetryPeriod. It returns nil when ctx ends, and
-// ErrLeaseLost, wrapped with the reason, when the elector must stop.
+// renew renews the Lease once. It returns nil while this replica may go
+// on leading or when ctx ended, and ErrLeaseLost, wrapped with the
+// reason, when the elector must stop.
 func (e *Elector) renew(ctx context.Context) error {
-	for {
-		// Wait a retry period, but never past the renew deadline, so that
-		// a leader that cannot renew stops right at it.
-		wait := min(e.retryPeriod, e.lease.lastRenew.Add(e.renewDeadline).Sub(e.clock.Now()))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-e.after(max(wait, 0)):
-		}
-		ok := e.keep(ctx, &e.lease)
-		h := e.lease.observed.holder
-		e.holder.Store(h)
-		switch {
-		case ok:
-		case ctx.Err() != nil:
-			return nil
-		case h != e.identity && h != "":
-			return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
-		default:
-			return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
-		}
+	ok := e.keep(ctx, &e.lease)
+	h := e.lease.observed.holder
+	e.holder.Store(h)
+	switch {
+	case ok, ctx.Err() != nil:
+		return nil
+	case h != e.identity && h != "":
+		return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
+	default:
+		return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
 	}
 }
 

@@ -234,6 +234,42 @@ func (k *keeper) failed(what string, err error) {
 	k.log.Warn("leader: "+what+" failed; retrying, further failures are not logged until an attempt succeeds", "err", err)
 }
 
+// earliest returns the earliest renew deadline of the slots held, and at
+// most RenewDeadline from now.
+func (k *keeper) earliest(sls []*slot) time.Time {
+	t := k.clock.Now().Add(k.renewDeadline)
+	for _, sl := range sls {
+		if sl.ours() && sl.lastRenew.Add(k.renewDeadline).Before(t) {
+			t = sl.lastRenew.Add(k.renewDeadline)
+		}
+	}
+	return t
+}
+
+// pause waits a retry period, but never past the renew deadline of a
+// slot held, so that work on a Lease that could not be renewed stops
+// right at it. It reports false if ctx ended first.
+func (k *keeper) pause(ctx context.Context, sls []*slot) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-k.after(max(min(k.retryPeriod, k.earliest(sls).Sub(k.clock.Now())), 0)):
+		return true
+	}
+}
+
+// start runs work on a goroutine of its own, with a context that
+// sl.stop ends; sl.done is closed when work has returned.
+func (k *keeper) start(ctx context.Context, sl *slot, work func(context.Context)) {
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	sl.stop, sl.done, sl.giving = stop, done, false
+	go func() {
+		defer close(done)
+		work(wctx)
+	}()
+}
+
 // after returns a channel that is closed once d has elapsed on the clock.
 func (k *keeper) after(d time.Duration) <-chan struct{} {
 	c := make(chan struct{})

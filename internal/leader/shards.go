@@ -111,27 +111,10 @@ func (s *Shards) Run(ctx context.Context) error {
 	defer s.shutdown()
 	for {
 		s.step(ctx)
-		// Never sleep past a renew deadline: work on a shard that could
-		// not be renewed must stop right at it.
-		wait := min(s.retryPeriod, s.earliest().Sub(s.clock.Now()))
-		select {
-		case <-ctx.Done():
+		if !s.pause(ctx, s.shards) {
 			return nil
-		case <-s.after(max(wait, 0)):
 		}
 	}
-}
-
-// earliest returns the earliest renew deadline of the shards held, and
-// at most RenewDeadline from now.
-func (s *Shards) earliest() time.Time {
-	t := s.clock.Now().Add(s.renewDeadline)
-	for _, sl := range s.shards {
-		if sl.ours() && sl.lastRenew.Add(s.renewDeadline).Before(t) {
-			t = sl.lastRenew.Add(s.renewDeadline)
-		}
-	}
-	return t
 }
 
 // step is one round: renew, look, then take and give. No request of it
@@ -143,7 +126,7 @@ func (s *Shards) step(ctx context.Context) {
 			s.lose(k, sl)
 		}
 	}
-	attempt, cancel := context.WithDeadline(ctx, s.earliest())
+	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
 	defer cancel()
 	defer func() {
 		for k, sl := range s.shards {
@@ -239,14 +222,8 @@ func (s *Shards) release(ctx context.Context, sl *slot) {
 
 // start marks shard k held and runs Work for it.
 func (s *Shards) start(ctx context.Context, k int, sl *slot) {
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	sl.stop, sl.done, sl.giving = stop, done, false
 	s.held[k].Store(true)
-	go func() {
-		defer close(done)
-		s.work(wctx, k)
-	}()
+	s.keeper.start(ctx, sl, func(ctx context.Context) { s.work(ctx, k) })
 }
 
 // lose stops work on shard k, which this replica may no longer act on:
