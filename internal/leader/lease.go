@@ -48,6 +48,17 @@ type slot struct {
 
 func (s *slot) ours() bool { return !s.lastRenew.IsZero() }
 
+// idle reports whether no work runs on sl: none was started, or it has
+// returned.
+func (s *slot) idle() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return s.done == nil
+	}
+}
+
 // newKeeper checks cfg, fills in its defaults and returns a keeper for
 // the Lease cfg names.
 func newKeeper(cfg Config) (keeper, error) {

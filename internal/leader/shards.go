@@ -118,8 +118,9 @@ func (s *Shards) Run(ctx context.Context) error {
 }
 
 // step is one round: renew, look, then take and give. No request of it
-// outlasts the earliest renew deadline of the shards held, and work on a
-// shard past its deadline stops at the end.
+// outlasts the earliest renew deadline of the shards held; work on a
+// shard past its deadline stops at the next round, which Run starts
+// right at that deadline.
 func (s *Shards) step(ctx context.Context) {
 	for k, sl := range s.shards {
 		if sl.ours() && !s.keep(ctx, sl) {
@@ -128,34 +129,17 @@ func (s *Shards) step(ctx context.Context) {
 	}
 	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
 	defer cancel()
-	defer func() {
-		for k, sl := range s.shards {
-			if sl.ours() && mustStepDown(sl.lastRenew, s.clock.Now(), s.renewDeadline) {
-				s.lose(k, sl)
-			}
-		}
-	}()
-	self := s.memberSlot(attempt)
-	v := view{self: s.identity, holders: make([]string, len(s.shards))}
-	if self != nil {
-		v.members = append(v.members, s.identity)
-	}
+	member := s.member(attempt)
+	v := view{self: s.identity}
 	for _, sl := range s.members {
-		if sl != self && s.read(attempt, sl) == nil && s.live(sl) {
-			v.members = append(v.members, sl.observed.holder)
+		if h := s.holderOf(attempt, sl); h != "" && h != "?" {
+			v.members = append(v.members, h)
 		}
 	}
-	for k, sl := range s.shards {
-		switch {
-		case sl.ours():
-			v.holders[k] = s.identity
-		case s.read(attempt, sl) != nil:
-			v.holders[k] = "?" // unknown: neither free nor anyone's
-		case s.live(sl):
-			v.holders[k] = sl.observed.holder
-		}
+	for _, sl := range s.shards {
+		v.holders = append(v.holders, s.holderOf(attempt, sl))
 	}
-	if ctx.Err() != nil || self == nil {
+	if ctx.Err() != nil || !member {
 		return // not a member (yet): take nothing, give nothing
 	}
 	take, give := balance(v)
@@ -167,49 +151,52 @@ func (s *Shards) step(ctx context.Context) {
 		}
 	}
 	for k, sl := range s.shards {
-		if sl.giving {
-			select {
-			case <-sl.done:
-				s.release(attempt, sl)
-				s.moved("shard: gave up", k, "")
-			default: // Work still returning; keep renewing meanwhile
-			}
+		if sl.giving && sl.idle() {
+			s.release(attempt, sl)
+			s.moved("shard: gave up", k, "")
 		}
 	}
 	for _, k := range take {
+		// A shard lost is taken again only once its Work has returned.
 		sl := s.shards[k]
-		if sl.done != nil {
-			select {
-			case <-sl.done:
-			default:
-				continue // lost, and its Work has not returned yet
-			}
-		}
 		from := sl.observed.holder // expired, or "" when released or new
-		if s.write(attempt, sl) {
+		if sl.idle() && s.write(attempt, sl) {
 			s.start(ctx, k, sl)
 			s.moved("shard: took", k, from)
 		}
 	}
 }
 
-// memberSlot renews this replica's membership Lease, or takes a free one,
-// and returns it; nil when it holds none.
-func (s *Shards) memberSlot(ctx context.Context) *slot {
+// holderOf returns who holds sl's Lease, reading it unless this replica
+// holds it: "" when it is missing, free or expired, "?" when it could not
+// be read (neither free nor anyone's).
+func (s *Shards) holderOf(ctx context.Context, sl *slot) string {
+	switch {
+	case sl.ours():
+		return s.identity
+	case s.read(ctx, sl) != nil:
+		return "?"
+	case s.live(sl):
+		return sl.observed.holder
+	}
+	return ""
+}
+
+// member renews this replica's membership Lease, or takes a free one,
+// and reports whether it holds one.
+func (s *Shards) member(ctx context.Context) bool {
 	for _, sl := range s.members {
-		if sl.ours() {
-			if s.keep(ctx, sl) {
-				return sl
-			}
-			sl.lastRenew = time.Time{}
+		if sl.ours() && s.keep(ctx, sl) {
+			return true
 		}
+		sl.lastRenew = time.Time{} // not ours, or no longer
 	}
 	for _, sl := range s.members {
 		if _, ok := s.take(ctx, sl); ok {
-			return sl
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // release gives sl's Lease up, so that another replica takes it at its
