@@ -211,23 +211,13 @@ func (e *Elector) renew(ctx context.Context) error {
 	}
 }
 
-// release gives the Lease up if this replica still holds it. It reads
-// the Lease first, since the last renewal may have been cut short by the
-// shutdown, and uses its own short deadline, as Run's context has ended.
+// release gives the Lease up, with a deadline of its own, as Run's
+// context has ended.
 func (e *Elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.retryPeriod)
 	defer cancel()
-	err := e.read(ctx, &e.lease)
-	if err == nil && e.lease.observed.holder != e.identity {
-		return // not ours any more
+	if e.keeper.release(ctx, &e.lease) {
+		e.holder.Store("")
+		e.log.Info("leader: released the lease")
 	}
-	if err == nil {
-		err = e.keeper.release(ctx, &e.lease)
-	}
-	if err != nil {
-		e.log.Warn("leader: releasing the lease failed; it will expire", "err", err)
-		return
-	}
-	e.holder.Store("")
-	e.log.Info("leader: released the lease")
 }

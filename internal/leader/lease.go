@@ -222,17 +222,25 @@ func (k *keeper) write(ctx context.Context, sl *slot) bool {
 	return true
 }
 
-// release gives sl's Lease up if this replica holds it, as last seen:
-// no holder and a one-second duration, so that the next candidate takes
-// it at its next try. It forgets sl either way.
-func (k *keeper) release(ctx context.Context, sl *slot) error {
+// release gives sl's Lease up if this replica holds it: no holder and a
+// one-second duration, so that the next candidate takes it at its next
+// try. When the last write failed (it may have been cut short by a
+// shutdown) it reads the Lease first. It forgets sl either way, and
+// reports whether it released the Lease.
+func (k *keeper) release(ctx context.Context, sl *slot) bool {
 	defer func() { *sl = slot{name: sl.name} }()
-	if sl.seen == nil || !sl.ours() || sl.observed.holder != k.identity {
-		return nil
+	if !sl.ours() || sl.seen == nil && k.read(ctx, sl) != nil {
+		return false // not ours, or unread (read logged why): it will expire
+	}
+	if sl.seen == nil || sl.observed.holder != k.identity {
+		return false // gone, or not ours any more
 	}
 	upd := released(sl.observed, k.clock.Now()).apply(*sl.seen)
-	_, err := k.leases.Update(ctx, k.namespace, sl.name, &upd, k8sapi.WriteOptions{})
-	return err
+	if _, err := k.leases.Update(ctx, k.namespace, sl.name, &upd, k8sapi.WriteOptions{}); err != nil {
+		k.log.Warn("leader: releasing the lease failed; it will expire", "lease", sl.name, "err", err)
+		return false
+	}
+	return true
 }
 
 // failed logs the first failure of a streak; conflicts are normal races

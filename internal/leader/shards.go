@@ -199,14 +199,6 @@ func (s *Shards) member(ctx context.Context) bool {
 	return false
 }
 
-// release gives sl's Lease up, so that another replica takes it at its
-// next round.
-func (s *Shards) release(ctx context.Context, sl *slot) {
-	if err := s.keeper.release(ctx, sl); err != nil {
-		s.log.Warn("shard: release failed; the lease will expire", "lease", sl.name, "err", err)
-	}
-}
-
 // start marks shard k held and runs Work for it.
 func (s *Shards) start(ctx context.Context, k int, sl *slot) {
 	s.held[k].Store(true)
