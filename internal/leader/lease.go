@@ -83,7 +83,7 @@ func newKeeper(cfg Config) (keeper, error) {
 	if !isDNSSubdomain(cfg.Name) {
 		return keeper{}, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", cfg.Name)
 	}
-	if !isDNSLabel(k.namespace) {
+	if !isDNSSubdomain(k.namespace) || strings.Contains(k.namespace, ".") {
 		return keeper{}, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", k.namespace)
 	}
 	switch {
@@ -104,28 +104,18 @@ func newKeeper(cfg Config) (keeper, error) {
 	return k, nil
 }
 
-// isDNSLabel reports whether s is an RFC 1123 label, as namespace names
-// are.
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // isDNSSubdomain reports whether s is an RFC 1123 subdomain, as the
-// names of most objects, Leases included, are.
+// names of most objects, Leases included, are: at most 253 characters,
+// in labels of lower-case letters, digits and '-', each starting and
+// ending with a letter or digit, at most 63 characters. A namespace name
+// is one such label.
 func isDNSSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
+	if len(s) > 253 {
 		return false
 	}
-	for _, label := range strings.Split(s, ".") {
-		if !isDNSLabel(label) {
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.Trim(label, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 			return false
 		}
 	}
