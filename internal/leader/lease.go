@@ -161,8 +161,9 @@ func (k *keeper) keep(ctx context.Context, sl *slot) bool {
 	return sl.observed.holder == k.identity && !mustStepDown(sl.lastRenew, k.clock.Now(), k.renewDeadline)
 }
 
-// read gets sl's Lease and notes when its record changed: at the time the
-// answer came, so that expiry is never judged early.
+// read gets sl's Lease and notes when it changed (a new resourceVersion,
+// or none known to compare with): at the time the answer came, so that
+// expiry is never judged early.
 func (k *keeper) read(ctx context.Context, sl *slot) error {
 	got, err := k.leases.Get(ctx, k.namespace, sl.name, k8sapi.GetOptions{})
 	if k8sapi.IsNotFound(err) {
@@ -172,12 +173,8 @@ func (k *keeper) read(ctx context.Context, sl *slot) error {
 		k.failed("reading the lease", err)
 		return err
 	}
-	var rec record
-	if got != nil {
-		rec = recordOf(got)
-	}
-	if !rec.equal(sl.observed) || sl.observedAt.IsZero() {
-		sl.observed, sl.observedAt = rec, k.clock.Now()
+	if got == nil || sl.seen == nil || got.ResourceVersion != sl.seen.ResourceVersion {
+		sl.observed, sl.observedAt = recordOf(got), k.clock.Now()
 	}
 	sl.seen = got
 	k.failing = false
@@ -203,7 +200,6 @@ func (k *keeper) write(ctx context.Context, sl *slot) bool {
 	}
 	if err != nil {
 		sl.seen = nil // read it again before the next write
-		sl.observedAt = time.Time{}
 		k.failed("writing the lease", err)
 		return false
 	}
