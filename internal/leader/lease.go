@@ -128,8 +128,7 @@ func (k *keeper) Identity() string { return k.identity }
 // live reports whether sl, as last read, is held by another replica that
 // has renewed it within its lease duration.
 func (k *keeper) live(sl *slot) bool {
-	return sl.observed.holder != k.identity &&
-		!canAcquire(sl.observed, sl.observedAt, k.clock.Now(), k.identity, k.leaseDuration)
+	return !canAcquire(sl.observed, sl.observedAt, k.clock.Now(), k.identity, k.leaseDuration)
 }
 
 // take reads sl's Lease and, if it is missing, free, ours or expired,
@@ -169,15 +168,13 @@ func (k *keeper) read(ctx context.Context, sl *slot) error {
 	if k8sapi.IsNotFound(err) {
 		got, err = nil, nil
 	}
-	if err != nil {
-		k.failed("reading the lease", err)
+	if k.note("reading the lease", err) != nil {
 		return err
 	}
 	if got == nil || sl.seen == nil || got.ResourceVersion != sl.seen.ResourceVersion {
 		sl.observed, sl.observedAt = recordOf(got), k.clock.Now()
 	}
 	sl.seen = got
-	k.failing = false
 	return nil
 }
 
@@ -198,13 +195,11 @@ func (k *keeper) write(ctx context.Context, sl *slot) bool {
 		upd := next(recordOf(sl.seen), k.identity, now, k.leaseDuration).apply(*sl.seen)
 		got, err = k.leases.Update(ctx, k.namespace, sl.name, &upd, k8sapi.WriteOptions{})
 	}
-	if err != nil {
+	if k.note("writing the lease", err) != nil {
 		sl.seen = nil // read it again before the next write
-		k.failed("writing the lease", err)
 		return false
 	}
 	sl.seen, sl.observed, sl.observedAt, sl.lastRenew = got, recordOf(got), now, now
-	k.failing = false
 	return true
 }
 
@@ -229,14 +224,17 @@ func (k *keeper) release(ctx context.Context, sl *slot) bool {
 	return true
 }
 
-// failed logs the first failure of a streak; conflicts are normal races
-// and are not logged.
-func (k *keeper) failed(what string, err error) {
-	if k8sapi.IsConflict(err) || k8sapi.IsAlreadyExists(err) || k.failing {
-		return
+// note notes how an attempt went and returns its error: it logs the
+// first failure of a streak, but not conflicts, which are normal races.
+func (k *keeper) note(what string, err error) error {
+	switch {
+	case err == nil:
+		k.failing = false
+	case !k.failing && !k8sapi.IsConflict(err) && !k8sapi.IsAlreadyExists(err):
+		k.failing = true
+		k.log.Warn("leader: "+what+" failed; retrying, further failures are not logged until an attempt succeeds", "err", err)
 	}
-	k.failing = true
-	k.log.Warn("leader: "+what+" failed; retrying, further failures are not logged until an attempt succeeds", "err", err)
+	return err
 }
 
 // earliest returns the earliest renew deadline of the slots held, and at
