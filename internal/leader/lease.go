@@ -65,9 +65,6 @@ func newKeeper(cfg Config) (keeper, error) {
 	if cfg.Client == nil {
 		return keeper{}, errors.New("leader: Config.Client is required")
 	}
-	if cfg.Name == "" {
-		return keeper{}, errors.New("leader: Config.Name is required")
-	}
 	k := keeper{
 		leases:        k8sapi.For[k8sapi.Lease](cfg.Client, k8sapi.Leases),
 		namespace:     cmp.Or(cfg.Namespace, cfg.Client.Namespace()),
@@ -80,13 +77,11 @@ func newKeeper(cfg Config) (keeper, error) {
 	}
 	// A bad name would be refused by the server at every attempt, forever:
 	// say so now instead.
-	if !isDNSSubdomain(cfg.Name) {
-		return keeper{}, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", cfg.Name)
-	}
-	if !isDNSSubdomain(k.namespace) || strings.Contains(k.namespace, ".") {
-		return keeper{}, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", k.namespace)
-	}
 	switch {
+	case !isDNSSubdomain(cfg.Name):
+		return keeper{}, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", cfg.Name)
+	case !isDNSSubdomain(k.namespace) || strings.Contains(k.namespace, "."):
+		return keeper{}, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", k.namespace)
 	case k.leaseDuration < time.Second:
 		return keeper{}, fmt.Errorf("leader: LeaseDuration %v is under the API's 1s resolution", k.leaseDuration)
 	case k.renewDeadline >= k.leaseDuration:
