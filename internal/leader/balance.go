@@ -38,18 +38,18 @@ func balance(v view) (take, give []int) {
 	m := max(len(v.members), 1)
 	lo, hi := s/m, (s+m-1)/m
 	count := map[string]int{}
-	var mine, free []int
+	var mine, free []int // mine highest first, so that extras go from the top
 	for k, h := range v.holders {
 		switch h {
 		case "":
 			free = append(free, k)
 		case v.self:
-			mine = append(mine, k)
+			mine = slices.Insert(mine, 0, k)
 		}
 		count[h]++
 	}
 	if len(mine) > hi {
-		return nil, highest(mine, len(mine)-hi)
+		return nil, mine[:len(mine)-hi]
 	}
 	if len(mine) < hi && len(free) > 0 {
 		// Start at a place of our own in the free list, so that replicas
@@ -72,14 +72,7 @@ func balance(v view) (take, give []int) {
 		}
 	}
 	if needy && richest == v.self {
-		return nil, highest(mine, 1)
+		return nil, mine[:1]
 	}
 	return nil, nil
-}
-
-// highest returns the n highest of the sorted shards ks.
-func highest(ks []int, n int) []int {
-	out := slices.Clone(ks[len(ks)-n:])
-	slices.Reverse(out)
-	return out
 }
