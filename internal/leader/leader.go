@@ -159,11 +159,9 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	e.leading.Store(false)
 	if err == nil {
 		// ctx ended: let the work stop, then hand over at once.
-		select {
-		case <-e.lease.done:
-			e.release()
-		case <-e.after(e.renewDeadline):
-			e.log.Warn("leader: leading function did not return in time; not releasing the lease, it will expire")
+		if e.handOver([]*slot{&e.lease})[0] {
+			e.holder.Store("")
+			e.log.Info("leader: released the lease")
 		}
 		e.log.Info("leader: stopped leading: shutting down")
 	} else {
@@ -208,16 +206,5 @@ func (e *Elector) renew(ctx context.Context) error {
 		return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
 	default:
 		return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
-	}
-}
-
-// release gives the Lease up, with a deadline of its own, as Run's
-// context has ended.
-func (e *Elector) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.retryPeriod)
-	defer cancel()
-	if e.keeper.release(ctx, &e.lease) {
-		e.holder.Store("")
-		e.log.Info("leader: released the lease")
 	}
 }

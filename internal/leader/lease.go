@@ -219,6 +219,32 @@ func (k *keeper) release(ctx context.Context, sl *slot) bool {
 	return true
 }
 
+// handOver waits, at most RenewDeadline in all, for the work on each
+// slot held to return, and then releases those Leases, with a deadline of
+// its own, as Run's context has ended. A Lease whose work did not return
+// in time is not released: it will expire. It reports which slots it
+// released.
+func (k *keeper) handOver(sls []*slot) []bool {
+	deadline := k.after(k.renewDeadline)
+	for _, sl := range sls {
+		if sl.ours() && !sl.idle() {
+			select {
+			case <-sl.done:
+			case <-deadline:
+				k.log.Warn("leader: work did not return in time; not releasing its lease, it will expire", "lease", sl.name)
+				*sl = slot{name: sl.name}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), k.retryPeriod)
+	defer cancel()
+	released := make([]bool, len(sls))
+	for i, sl := range sls {
+		released[i] = k.release(ctx, sl)
+	}
+	return released
+}
+
 // note notes how an attempt went and returns its error: it logs the
 // first failure of a streak, but not conflicts, which are normal races.
 func (k *keeper) note(what string, err error) error {

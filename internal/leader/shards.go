@@ -3,8 +3,8 @@ package leader
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -229,22 +229,10 @@ func (s *Shards) shutdown() {
 			sl.stop()
 		}
 	}
-	deadline := s.after(s.renewDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), s.retryPeriod)
-	defer cancel()
-	for k, sl := range s.shards {
-		if !sl.ours() {
-			continue
-		}
-		select {
-		case <-sl.done:
-			s.release(ctx, sl)
+	released := s.handOver(slices.Concat(s.shards, s.members))
+	for k := range s.shards {
+		if released[k] {
 			s.moved("shard: released at shutdown", k, "")
-		case <-deadline:
-			s.log.Warn(fmt.Sprintf("shard: work on shard %d did not return in time; its lease will expire", k))
 		}
-	}
-	for _, sl := range s.members {
-		s.release(ctx, sl)
 	}
 }
