@@ -99,7 +99,7 @@ func New(cfg Config) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.log = k.log.With("lease", k.namespace+"/"+cfg.Name, "identity", k.identity)
+	k.cfg.Logger = k.cfg.Logger.With("lease", k.cfg.Namespace+"/"+cfg.Name, "identity", k.cfg.Identity)
 	k.retake = true
 	return &Elector{keeper: k, lease: slot{name: cfg.Name}}, nil
 }
@@ -161,11 +161,11 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 		// ctx ended: let the work stop, then hand over at once.
 		if e.handOver([]*slot{&e.lease})[0] {
 			e.holder.Store("")
-			e.log.Info("leader: released the lease")
+			e.cfg.Logger.Info("leader: released the lease")
 		}
-		e.log.Info("leader: stopped leading: shutting down")
+		e.cfg.Logger.Info("leader: stopped leading: shutting down")
 	} else {
-		e.log.Warn("leader: stopped leading", "err", err)
+		e.cfg.Logger.Warn("leader: stopped leading", "err", err)
 	}
 	if onStoppedLeading != nil {
 		onStoppedLeading()
@@ -177,18 +177,18 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 // holds it, starts leading: it runs lead with a context that ends with
 // leadership.
 func (e *Elector) acquire(ctx context.Context, lead func(context.Context)) {
-	attempt, cancel := context.WithTimeout(ctx, e.renewDeadline)
+	attempt, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
 	from, ok := e.take(attempt, &e.lease)
 	e.holder.Store(e.lease.observed.holder)
 	if !ok {
 		return
 	}
-	if from != e.identity && from != "" {
-		e.log.Info("leader: took the lease", "from", from)
+	if from != e.cfg.Identity && from != "" {
+		e.cfg.Logger.Info("leader: took the lease", "from", from)
 	}
 	e.leading.Store(true)
-	e.log.Info("leader: started leading")
+	e.cfg.Logger.Info("leader: started leading")
 	e.start(ctx, &e.lease, lead)
 }
 
@@ -202,9 +202,9 @@ func (e *Elector) renew(ctx context.Context) error {
 	switch {
 	case ok, ctx.Err() != nil:
 		return nil
-	case h != e.identity && h != "":
+	case h != e.cfg.Identity && h != "":
 		return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
 	default:
-		return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
+		return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.cfg.Clock.Now().Sub(e.lease.lastRenew))
 	}
 }

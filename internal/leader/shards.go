@@ -78,7 +78,7 @@ func NewShards(cfg ShardConfig) (*Shards, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.log = k.log.With("identity", k.identity)
+	k.cfg.Logger = k.cfg.Logger.With("identity", k.cfg.Identity)
 	s := &Shards{keeper: k, work: cfg.Work, held: make([]atomic.Bool, cfg.Shards)}
 	for k := range cfg.Shards {
 		s.shards = append(s.shards, &slot{name: cfg.Name + "-shard-" + strconv.Itoa(k)})
@@ -130,7 +130,7 @@ func (s *Shards) step(ctx context.Context) {
 	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
 	defer cancel()
 	member := s.member(attempt)
-	v := view{self: s.identity}
+	v := view{self: s.cfg.Identity}
 	for _, sl := range s.members {
 		if h := s.holderOf(attempt, sl); h != "" && h != "?" {
 			v.members = append(v.members, h)
@@ -173,7 +173,7 @@ func (s *Shards) step(ctx context.Context) {
 func (s *Shards) holderOf(ctx context.Context, sl *slot) string {
 	switch {
 	case sl.ours():
-		return s.identity
+		return s.cfg.Identity
 	case s.read(ctx, sl) != nil:
 		return "?"
 	case s.live(sl):
@@ -216,7 +216,7 @@ func (s *Shards) lose(k int, sl *slot) {
 
 func (s *Shards) moved(msg string, k int, from string) {
 	s.moves.Add(1)
-	s.log.Info(msg, "shard", k, "held", s.Held(), "from", from)
+	s.cfg.Logger.Info(msg, "shard", k, "held", s.Held(), "from", from)
 }
 
 // shutdown ends every Work, waits for them at most RenewDeadline, and
