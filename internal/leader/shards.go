@@ -124,7 +124,12 @@ func (s *Shards) Run(ctx context.Context) error {
 func (s *Shards) step(ctx context.Context) {
 	for k, sl := range s.shards {
 		if sl.ours() && !s.keep(ctx, sl) {
-			s.lose(k, sl)
+			// Lost: this replica may no longer act on it. A retake waits
+			// for its Work to return.
+			s.held[k].Store(false)
+			sl.stop()
+			*sl = slot{name: sl.name, done: sl.done}
+			s.moved("shard: lost", k, "")
 		}
 	}
 	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
@@ -161,7 +166,8 @@ func (s *Shards) step(ctx context.Context) {
 		sl := s.shards[k]
 		from := sl.observed.holder // expired, or "" when released or new
 		if sl.idle() && s.write(attempt, sl) {
-			s.start(ctx, k, sl)
+			s.held[k].Store(true)
+			s.start(ctx, sl, func(ctx context.Context) { s.work(ctx, k) })
 			s.moved("shard: took", k, from)
 		}
 	}
@@ -199,21 +205,7 @@ func (s *Shards) member(ctx context.Context) bool {
 	return false
 }
 
-// start marks shard k held and runs Work for it.
-func (s *Shards) start(ctx context.Context, k int, sl *slot) {
-	s.held[k].Store(true)
-	s.keeper.start(ctx, sl, func(ctx context.Context) { s.work(ctx, k) })
-}
-
-// lose stops work on shard k, which this replica may no longer act on:
-// its renewal failed past the deadline, or another replica holds it.
-func (s *Shards) lose(k int, sl *slot) {
-	s.held[k].Store(false)
-	sl.stop()
-	*sl = slot{name: sl.name, done: sl.done}
-	s.moved("shard: lost", k, "")
-}
-
+// moved counts one move of shard k and logs it.
 func (s *Shards) moved(msg string, k int, from string) {
 	s.moves.Add(1)
 	s.cfg.Logger.Info(msg, "shard", k, "held", s.Held(), "from", from)
