@@ -120,11 +120,9 @@ func (k *keeper) live(sl *slot) bool {
 // writes it for this replica. It returns the holder it found and whether
 // this replica holds the Lease now.
 func (k *keeper) take(ctx context.Context, sl *slot) (from string, ok bool) {
-	if k.read(ctx, sl) != nil || k.live(sl) {
-		return sl.observed.holder, false
-	}
-	from = sl.observed.holder
-	return from, k.write(ctx, sl)
+	ok = k.read(ctx, sl) == nil && !k.live(sl)
+	from = sl.observed.holder // before write makes it ours
+	return from, ok && k.write(ctx, sl)
 }
 
 // keep renews a Lease this replica holds and reports whether it still
