@@ -17,13 +17,6 @@ func ShardOf(key string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-// view is what one replica knows of the shards at one moment.
-type view struct {
-	self    string
-	members []string // the live replicas, self included
-	holders []string // holders[k] holds shard k; "" when free or expired
-}
-
 // balance decides which shards self takes and which it gives up, aiming
 // for a fair share: with m live replicas, each holds S/m shards, rounded
 // down or up. It never takes a shard someone else holds. It gives up
@@ -33,17 +26,20 @@ type view struct {
 // identity on a tie) does, so that they do not all give at once. When
 // every replica is within its share and none is free, nothing moves: a
 // stable membership keeps its shards where they are.
-func balance(v view) (take, give []int) {
-	s := len(v.holders)
-	m := max(len(v.members), 1)
+//
+// members are the live replicas, self included; holders[k] holds shard
+// k, "" when it is free or expired.
+func balance(self string, members, holders []string) (take, give []int) {
+	s := len(holders)
+	m := max(len(members), 1)
 	lo, hi := s/m, (s+m-1)/m
 	count := map[string]int{}
 	var mine, free []int // mine highest first, so that extras go from the top
-	for k, h := range v.holders {
+	for k, h := range holders {
 		switch h {
 		case "":
 			free = append(free, k)
-		case v.self:
+		case self:
 			mine = slices.Insert(mine, 0, k)
 		}
 		count[h]++
@@ -54,7 +50,7 @@ func balance(v view) (take, give []int) {
 	if len(mine) < hi && len(free) > 0 {
 		// Start at a place of our own in the free list, so that replicas
 		// taking at the same moment mostly try different shards.
-		first := ShardOf(v.self, len(free))
+		first := ShardOf(self, len(free))
 		free = append(free[first:], free[:first]...)
 		return free[:min(hi-len(mine), len(free))], nil
 	}
@@ -62,8 +58,8 @@ func balance(v view) (take, give []int) {
 		return nil, nil
 	}
 	needy := false
-	richest := v.self
-	for _, r := range v.members {
+	richest := self
+	for _, r := range members {
 		if count[r] < lo {
 			needy = true
 		}
@@ -71,7 +67,7 @@ func balance(v view) (take, give []int) {
 			richest = r
 		}
 	}
-	if needy && richest == v.self {
+	if needy && richest == self {
 		return nil, mine[:1]
 	}
 	return nil, nil

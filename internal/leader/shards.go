@@ -135,19 +135,19 @@ func (s *Shards) step(ctx context.Context) {
 	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
 	defer cancel()
 	member := s.member(attempt)
-	v := view{self: s.cfg.Identity}
+	var members, holders []string
 	for _, sl := range s.members {
 		if h := s.holderOf(attempt, sl); h != "" && h != "?" {
-			v.members = append(v.members, h)
+			members = append(members, h)
 		}
 	}
 	for _, sl := range s.shards {
-		v.holders = append(v.holders, s.holderOf(attempt, sl))
+		holders = append(holders, s.holderOf(attempt, sl))
 	}
 	if ctx.Err() != nil || !member {
 		return // not a member (yet): take nothing, give nothing
 	}
-	take, give := balance(v)
+	take, give := balance(s.cfg.Identity, members, holders)
 	for _, k := range give {
 		if sl := s.shards[k]; !sl.giving {
 			sl.giving = true
