@@ -148,6 +148,7 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 		} else {
 			e.acquire(ctx, onStartedLeading)
 		}
+		e.holder.Store(e.lease.observed.holder)
 		if err != nil || !e.pause(ctx, []*slot{&e.lease}) {
 			break
 		}
@@ -180,7 +181,6 @@ func (e *Elector) acquire(ctx context.Context, lead func(context.Context)) {
 	attempt, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
 	from, ok := e.take(attempt, &e.lease)
-	e.holder.Store(e.lease.observed.holder)
 	if !ok {
 		return
 	}
@@ -198,7 +198,6 @@ func (e *Elector) acquire(ctx context.Context, lead func(context.Context)) {
 func (e *Elector) renew(ctx context.Context) error {
 	ok := e.keep(ctx, &e.lease)
 	h := e.lease.observed.holder
-	e.holder.Store(h)
 	switch {
 	case ok, ctx.Err() != nil:
 		return nil
