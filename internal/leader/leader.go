@@ -153,11 +153,10 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 			break
 		}
 	}
-	if e.lease.done == nil {
+	if !e.leading.Swap(false) {
 		return nil // never led
 	}
 	e.lease.stop()
-	e.leading.Store(false)
 	if err == nil {
 		// ctx ended: let the work stop, then hand over at once.
 		if e.handOver([]*slot{&e.lease})[0] {
