@@ -30,11 +30,11 @@ type slot struct {
 	name       string
 	seen       *k8sapi.Lease // as last read or written; nil if missing or unread
 	observed   record
-	observedAt time.Time // when observed was first seen, on our clock
+	observedAt time.Time // when this version was first seen, on our clock
 	lastRenew  time.Time // start of our last successful write; zero when not ours
-	// While a shard is worked on: stop ends Work's context, done is
-	// closed when Work has returned, giving is set once the shard is to
-	// be given up.
+	// While work runs on the Lease (the Elector's leading function, a
+	// shard's Work): stop ends its context, done is closed when it has
+	// returned. giving is set once a shard is to be given up.
 	stop   context.CancelFunc
 	done   chan struct{}
 	giving bool
@@ -42,7 +42,7 @@ type slot struct {
 
 func (s *slot) ours() bool { return !s.lastRenew.IsZero() }
 
-// idle reports whether no work runs on sl: none was started, or it has
+// idle reports whether no work runs on s: none was started, or it has
 // returned.
 func (s *slot) idle() bool {
 	select {
