@@ -34,10 +34,9 @@ type slot struct {
 	lastRenew  time.Time // start of our last successful write; zero when not ours
 	// While work runs on the Lease (the Elector's leading function, a
 	// shard's Work): stop ends its context, done is closed when it has
-	// returned. giving is set once a shard is to be given up.
-	stop   context.CancelFunc
-	done   chan struct{}
-	giving bool
+	// returned.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 func (s *slot) ours() bool { return !s.lastRenew.IsZero() }
@@ -275,7 +274,7 @@ func (k *keeper) pause(ctx context.Context, sls []*slot) bool {
 func (k *keeper) start(ctx context.Context, sl *slot, work func(context.Context)) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	sl.stop, sl.done, sl.giving = stop, done, false
+	sl.stop, sl.done = stop, done
 	go func() {
 		defer close(done)
 		work(wctx)

@@ -149,14 +149,13 @@ func (s *Shards) step(ctx context.Context) {
 	}
 	take, give := balance(s.cfg.Identity, members, holders)
 	for _, k := range give {
-		if sl := s.shards[k]; !sl.giving {
-			sl.giving = true
-			s.held[k].Store(false)
-			sl.stop()
-		}
+		s.held[k].Store(false)
+		s.shards[k].stop()
 	}
 	for k, sl := range s.shards {
-		if sl.giving && sl.idle() {
+		// A shard still ours but no longer held is being given up: its
+		// Lease goes once its Work has returned.
+		if sl.ours() && !s.held[k].Load() && sl.idle() {
 			s.release(attempt, sl)
 			s.moved("shard: gave up", k, "")
 		}
