@@ -17,13 +17,6 @@ func ShardOf(key string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-// view is what one replica knows of the shards at one moment.
-type view struct {
-	self    string
-	members []string // the live replicas, self included
-	holders []string // holders[k] holds shard k; "" when free or expired
-}
-
 // balance decides which shards self takes and which it gives up, aiming
 // for a fair share: with m live replicas, each holds S/m shards, rounded
 // down or up. It never takes a shard someone else holds. It gives up
@@ -33,28 +26,31 @@ type view struct {
 // identity on a tie) does, so that they do not all give at once. When
 // every replica is within its share and none is free, nothing moves: a
 // stable membership keeps its shards where they are.
-func balance(v view) (take, give []int) {
-	s := len(v.holders)
-	m := max(len(v.members), 1)
+//
+// members are the live replicas, self included; holders[k] holds shard
+// k, "" when it is free or expired.
+func balance(self string, members, holders []string) (take, give []int) {
+	s := len(holders)
+	m := max(len(members), 1)
 	lo, hi := s/m, (s+m-1)/m
 	count := map[string]int{}
-	var mine, free []int
-	for k, h := range v.holders {
+	var mine, free []int // mine highest first, so that extras go from the top
+	for k, h := range holders {
 		switch h {
 		case "":
 			free = append(free, k)
-		case v.self:
-			mine = append(mine, k)
+		case self:
+			mine = slices.Insert(mine, 0, k)
 		}
 		count[h]++
 	}
 	if len(mine) > hi {
-		return nil, highest(mine, len(mine)-hi)
+		return nil, mine[:len(mine)-hi]
 	}
 	if len(mine) < hi && len(free) > 0 {
 		// Start at a place of our own in the free list, so that replicas
 		// taking at the same moment mostly try different shards.
-		first := ShardOf(v.self, len(free))
+		first := ShardOf(self, len(free))
 		free = append(free[first:], free[:first]...)
 		return free[:min(hi-len(mine), len(free))], nil
 	}
@@ -62,8 +58,8 @@ func balance(v view) (take, give []int) {
 		return nil, nil
 	}
 	needy := false
-	richest := v.self
-	for _, r := range v.members {
+	richest := self
+	for _, r := range members {
 		if count[r] < lo {
 			needy = true
 		}
@@ -71,15 +67,8 @@ func balance(v view) (take, give []int) {
 			richest = r
 		}
 	}
-	if needy && richest == v.self {
-		return nil, highest(mine, 1)
+	if needy && richest == self {
+		return nil, mine[:1]
 	}
 	return nil, nil
-}
-
-// highest returns the n highest of the sorted shards ks.
-func highest(ks []int, n int) []int {
-	out := slices.Clone(ks[len(ks)-n:])
-	slices.Reverse(out)
-	return out
 }

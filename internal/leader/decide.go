@@ -16,7 +16,11 @@ type record struct {
 	transitions int32
 }
 
+// recordOf returns l's record; the zero record when l is nil (missing).
 func recordOf(l *k8sapi.Lease) record {
+	if l == nil {
+		return record{}
+	}
 	s := l.Spec
 	return record{
 		holder:      deref(s.HolderIdentity),
@@ -36,17 +40,10 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// equal reports whether two records are the same version of the lease's
-// spec: whether the holder did anything between two reads.
-func (r record) equal(o record) bool {
-	return r.holder == o.holder && r.durationSec == o.durationSec && r.acquire.Equal(o.acquire) &&
-		r.renew.Equal(o.renew) && r.transitions == o.transitions
-}
-
 // canAcquire decides whether self may write the lease now. The lease is
 // free if it has no holder, ours if self holds it, and expired if it has
 // not changed for the holder's lease duration, as measured on our own
-// clock since observedAt, the moment we first saw the current record.
+// clock since observedAt, the moment we first saw the current version.
 // The holder's own timestamps are never compared with our clock, so clock
 // skew between replicas cannot make two leaders. fallback is the
 // duration to assume when the record has none.

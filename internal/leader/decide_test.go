@@ -67,15 +67,15 @@ func TestNextRecord(t *testing.T) {
 			record{holder: "me", durationSec: 15, acquire: now, renew: now, transitions: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := next(tc.old, "me", now, 15*time.Second); !got.equal(tc.want) {
+			if got := next(tc.old, "me", now, 15*time.Second); got != tc.want {
 				t.Errorf("next = %+v\nwant   %+v", got, tc.want)
 			}
 		})
 	}
-	if got, want := first("me", now, 15*time.Second), (record{holder: "me", durationSec: 15, acquire: now, renew: now}); !got.equal(want) {
+	if got, want := first("me", now, 15*time.Second), (record{holder: "me", durationSec: 15, acquire: now, renew: now}); got != want {
 		t.Errorf("first = %+v", got)
 	}
-	if got, want := released(record{holder: "me", durationSec: 15, transitions: 2}, now), (record{durationSec: 1, acquire: now, renew: now, transitions: 2}); !got.equal(want) {
+	if got, want := released(record{holder: "me", durationSec: 15, transitions: 2}, now), (record{durationSec: 1, acquire: now, renew: now, transitions: 2}); got != want {
 		t.Errorf("released = %+v", got)
 	}
 }

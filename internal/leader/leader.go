@@ -99,7 +99,7 @@ func New(cfg Config) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.log = k.log.With("lease", k.namespace+"/"+cfg.Name, "identity", k.identity)
+	k.cfg.Logger = k.cfg.Logger.With("lease", k.cfg.Namespace+"/"+cfg.Name, "identity", k.cfg.Identity)
 	k.retake = true
 	return &Elector{keeper: k, lease: slot{name: cfg.Name}}, nil
 }
@@ -141,36 +141,31 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	if !e.running.CompareAndSwap(false, true) {
 		return errors.New("leader: Run called twice")
 	}
-	for !e.acquire(ctx) {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-e.after(e.retryPeriod):
+	var err error
+	for {
+		if e.leading.Load() {
+			err = e.renew(ctx)
+		} else {
+			e.acquire(ctx, onStartedLeading)
+		}
+		e.holder.Store(e.lease.observed.holder)
+		if err != nil || !e.pause(ctx, []*slot{&e.lease}) {
+			break
 		}
 	}
-	leadCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	e.leading.Store(true)
-	e.log.Info("leader: started leading")
-	go func() {
-		defer close(done)
-		onStartedLeading(leadCtx)
-	}()
-	err := e.renew(ctx)
-	cancel()
-	e.leading.Store(false)
+	if !e.leading.Swap(false) {
+		return nil // never led
+	}
+	e.lease.stop()
 	if err == nil {
 		// ctx ended: let the work stop, then hand over at once.
-		select {
-		case <-done:
-			e.release()
-		case <-e.after(e.renewDeadline):
-			e.log.Warn("leader: leading function did not return in time; not releasing the lease, it will expire")
+		if e.handOver([]*slot{&e.lease})[0] {
+			e.holder.Store("")
+			e.cfg.Logger.Info("leader: released the lease")
 		}
-		e.log.Info("leader: stopped leading: shutting down")
+		e.cfg.Logger.Info("leader: stopped leading: shutting down")
 	} else {
-		e.log.Warn("leader: stopped leading", "err", err)
+		e.cfg.Logger.Warn("leader: stopped leading", "err", err)
 	}
 	if onStoppedLeading != nil {
 		onStoppedLeading()
@@ -178,63 +173,36 @@ func (e *Elector) Run(ctx context.Context, onStartedLeading func(ctx context.Con
 	return err
 }
 
-// acquire makes one attempt to take the Lease and reports whether this
-// replica holds it now.
-func (e *Elector) acquire(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, e.renewDeadline)
+// acquire makes one attempt to take the Lease, and when this replica
+// holds it, starts leading: it runs lead with a context that ends with
+// leadership.
+func (e *Elector) acquire(ctx context.Context, lead func(context.Context)) {
+	attempt, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
-	from, ok := e.take(ctx, &e.lease)
-	e.holder.Store(e.lease.observed.holder)
-	if ok && from != e.identity && from != "" {
-		e.log.Info("leader: took the lease", "from", from)
-	}
-	return ok
-}
-
-// renew renews every RetryPeriod. It returns nil when ctx ends, and
-// ErrLeaseLost, wrapped with the reason, when the elector must stop.
-func (e *Elector) renew(ctx context.Context) error {
-	for {
-		// Wait a retry period, but never past the renew deadline, so that
-		// a leader that cannot renew stops right at it.
-		wait := min(e.retryPeriod, e.lease.lastRenew.Add(e.renewDeadline).Sub(e.clock.Now()))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-e.after(max(wait, 0)):
-		}
-		ok := e.keep(ctx, &e.lease)
-		h := e.lease.observed.holder
-		e.holder.Store(h)
-		switch {
-		case ok:
-		case ctx.Err() != nil:
-			return nil
-		case h != e.identity && h != "":
-			return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
-		default:
-			return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.clock.Now().Sub(e.lease.lastRenew))
-		}
-	}
-}
-
-// release gives the Lease up if this replica still holds it. It reads
-// the Lease first, since the last renewal may have been cut short by the
-// shutdown, and uses its own short deadline, as Run's context has ended.
-func (e *Elector) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.retryPeriod)
-	defer cancel()
-	err := e.read(ctx, &e.lease)
-	if err == nil && e.lease.observed.holder != e.identity {
-		return // not ours any more
-	}
-	if err == nil {
-		err = e.keeper.release(ctx, &e.lease)
-	}
-	if err != nil {
-		e.log.Warn("leader: releasing the lease failed; it will expire", "err", err)
+	from, ok := e.take(attempt, &e.lease)
+	if !ok {
 		return
 	}
-	e.holder.Store("")
-	e.log.Info("leader: released the lease")
+	if from != e.cfg.Identity && from != "" {
+		e.cfg.Logger.Info("leader: took the lease", "from", from)
+	}
+	e.leading.Store(true)
+	e.cfg.Logger.Info("leader: started leading")
+	e.start(ctx, &e.lease, lead)
+}
+
+// renew renews the Lease once. It returns nil while this replica may go
+// on leading or when ctx ended, and ErrLeaseLost, wrapped with the
+// reason, when the elector must stop.
+func (e *Elector) renew(ctx context.Context) error {
+	ok := e.keep(ctx, &e.lease)
+	h := e.lease.observed.holder
+	switch {
+	case ok, ctx.Err() != nil:
+		return nil
+	case h != e.cfg.Identity && h != "":
+		return fmt.Errorf("%w: taken by %q", ErrLeaseLost, h)
+	default:
+		return fmt.Errorf("%w: not renewed for %v", ErrLeaseLost, e.cfg.Clock.Now().Sub(e.lease.lastRenew))
+	}
 }

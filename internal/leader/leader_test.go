@@ -409,7 +409,7 @@ func TestNewChecksConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.namespace != "default" || e.leaseDuration != 15*time.Second || e.renewDeadline != 10*time.Second || e.retryPeriod != 2*time.Second {
+	if e.cfg.Namespace != "default" || e.cfg.LeaseDuration != 15*time.Second || e.cfg.RenewDeadline != 10*time.Second || e.cfg.RetryPeriod != 2*time.Second {
 		t.Errorf("defaults: %+v", e)
 	}
 	host, _ := strings.CutSuffix(e.Identity(), e.Identity()[strings.LastIndexByte(e.Identity(), '_'):])

@@ -3,8 +3,8 @@ package leader
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -78,7 +78,7 @@ func NewShards(cfg ShardConfig) (*Shards, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.log = k.log.With("identity", k.identity)
+	k.cfg.Logger = k.cfg.Logger.With("identity", k.cfg.Identity)
 	s := &Shards{keeper: k, work: cfg.Work, held: make([]atomic.Bool, cfg.Shards)}
 	for k := range cfg.Shards {
 		s.shards = append(s.shards, &slot{name: cfg.Name + "-shard-" + strconv.Itoa(k)})
@@ -111,156 +111,103 @@ func (s *Shards) Run(ctx context.Context) error {
 	defer s.shutdown()
 	for {
 		s.step(ctx)
-		// Never sleep past a renew deadline: work on a shard that could
-		// not be renewed must stop right at it.
-		wait := min(s.retryPeriod, s.earliest().Sub(s.clock.Now()))
-		select {
-		case <-ctx.Done():
+		if !s.pause(ctx, s.shards) {
 			return nil
-		case <-s.after(max(wait, 0)):
 		}
 	}
-}
-
-// earliest returns the earliest renew deadline of the shards held, and
-// at most RenewDeadline from now.
-func (s *Shards) earliest() time.Time {
-	t := s.clock.Now().Add(s.renewDeadline)
-	for _, sl := range s.shards {
-		if sl.ours() && sl.lastRenew.Add(s.renewDeadline).Before(t) {
-			t = sl.lastRenew.Add(s.renewDeadline)
-		}
-	}
-	return t
 }
 
 // step is one round: renew, look, then take and give. No request of it
-// outlasts the earliest renew deadline of the shards held, and work on a
-// shard past its deadline stops at the end.
+// outlasts the earliest renew deadline of the shards held; work on a
+// shard past its deadline stops at the next round, which Run starts
+// right at that deadline.
 func (s *Shards) step(ctx context.Context) {
 	for k, sl := range s.shards {
 		if sl.ours() && !s.keep(ctx, sl) {
-			s.lose(k, sl)
-		}
-	}
-	attempt, cancel := context.WithDeadline(ctx, s.earliest())
-	defer cancel()
-	defer func() {
-		for k, sl := range s.shards {
-			if sl.ours() && mustStepDown(sl.lastRenew, s.clock.Now(), s.renewDeadline) {
-				s.lose(k, sl)
-			}
-		}
-	}()
-	self := s.memberSlot(attempt)
-	v := view{self: s.identity, holders: make([]string, len(s.shards))}
-	if self != nil {
-		v.members = append(v.members, s.identity)
-	}
-	for _, sl := range s.members {
-		if sl != self && s.read(attempt, sl) == nil && s.live(sl) {
-			v.members = append(v.members, sl.observed.holder)
-		}
-	}
-	for k, sl := range s.shards {
-		switch {
-		case sl.ours():
-			v.holders[k] = s.identity
-		case s.read(attempt, sl) != nil:
-			v.holders[k] = "?" // unknown: neither free nor anyone's
-		case s.live(sl):
-			v.holders[k] = sl.observed.holder
-		}
-	}
-	if ctx.Err() != nil || self == nil {
-		return // not a member (yet): take nothing, give nothing
-	}
-	take, give := balance(v)
-	for _, k := range give {
-		if sl := s.shards[k]; !sl.giving {
-			sl.giving = true
+			// Lost: this replica may no longer act on it. A retake waits
+			// for its Work to return.
 			s.held[k].Store(false)
 			sl.stop()
+			*sl = slot{name: sl.name, done: sl.done}
+			s.moved("shard: lost", k, "")
 		}
 	}
+	attempt, cancel := context.WithDeadline(ctx, s.earliest(s.shards))
+	defer cancel()
+	member := s.member(attempt)
+	var members, holders []string
+	for _, sl := range s.members {
+		if h := s.holderOf(attempt, sl); h != "" && h != "?" {
+			members = append(members, h)
+		}
+	}
+	for _, sl := range s.shards {
+		holders = append(holders, s.holderOf(attempt, sl))
+	}
+	if ctx.Err() != nil || !member {
+		return // not a member (yet): take nothing, give nothing
+	}
+	take, give := balance(s.cfg.Identity, members, holders)
+	for _, k := range give {
+		s.held[k].Store(false)
+		s.shards[k].stop()
+	}
 	for k, sl := range s.shards {
-		if sl.giving {
-			select {
-			case <-sl.done:
-				s.release(attempt, sl)
-				s.moved("shard: gave up", k, "")
-			default: // Work still returning; keep renewing meanwhile
-			}
+		// A shard still ours but no longer held is being given up: its
+		// Lease goes once its Work has returned.
+		if sl.ours() && !s.held[k].Load() && sl.idle() {
+			s.release(attempt, sl)
+			s.moved("shard: gave up", k, "")
 		}
 	}
 	for _, k := range take {
+		// A shard lost is taken again only once its Work has returned.
 		sl := s.shards[k]
-		if sl.done != nil {
-			select {
-			case <-sl.done:
-			default:
-				continue // lost, and its Work has not returned yet
-			}
-		}
 		from := sl.observed.holder // expired, or "" when released or new
-		if s.write(attempt, sl) {
-			s.start(ctx, k, sl)
+		if sl.idle() && s.write(attempt, sl) {
+			s.held[k].Store(true)
+			s.start(ctx, sl, func(ctx context.Context) { s.work(ctx, k) })
 			s.moved("shard: took", k, from)
 		}
 	}
 }
 
-// memberSlot renews this replica's membership Lease, or takes a free one,
-// and returns it; nil when it holds none.
-func (s *Shards) memberSlot(ctx context.Context) *slot {
+// holderOf returns who holds sl's Lease, reading it unless this replica
+// holds it: "" when it is missing, free or expired, "?" when it could not
+// be read (neither free nor anyone's).
+func (s *Shards) holderOf(ctx context.Context, sl *slot) string {
+	switch {
+	case sl.ours():
+		return s.cfg.Identity
+	case s.read(ctx, sl) != nil:
+		return "?"
+	case s.live(sl):
+		return sl.observed.holder
+	}
+	return ""
+}
+
+// member renews this replica's membership Lease, or takes a free one,
+// and reports whether it holds one.
+func (s *Shards) member(ctx context.Context) bool {
 	for _, sl := range s.members {
-		if sl.ours() {
-			if s.keep(ctx, sl) {
-				return sl
-			}
-			sl.lastRenew = time.Time{}
+		if sl.ours() && s.keep(ctx, sl) {
+			return true
 		}
+		sl.lastRenew = time.Time{} // not ours, or no longer
 	}
 	for _, sl := range s.members {
 		if _, ok := s.take(ctx, sl); ok {
-			return sl
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// release gives sl's Lease up, so that another replica takes it at its
-// next round.
-func (s *Shards) release(ctx context.Context, sl *slot) {
-	if err := s.keeper.release(ctx, sl); err != nil {
-		s.log.Warn("shard: release failed; the lease will expire", "lease", sl.name, "err", err)
-	}
-}
-
-// start marks shard k held and runs Work for it.
-func (s *Shards) start(ctx context.Context, k int, sl *slot) {
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	sl.stop, sl.done, sl.giving = stop, done, false
-	s.held[k].Store(true)
-	go func() {
-		defer close(done)
-		s.work(wctx, k)
-	}()
-}
-
-// lose stops work on shard k, which this replica may no longer act on:
-// its renewal failed past the deadline, or another replica holds it.
-func (s *Shards) lose(k int, sl *slot) {
-	s.held[k].Store(false)
-	sl.stop()
-	*sl = slot{name: sl.name, done: sl.done}
-	s.moved("shard: lost", k, "")
-}
-
+// moved counts one move of shard k and logs it.
 func (s *Shards) moved(msg string, k int, from string) {
 	s.moves.Add(1)
-	s.log.Info(msg, "shard", k, "held", s.Held(), "from", from)
+	s.cfg.Logger.Info(msg, "shard", k, "held", s.Held(), "from", from)
 }
 
 // shutdown ends every Work, waits for them at most RenewDeadline, and
@@ -273,22 +220,10 @@ func (s *Shards) shutdown() {
 			sl.stop()
 		}
 	}
-	deadline := s.after(s.renewDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), s.retryPeriod)
-	defer cancel()
-	for k, sl := range s.shards {
-		if !sl.ours() {
-			continue
-		}
-		select {
-		case <-sl.done:
-			s.release(ctx, sl)
+	released := s.handOver(slices.Concat(s.shards, s.members))
+	for k := range s.shards {
+		if released[k] {
 			s.moved("shard: released at shutdown", k, "")
-		case <-deadline:
-			s.log.Warn(fmt.Sprintf("shard: work on shard %d did not return in time; its lease will expire", k))
 		}
-	}
-	for _, sl := range s.members {
-		s.release(ctx, sl)
 	}
 }

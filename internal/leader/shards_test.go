@@ -80,21 +80,21 @@ func TestBalance(t *testing.T) {
 		{"one shard, free", "b", "a,b", ".", 1, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := view{self: c.self, members: strings.Split(c.members, ",")}
+			var holders []string
 			for _, h := range c.holders {
 				if h == '.' {
-					v.holders = append(v.holders, "")
+					holders = append(holders, "")
 				} else {
-					v.holders = append(v.holders, string(h))
+					holders = append(holders, string(h))
 				}
 			}
-			take, give := balance(v)
+			take, give := balance(c.self, strings.Split(c.members, ","), holders)
 			if len(take) != c.take {
 				t.Errorf("take %v, want %d shards", take, c.take)
 			}
 			for _, k := range take {
-				if v.holders[k] != "" {
-					t.Errorf("takes shard %d, held by %q", k, v.holders[k])
+				if holders[k] != "" {
+					t.Errorf("takes shard %d, held by %q", k, holders[k])
 				}
 			}
 			if !slices.Equal(give, c.give) {
