@@ -215,8 +215,7 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 		retry, wait := false, retryBackoff.Jittered(attempt, c.jitter())
 		switch {
 		case err != nil:
-			var ue *url.Error
-			if errors.As(err, &ue) {
+			if ue, ok := errors.AsType[*url.Error](err); ok {
 				err = ue.Err
 			}
 			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)

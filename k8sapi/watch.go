@@ -176,8 +176,7 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 		if err == io.EOF {
 			return WatchEvent[T]{}, io.EOF
 		}
-		var te *json.UnmarshalTypeError
-		isTypeErr := errors.As(err, &te)
+		te, isTypeErr := errors.AsType[*json.UnmarshalTypeError](err)
 		switch {
 		case isTypeErr && te.Field == "":
 			return WatchEvent[T]{}, w.op.decodeError(errors.New("event is not a JSON object"))
