@@ -134,15 +134,30 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // List reads one page of objects: all of them unless opts.Limit is set,
 // in which case the page's Metadata.Continue, if not empty, is the
 // opts.Continue for the next page.
+//
+// The page is decoded item by item: the body is never held whole, only
+// the item being decoded is, so a page costs about its decoded size. A
+// body over the client's list page limit, or one item over its object
+// limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
 	op, err := t.newOp("list", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
 	op.query = opts.query(false)
-	out := new(List[T])
-	if err := callList(ctx, t.Client, op, out); err != nil {
+	resp, err := t.Client.do(ctx, op)
+	if err != nil {
 		return nil, err
+	}
+	defer resp.Body.Close()
+	limit := t.Client.listLimit
+	if resp.ContentLength > limit {
+		return nil, op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
+	}
+	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: t.Client.objectLimit, start: -1}
+	out := new(List[T])
+	if err := decodeList(json.NewDecoder(r), out, r); err != nil {
+		return nil, r.fail(op, err)
 	}
 	return out, nil
 }
