@@ -243,22 +243,18 @@ func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, op
 
 // patch checks pt and opts, then sends body as send does.
 func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchType, body any, opts PatchOptions) (*T, error) {
-	var problem error
-	switch pt {
-	case MergePatch, JSONPatch, StrategicMergePatch:
-		if opts.Force {
-			problem = errors.New("Force is only valid for an apply patch")
-		}
-	case ApplyPatch:
-		if opts.FieldManager == "" {
-			problem = errors.New("an apply patch needs a FieldManager")
-		}
-	default:
-		problem = fmt.Errorf("unknown patch type %.64q", pt)
+	problem := ""
+	switch {
+	case pt != MergePatch && pt != JSONPatch && pt != StrategicMergePatch && pt != ApplyPatch:
+		problem = fmt.Sprintf("unknown patch type %.64q", pt)
+	case pt == ApplyPatch && opts.FieldManager == "":
+		problem = "an apply patch needs a FieldManager"
+	case pt != ApplyPatch && opts.Force:
+		problem = "Force is only valid for an apply patch"
 	}
-	if problem != nil {
+	if problem != "" {
 		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
-		return nil, op.requestError(problem)
+		return nil, op.requestError(errors.New(problem))
 	}
 	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }
