@@ -218,9 +218,7 @@ func (w *Watcher[T]) renewDecoder() {
 
 // errorEvent turns the bytes of an ERROR event into its *APIError.
 func (w *Watcher[T]) errorEvent(event []byte) error {
-	var e struct {
-		Object *Status `json:"object"`
-	}
+	var e envelope[Status]
 	if err := json.Unmarshal(event, &e); err != nil {
 		return w.op.decodeError(fmt.Errorf("ERROR event: %w", err))
 	}
