@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -77,8 +76,8 @@ func badSegment(s string) bool { return s == "." || s == ".." }
 
 // send checks a call of verb and sends it with query q and body: nil for
 // none (a get), []byte as it is, anything else marshalled to JSON. It
-// decodes an answer of at most the object limit into a new T, or discards
-// it when T is struct{}.
+// reads an answer of at most the object limit and decodes it into a new
+// T, unless T is struct{}: then the answer is dropped.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
 	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
@@ -100,17 +99,13 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 	if err != nil {
 		return nil, err
 	}
-	out := new(T)
-	if _, discard := any(out).(*struct{}); discard {
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, t.Client.objectLimit)); err != nil {
-			return nil, op.requestError(err)
-		}
-		return out, nil
-	}
 	data, err := readBody(op, resp, t.Client.objectLimit)
 	if err != nil {
 		return nil, err
+	}
+	out := new(T)
+	if _, discard := any(out).(*struct{}); discard {
+		return out, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return nil, op.decodeError(err)
