@@ -173,11 +173,10 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 	err := w.dec.Decode(&w.env)
 	typ := EventType(w.env.Type)
 	if err != nil {
-		if err == io.EOF {
-			return WatchEvent[T]{}, io.EOF
-		}
 		te, isTypeErr := errors.AsType[*json.UnmarshalTypeError](err)
 		switch {
+		case err == io.EOF:
+			return WatchEvent[T]{}, io.EOF
 		case isTypeErr && te.Field == "":
 			return WatchEvent[T]{}, w.op.decodeError(errors.New("event is not a JSON object"))
 		case isTypeErr && typ == Error:
