@@ -67,18 +67,14 @@ func decodeItems[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 	return expectDelim(dec, ']')
 }
 
+// expectDelim reads the delimiter d from dec. The end of the input is
+// io.EOF, which limitReader.fail reports as a body that ended too soon.
 func expectDelim(dec *json.Decoder, d json.Delim) error {
 	tok, err := dec.Token()
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
+	if err == nil && tok != d {
+		err = fmt.Errorf("list: want %q, got %v", d, tok)
 	}
-	if err != nil {
-		return err
-	}
-	if tok != d {
-		return fmt.Errorf("list: want %q, got %v", d, tok)
-	}
-	return nil
+	return err
 }
 
 // skipValue decodes any JSON value into nothing.
