@@ -30,7 +30,7 @@ func decodeList[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 		case "items":
 			err = decodeItems(dec, out, r)
 		default:
-			err = dec.Decode(&skipValue{})
+			err = dec.Decode(new(json.RawMessage)) // read and dropped
 		}
 		if err != nil {
 			return err
@@ -76,11 +76,6 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 	}
 	return err
 }
-
-// skipValue decodes any JSON value into nothing.
-type skipValue struct{}
-
-func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // readSize bounds one read of a list or watch body, so that an item
 // over its limit is caught within that many bytes.
