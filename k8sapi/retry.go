@@ -30,10 +30,7 @@ func idempotent(method string) bool {
 // retrying: 429 always (the server did not process the request), 5xx
 // other than 501 only for idempotent methods.
 func retryableStatus(method string, code int) bool {
-	if code == http.StatusTooManyRequests {
-		return true
-	}
-	return idempotent(method) && code >= 500 && code != http.StatusNotImplemented
+	return code == http.StatusTooManyRequests || idempotent(method) && code >= 500 && code != http.StatusNotImplemented
 }
 
 // retryableError reports whether a transport error is worth retrying: any
