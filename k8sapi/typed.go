@@ -167,12 +167,10 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 		if err != nil {
 			return nil, err
 		}
-		if all == nil {
-			all = page
-		} else {
-			all.Items = append(all.Items, page.Items...)
-			all.Metadata = page.Metadata
+		if all != nil {
+			page.Items = append(all.Items, page.Items...)
 		}
+		all = page
 	}
 	all.Metadata.Continue = ""
 	return all, nil
