@@ -215,8 +215,7 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 		retry, wait := false, retryBackoff.Jittered(attempt, c.jitter())
 		switch {
 		case err != nil:
-			var ue *url.Error
-			if errors.As(err, &ue) {
+			if ue, ok := errors.AsType[*url.Error](err); ok {
 				err = ue.Err
 			}
 			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)
@@ -285,38 +284,27 @@ func (c *Client) wait(ctx context.Context) error {
 	return nil
 }
 
-// readBody reads a 2xx response's body, at most limit bytes, and closes it.
+// readBody reads a 2xx response's body, at most limit bytes, and closes
+// it. A body over limit fails with ErrBodyTooLarge, having been read to
+// limit+1 bytes at most, or not at all when its Content-Length says so.
+// The buffer is allocated once when the length is known, and otherwise
+// doubles as it grows, so that at most about twice the body's size is
+// allocated in all.
 func readBody(op *operation, resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.ContentLength > limit {
 		return nil, op.decodeError(fmt.Errorf("%w (%d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
 	}
-	b, err := readAtMost(resp.Body, resp.ContentLength, limit)
-	if errors.Is(err, ErrBodyTooLarge) {
-		return nil, op.decodeError(err)
-	}
-	if err != nil {
-		return nil, op.requestError(err)
-	}
-	return b, nil
-}
-
-// readAtMost reads r to the end if it holds at most limit bytes, and
-// fails with ErrBodyTooLarge otherwise, having read limit+1 bytes at most.
-// size is the expected length, or -1. The buffer is allocated once when
-// size is known, and otherwise doubles as it grows, so that at most about
-// twice the body's size is allocated in all.
-func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
 	n := int64(64 << 10)
-	if size >= 0 {
-		n = size + bytes.MinRead // room to read the end without growing
+	if resp.ContentLength >= 0 {
+		n = resp.ContentLength + bytes.MinRead // room to read the end without growing
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, min(n, limit+bytes.MinRead)))
-	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
-		return nil, err
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
+		return nil, op.requestError(err)
 	}
 	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit)
+		return nil, op.decodeError(fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, limit))
 	}
 	return buf.Bytes(), nil
 }

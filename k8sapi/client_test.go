@@ -279,18 +279,21 @@ func TestRequestErrorClassified(t *testing.T) {
 	}
 }
 
-func TestReadAtMost(t *testing.T) {
+func TestReadBody(t *testing.T) {
 	tests := []struct {
 		n, size, limit int64
 		tooLarge       bool
 	}{
 		{0, -1, 10, false}, {0, 0, 10, false}, {10, -1, 10, false}, {10, 10, 10, false}, {11, -1, 10, true},
-		{11, 5, 10, true}, {3, 11, 10, false}, {200 << 10, -1, 1 << 20, false}, {1<<20 + 1, -1, 1 << 20, true},
+		{11, 5, 10, true}, {3, 11, 10, true}, {200 << 10, -1, 1 << 20, false}, {1<<20 + 1, -1, 1 << 20, true},
 	}
+	op := &operation{verb: "get"}
 	for _, tt := range tests {
-		b, err := readAtMost(io.LimitReader(junkReader{}, tt.n), tt.size, tt.limit)
-		if tt.tooLarge != errors.Is(err, ErrBodyTooLarge) || (!tt.tooLarge && (err != nil || int64(len(b)) != tt.n)) {
-			t.Errorf("readAtMost(%d bytes, size %d, limit %d) = %d bytes, %v", tt.n, tt.size, tt.limit, len(b), err)
+		resp := &http.Response{ContentLength: tt.size, Body: io.NopCloser(io.LimitReader(junkReader{}, tt.n))}
+		b, err := readBody(op, resp, tt.limit)
+		var de *DecodeError
+		if tt.tooLarge != (errors.As(err, &de) && errors.Is(err, ErrBodyTooLarge)) || (!tt.tooLarge && (err != nil || int64(len(b)) != tt.n)) {
+			t.Errorf("readBody(%d bytes, Content-Length %d, limit %d) = %d bytes, %v", tt.n, tt.size, tt.limit, len(b), err)
 		}
 	}
 }

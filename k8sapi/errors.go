@@ -208,25 +208,20 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 }
 
 // statusError builds the error for a Status the server sent, with a
-// failed response's headers (nil for a watch ERROR event).
+// failed response's headers (nil for a watch ERROR event). RetryAfter is
+// the Status's details.retryAfterSeconds, or else the Retry-After header
+// in seconds (anything else, including the HTTP-date form the API server
+// never sends, means zero), capped at maxRetryAfter.
 func statusError(op *operation, code int, st Status, header http.Header) *APIError {
 	e := &APIError{Op: op.verb, Resource: op.resource, Namespace: op.namespace, Name: op.name, Code: code, Status: st}
+	var secs int64
 	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
-		e.RetryAfter = min(time.Duration(d.RetryAfterSeconds)*time.Second, maxRetryAfter)
-	} else if header != nil {
-		e.RetryAfter = parseRetryAfter(header.Get("Retry-After"))
+		secs = int64(d.RetryAfterSeconds)
+	} else if n, err := strconv.ParseInt(strings.TrimSpace(header.Get("Retry-After")), 10, 64); err == nil {
+		secs = n
 	}
+	e.RetryAfter = time.Duration(min(max(secs, 0), int64(maxRetryAfter/time.Second))) * time.Second
 	return e
-}
-
-// parseRetryAfter reads a Retry-After header in seconds. Anything else,
-// including the HTTP-date form the API server never sends, means zero.
-func parseRetryAfter(v string) time.Duration {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 }
 
 // printable returns s with control characters turned into spaces, runs of

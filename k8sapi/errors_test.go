@@ -146,9 +146,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"", 0}, {"3", 3 * time.Second}, {" 10 ", 10 * time.Second}, {"-1", 0}, {"soon", 0},
 		{"Wed, 21 Oct 2015 07:28:00 GMT", 0}, {"3600", 60 * time.Second}, {"99999999999999999999", 0},
 	}
+	op := &operation{verb: "get"}
 	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := newAPIError(op, 429, http.Header{"Retry-After": {tt.in}}, nil).RetryAfter; got != tt.want {
+			t.Errorf("Retry-After %q: RetryAfter = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

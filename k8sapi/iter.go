@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -33,9 +34,7 @@ func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) i
 // objects each, following the continue tokens. A failure ends it with one
 // (nil, err) pair.
 func (t Typed[T]) pages(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*List[T], error] {
-	if opts.Limit <= 0 {
-		opts.Limit = 500
-	}
+	opts.Limit = cmp.Or(max(opts.Limit, 0), 500)
 	return func(yield func(*List[T], error) bool) {
 		for {
 			page, err := t.List(ctx, namespace, opts)

@@ -1,40 +1,17 @@
 package k8sapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 )
 
-// callList sends op, a list, and decodes the 2xx body into out one item
-// at a time: the body is never held whole, only the item being decoded
-// is, so a page costs about its decoded size. A body over the client's
-// list page limit, or one item over its object limit, fails with a
-// *DecodeError wrapping [ErrBodyTooLarge].
-func callList[T any](ctx context.Context, c *Client, op *operation, out *List[T]) error {
-	resp, err := c.do(ctx, op)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	limit := c.listLimit
-	if resp.ContentLength > limit {
-		return op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
-	}
-	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: c.objectLimit, start: -1}
-	if err := decodeList(json.NewDecoder(r), out, func(off int64) { r.start = off }); err != nil {
-		return r.fail(op, err)
-	}
-	return nil
-}
-
-// decodeList decodes a List object from dec, item by item. Fields other
-// than apiVersion, kind, metadata and items are skipped. mark is told the
-// stream offset of each item as its decoding starts, and -1 after the
-// last.
-func decodeList[T any](dec *json.Decoder, out *List[T], mark func(off int64)) error {
+// decodeList decodes a List object from dec, which reads r, item by item.
+// Fields other than apiVersion, kind, metadata and items are skipped. r is
+// told the stream offset of each item as its decoding starts, and -1
+// after the last.
+func decodeList[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 	if err := expectDelim(dec, '{'); err != nil {
 		return err
 	}
@@ -51,9 +28,9 @@ func decodeList[T any](dec *json.Decoder, out *List[T], mark func(off int64)) er
 		case "metadata":
 			err = dec.Decode(&out.Metadata)
 		case "items":
-			err = decodeItems(dec, out, mark)
+			err = decodeItems(dec, out, r)
 		default:
-			err = dec.Decode(&skipValue{})
+			err = dec.Decode(new(json.RawMessage)) // read and dropped
 		}
 		if err != nil {
 			return err
@@ -69,7 +46,7 @@ func decodeList[T any](dec *json.Decoder, out *List[T], mark func(off int64)) er
 }
 
 // decodeItems decodes the items array, or null, one element at a time.
-func decodeItems[T any](dec *json.Decoder, out *List[T], mark func(off int64)) error {
+func decodeItems[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 	out.Items = nil
 	tok, err := dec.Token()
 	if err != nil || tok == nil {
@@ -79,35 +56,26 @@ func decodeItems[T any](dec *json.Decoder, out *List[T], mark func(off int64)) e
 		return errors.New("list items is not an array")
 	}
 	for dec.More() {
-		mark(dec.InputOffset())
+		r.start = dec.InputOffset()
 		var item T
 		if err := dec.Decode(&item); err != nil {
 			return err
 		}
 		out.Items = append(out.Items, item)
 	}
-	mark(-1)
+	r.start = -1
 	return expectDelim(dec, ']')
 }
 
+// expectDelim reads the delimiter d from dec. The end of the input is
+// io.EOF, which limitReader.fail reports as a body that ended too soon.
 func expectDelim(dec *json.Decoder, d json.Delim) error {
 	tok, err := dec.Token()
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
+	if err == nil && tok != d {
+		err = fmt.Errorf("list: want %q, got %v", d, tok)
 	}
-	if err != nil {
-		return err
-	}
-	if tok != d {
-		return fmt.Errorf("list: want %q, got %v", d, tok)
-	}
-	return nil
+	return err
 }
-
-// skipValue decodes any JSON value into nothing.
-type skipValue struct{}
-
-func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // readSize bounds one read of a list or watch body, so that an item
 // over its limit is caught within that many bytes.

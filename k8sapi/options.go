@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 )
@@ -121,18 +122,12 @@ func (o ListOptions) query(watch bool) url.Values {
 	set(q, "fieldSelector", o.FieldSelector)
 	set(q, "resourceVersion", o.ResourceVersion)
 	set(q, "resourceVersionMatch", o.ResourceVersionMatch)
-	if o.Limit > 0 {
-		q.Set("limit", strconv.FormatInt(o.Limit, 10))
-	}
+	set(q, "limit", max(o.Limit, 0))
 	set(q, "continue", o.Continue)
 	if watch {
 		q.Set("watch", "1")
-		if o.TimeoutSeconds > 0 {
-			q.Set("timeoutSeconds", strconv.FormatInt(o.TimeoutSeconds, 10))
-		}
-		if o.AllowWatchBookmarks {
-			q.Set("allowWatchBookmarks", "true")
-		}
+		set(q, "timeoutSeconds", max(o.TimeoutSeconds, 0))
+		set(q, "allowWatchBookmarks", o.AllowWatchBookmarks)
 		if o.SendInitialEvents != nil {
 			q.Set("sendInitialEvents", strconv.FormatBool(*o.SendInitialEvents))
 		}
@@ -151,14 +146,15 @@ func (o WriteOptions) query() url.Values {
 
 func (o PatchOptions) query() url.Values {
 	q := WriteOptions{FieldManager: o.FieldManager, DryRun: o.DryRun}.query()
-	if o.Force {
-		q.Set("force", "true")
-	}
+	set(q, "force", o.Force)
 	return q
 }
 
-func set(q url.Values, k, v string) {
-	if v != "" {
-		q.Set(k, v)
+// set sets the parameter k to v, in fmt's form ("true" for a true bool),
+// unless v is its type's zero value.
+func set[V comparable](q url.Values, k string, v V) {
+	var zero V
+	if v != zero {
+		q.Set(k, fmt.Sprint(v))
 	}
 }

@@ -30,9 +30,7 @@ func NewTokenBucket(qps float64, burst int) *TokenBucket {
 // how long the caller must wait before using it: zero when one was left.
 // A caller that then gives up calls Cancel.
 func (b *TokenBucket) Reserve(now time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
+	defer b.lock(now)()
 	b.tokens--
 	if b.tokens >= 0 {
 		return 0
@@ -42,17 +40,13 @@ func (b *TokenBucket) Reserve(now time.Time) time.Duration {
 
 // Cancel gives back a token Reserve handed out but that was not used.
 func (b *TokenBucket) Cancel(now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
+	defer b.lock(now)()
 	b.tokens = min(b.tokens+1, b.burst)
 }
 
 // Allow takes a token at now if one is left, and reports whether it did.
 func (b *TokenBucket) Allow(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
+	defer b.lock(now)()
 	if b.tokens < 1 {
 		return false
 	}
@@ -63,21 +57,21 @@ func (b *TokenBucket) Allow(now time.Time) bool {
 // Full reports whether the bucket holds all its tokens at now, as a new
 // one does.
 func (b *TokenBucket) Full(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
+	defer b.lock(now)()
 	return b.tokens >= b.burst
 }
 
-func (b *TokenBucket) advance(now time.Time) {
+// lock locks b, brings its tokens up to date at now and returns the
+// unlock.
+func (b *TokenBucket) lock(now time.Time) (unlock func()) {
+	b.mu.Lock()
 	if b.last.IsZero() {
 		b.last = now
-		return
-	}
-	if d := now.Sub(b.last); d > 0 {
+	} else if d := now.Sub(b.last); d > 0 {
 		b.tokens = min(b.tokens+d.Seconds()*b.qps, b.burst)
 		b.last = now
 	}
+	return b.mu.Unlock
 }
 
 // Backoff is an exponential backoff: the wait before retry n (0 for the

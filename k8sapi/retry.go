@@ -30,10 +30,7 @@ func idempotent(method string) bool {
 // retrying: 429 always (the server did not process the request), 5xx
 // other than 501 only for idempotent methods.
 func retryableStatus(method string, code int) bool {
-	if code == http.StatusTooManyRequests {
-		return true
-	}
-	return idempotent(method) && code >= 500 && code != http.StatusNotImplemented
+	return code == http.StatusTooManyRequests || idempotent(method) && code >= 500 && code != http.StatusNotImplemented
 }
 
 // retryableError reports whether a transport error is worth retrying: any
@@ -44,23 +41,21 @@ func retryableError(method string, err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBodyTooLarge) {
 		return false
 	}
-	var verify *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var alert tls.AlertError
-	if errors.As(err, &verify) || errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &alert) {
-		return false // TLS trust problems do not go away by retrying
+	// TLS trust problems do not go away by retrying.
+	if has[*tls.CertificateVerificationError](err) || has[x509.UnknownAuthorityError](err) || has[x509.HostnameError](err) || has[x509.CertificateInvalidError](err) || has[tls.AlertError](err) {
+		return false
 	}
-	if idempotent(method) {
+	if idempotent(method) || has[*net.DNSError](err) {
 		return true
 	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return true
-	}
-	var op *net.OpError
-	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect")
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && (op.Op == "dial" || op.Op == "proxyconnect")
+}
+
+// has reports whether err's tree holds an error of type E.
+func has[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // sleepCtx waits for d or until ctx ends, whichever comes first, and

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -77,8 +76,8 @@ func badSegment(s string) bool { return s == "." || s == ".." }
 
 // send checks a call of verb and sends it with query q and body: nil for
 // none (a get), []byte as it is, anything else marshalled to JSON. It
-// decodes an answer of at most the object limit into a new T, or discards
-// it when T is struct{}.
+// reads an answer of at most the object limit and decodes it into a new
+// T, unless T is struct{}: then the answer is dropped.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
 	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
@@ -100,17 +99,13 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 	if err != nil {
 		return nil, err
 	}
-	out := new(T)
-	if _, discard := any(out).(*struct{}); discard {
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, t.Client.objectLimit)); err != nil {
-			return nil, op.requestError(err)
-		}
-		return out, nil
-	}
 	data, err := readBody(op, resp, t.Client.objectLimit)
 	if err != nil {
 		return nil, err
+	}
+	out := new(T)
+	if _, discard := any(out).(*struct{}); discard {
+		return out, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return nil, op.decodeError(err)
@@ -134,15 +129,30 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // List reads one page of objects: all of them unless opts.Limit is set,
 // in which case the page's Metadata.Continue, if not empty, is the
 // opts.Continue for the next page.
+//
+// The page is decoded item by item: the body is never held whole, only
+// the item being decoded is, so a page costs about its decoded size. A
+// body over the client's list page limit, or one item over its object
+// limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
 	op, err := t.newOp("list", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
 	op.query = opts.query(false)
-	out := new(List[T])
-	if err := callList(ctx, t.Client, op, out); err != nil {
+	resp, err := t.Client.do(ctx, op)
+	if err != nil {
 		return nil, err
+	}
+	defer resp.Body.Close()
+	limit := t.Client.listLimit
+	if resp.ContentLength > limit {
+		return nil, op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
+	}
+	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: t.Client.objectLimit, start: -1}
+	out := new(List[T])
+	if err := decodeList(json.NewDecoder(r), out, r); err != nil {
+		return nil, r.fail(op, err)
 	}
 	return out, nil
 }
@@ -157,12 +167,10 @@ func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOption
 		if err != nil {
 			return nil, err
 		}
-		if all == nil {
-			all = page
-		} else {
-			all.Items = append(all.Items, page.Items...)
-			all.Metadata = page.Metadata
+		if all != nil {
+			page.Items = append(all.Items, page.Items...)
 		}
+		all = page
 	}
 	all.Metadata.Continue = ""
 	return all, nil
@@ -228,22 +236,18 @@ func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, op
 
 // patch checks pt and opts, then sends body as send does.
 func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchType, body any, opts PatchOptions) (*T, error) {
-	var problem error
-	switch pt {
-	case MergePatch, JSONPatch, StrategicMergePatch:
-		if opts.Force {
-			problem = errors.New("Force is only valid for an apply patch")
-		}
-	case ApplyPatch:
-		if opts.FieldManager == "" {
-			problem = errors.New("an apply patch needs a FieldManager")
-		}
-	default:
-		problem = fmt.Errorf("unknown patch type %.64q", pt)
+	problem := ""
+	switch {
+	case pt != MergePatch && pt != JSONPatch && pt != StrategicMergePatch && pt != ApplyPatch:
+		problem = fmt.Sprintf("unknown patch type %.64q", pt)
+	case pt == ApplyPatch && opts.FieldManager == "":
+		problem = "an apply patch needs a FieldManager"
+	case pt != ApplyPatch && opts.Force:
+		problem = "Force is only valid for an apply patch"
 	}
-	if problem != nil {
+	if problem != "" {
 		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
-		return nil, op.requestError(problem)
+		return nil, op.requestError(errors.New(problem))
 	}
 	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }

@@ -173,12 +173,10 @@ func (w *Watcher[T]) next() (WatchEvent[T], error) {
 	err := w.dec.Decode(&w.env)
 	typ := EventType(w.env.Type)
 	if err != nil {
-		if err == io.EOF {
-			return WatchEvent[T]{}, io.EOF
-		}
-		var te *json.UnmarshalTypeError
-		isTypeErr := errors.As(err, &te)
+		te, isTypeErr := errors.AsType[*json.UnmarshalTypeError](err)
 		switch {
+		case err == io.EOF:
+			return WatchEvent[T]{}, io.EOF
 		case isTypeErr && te.Field == "":
 			return WatchEvent[T]{}, w.op.decodeError(errors.New("event is not a JSON object"))
 		case isTypeErr && typ == Error:
@@ -219,9 +217,7 @@ func (w *Watcher[T]) renewDecoder() {
 
 // errorEvent turns the bytes of an ERROR event into its *APIError.
 func (w *Watcher[T]) errorEvent(event []byte) error {
-	var e struct {
-		Object *Status `json:"object"`
-	}
+	var e envelope[Status]
 	if err := json.Unmarshal(event, &e); err != nil {
 		return w.op.decodeError(fmt.Errorf("ERROR event: %w", err))
 	}
