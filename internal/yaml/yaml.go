@@ -215,16 +215,6 @@ func (p *parser) next() {
 	}
 }
 
-// finish checks that only a comment follows offset e on its line, number
-// num, where a value of kind what ended, and moves to the next line.
-func (p *parser) finish(e, num int, what string) {
-	end := p.lineEnd(e)
-	if !spaceOrComment(p.src[e:end]) {
-		fail(num, "unexpected text after a %s", what)
-	}
-	p.off, p.num, p.have = end+1, num+1, false
-}
-
 // peek returns the next line that is not blank, or nil at the end.
 func (p *parser) peek() *line {
 	for l := p.line(); l != nil; l = p.line() {
@@ -406,7 +396,6 @@ func (p *parser) list(indent, depth int) *Node {
 	// A line that is not an item ends a list written at its key's
 	// indentation: the enclosing map goes on, or reports the line.
 	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
-		checkDepth(depth+1, l.num)
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
 		if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') && !onlyComment(item) {
@@ -470,14 +459,15 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
-	case '[', '{':
+	case '[', '{', '"', '\'':
+		// Only a comment may follow where it ends.
 		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
 		n := f.value(depth)
-		p.finish(f.i, f.line, "flow collection")
-		return n
-	case '"', '\'':
-		n, end, endLine := p.quotedValue(at, num, parent+1)
-		p.finish(end, endLine, "quoted scalar")
+		end := p.lineEnd(f.i)
+		if !spaceOrComment(p.src[f.i:end]) {
+			fail(f.line, "unexpected text after a %s", [...]string{Scalar: "quoted scalar", Map: "flow collection", List: "flow collection"}[n.Kind])
+		}
+		p.off, p.num, p.have = end+1, f.line+1, false
 		return n
 	}
 	indicator(t, num)
@@ -597,11 +587,13 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 	if !spaceOrComment(h) {
 		fail(num, "invalid block scalar header")
 	}
-	longest := 0 // the longest leading empty line
 	var b text
-	empty := 0
-	prevMore := false
-	broken := false // the last content line ends with a line break
+	// The empty lines since the last content line, and the longest
+	// leading one.
+	empty, longest := 0, 0
+	// Whether the last content line is more indented and whether it ends
+	// with a line break.
+	prevMore, broken := false, false
 	for l := p.line(); l != nil; l = p.line() {
 		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
 			// An empty line; only one that ends in a line break counts.
@@ -716,24 +708,16 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 	return "", -1, 0
 }
 
-// quotedValue parses the quoted scalar at src[at], on line num, as a
-// value: the text must not end before its closing quote. It returns the
-// scalar, the offset after the closing quote and that offset's line.
-func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
-	v, end, endLine := quoted(p.src, at, num, minIndent)
-	if end < 0 {
-		fail(num, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[p.src[at]])
-	}
-	return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, end, endLine
-}
-
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
 // quoted scalar, and the indentation of the next line. It returns the
 // number of empty lines and where the content goes on, or -1 there when
 // the text ends.
 func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
-		k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
+		k := j
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			k++
+		}
 		switch {
 		case k == len(s):
 			return 0, -1, 0
@@ -794,7 +778,8 @@ func escape(b *text, s string, num int) int {
 	return 1 + digits
 }
 
-// flow parses a flow collection, which may span lines: JSON is one.
+// flow reads a flow collection or a quoted scalar, which may span lines:
+// JSON is one.
 type flow struct {
 	*parser
 	i         int // the offset in src
@@ -843,7 +828,11 @@ func (f *flow) value(depth int) *Node {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		n, end, line := f.quotedValue(f.i, f.line, f.minIndent)
+		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
+		if end < 0 {
+			fail(f.line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
+		}
+		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
 		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
