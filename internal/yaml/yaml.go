@@ -134,8 +134,7 @@ func Parse(data []byte) (n *Node, err error) {
 			panic(e)
 		}
 	}()
-	s := strings.TrimPrefix(string(data), "\uFEFF")
-	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s := strings.ReplaceAll(strings.TrimPrefix(string(data), "\uFEFF"), "\r\n", "\n")
 	checkChars(s)
 	p := &parser{src: s, num: 1}
 	return p.document(), nil
@@ -197,17 +196,15 @@ func (p *parser) lineEnd(off int) int {
 
 // line returns the line at the parser's position, or nil at the end.
 func (p *parser) line() *line {
-	if p.have {
-		return &p.cur
+	if !p.have && p.off < len(p.src) {
+		end := p.lineEnd(p.off)
+		raw := p.src[p.off:end]
+		t := strings.TrimLeft(raw, " ")
+		p.cur, p.have = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}, true
 	}
-	if p.off >= len(p.src) {
+	if !p.have {
 		return nil
 	}
-	end := p.lineEnd(p.off)
-	raw := p.src[p.off:end]
-	t := strings.TrimLeft(raw, " ")
-	p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
-	p.have = true
 	return &p.cur
 }
 
@@ -216,16 +213,6 @@ func (p *parser) next() {
 	if l := p.line(); l != nil {
 		p.off, p.num, p.have = l.end+1, l.num+1, false
 	}
-}
-
-// finish checks that only a comment follows offset e on its line, number
-// num, where a value of kind what ended, and moves to the next line.
-func (p *parser) finish(e, num int, what string) {
-	end := p.lineEnd(e)
-	if !spaceOrComment(p.src[e:end]) {
-		fail(num, "unexpected text after a %s", what)
-	}
-	p.off, p.num, p.have = end+1, num+1, false
 }
 
 // peek returns the next line that is not blank, or nil at the end.
@@ -262,10 +249,8 @@ func checkDepth(depth, num int) {
 
 // isMarker reports whether s, the start of a line, is a document marker.
 func isMarker(s string) bool {
-	if !strings.HasPrefix(s, "---") && !strings.HasPrefix(s, "...") {
-		return false
-	}
-	return len(s) == 3 || strings.IndexByte(" \t\n", s[3]) >= 0
+	marker := strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")
+	return marker && (len(s) == 3 || strings.IndexByte(" \t\n", s[3]) >= 0)
 }
 
 func isDocMarker(l *line) bool { return l.indent == 0 && isMarker(l.text) }
@@ -305,24 +290,22 @@ func (p *parser) document() *Node {
 		p.next()
 		l = p.peek()
 	}
-	num := 1 // the line of an empty document
-	if l != nil {
-		num = l.num
+	if l == nil {
+		return null(1) // an empty document
 	}
-	root := p.indented(-1, false, 1, num)
+	root := p.indented(-1, false, 1, l.num)
 	// Only "..." and comments may follow.
-	l = p.peek()
-	switch {
-	case l == nil:
-		return root
-	case !isDocMarker(l):
-		fail(l.num, "unexpected indentation")
-	case l.text[0] == '-':
-		fail(l.num, "multiple documents are not supported")
-	case !onlyComment(l.text[3:]):
-		fail(l.num, "content after '...'")
+	if l = p.peek(); l != nil {
+		switch {
+		case !isDocMarker(l):
+			fail(l.num, "unexpected indentation")
+		case l.text[0] == '-':
+			fail(l.num, "multiple documents are not supported")
+		case !onlyComment(l.text[3:]):
+			fail(l.num, "content after '...'")
+		}
+		p.next()
 	}
-	p.next()
 	if l = p.peek(); l != nil {
 		fail(l.num, "content after the end of the document")
 	}
@@ -413,7 +396,6 @@ func (p *parser) list(indent, depth int) *Node {
 	// A line that is not an item ends a list written at its key's
 	// indentation: the enclosing map goes on, or reports the line.
 	for l := p.member(indent); l != nil && isSeqItem(l.text); l = p.member(indent) {
-		checkDepth(depth+1, l.num)
 		rest := l.text[1:]
 		item := strings.TrimLeft(rest, " \t")
 		if strings.ContainsRune(rest[:len(rest)-len(item)], '\t') && !onlyComment(item) {
@@ -439,13 +421,8 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	switch t[0] {
 	case '"', '\'':
 		v, n, _ := quoted(t, 0, l.num, 0)
-		if n > 0 {
-			after := strings.TrimLeft(t[n:], " \t")
-			if strings.HasPrefix(after, ":") && spaceAfter(after, 0) {
-				return v, after[1:], true
-			}
-		}
-		return "", "", false
+		after := strings.TrimLeft(t[max(n, 0):], " \t")
+		return v, strings.TrimPrefix(after, ":"), n > 0 && strings.HasPrefix(after, ":") && spaceAfter(after, 0)
 	case '?':
 		if spaceAfter(t, 0) {
 			fail(l.num, "complex keys ('?') are not supported")
@@ -458,11 +435,10 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	if i < 0 {
 		return "", "", false
 	}
-	key = strings.TrimRight(t[:i], " \t")
-	if key == "" {
+	switch key = strings.TrimRight(t[:i], " \t"); key {
+	case "":
 		fail(l.num, "empty map key")
-	}
-	if key == "<<" {
+	case "<<":
 		fail(l.num, "merge keys ('<<') are not supported")
 	}
 	return key, t[i+1:], true
@@ -483,14 +459,15 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 	switch t[0] {
 	case '|', '>':
 		return p.blockScalar(t, num, parent)
-	case '[', '{':
+	case '[', '{', '"', '\'':
+		// Only a comment may follow where it ends.
 		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
 		n := f.value(depth)
-		p.finish(f.i, f.line, "flow collection")
-		return n
-	case '"', '\'':
-		n, end, endLine := p.quotedValue(at, num, parent+1)
-		p.finish(end, endLine, "quoted scalar")
+		end := p.lineEnd(f.i)
+		if !spaceOrComment(p.src[f.i:end]) {
+			fail(f.line, "unexpected text after a %s", [...]string{Scalar: "quoted scalar", Map: "flow collection", List: "flow collection"}[n.Kind])
+		}
+		p.off, p.num, p.have = end+1, f.line+1, false
 		return n
 	}
 	indicator(t, num)
@@ -533,6 +510,7 @@ func keyColon(v string) int {
 // them give n line feeds.
 func (p *parser) plainMore(v string, parent int) string {
 	var b text
+	b.put(v)
 	empty := 0
 	for l := p.line(); l != nil; l = p.line() {
 		t := strings.TrimLeft(l.text, " \t")
@@ -548,9 +526,6 @@ func (p *parser) plainMore(v string, parent int) string {
 		if keyColon(c) >= 0 {
 			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
 		}
-		if b.Len() == 0 {
-			b.put(v)
-		}
 		if empty == 0 {
 			b.repeat(' ', 1)
 		}
@@ -561,9 +536,6 @@ func (p *parser) plainMore(v string, parent int) string {
 		if comment {
 			break
 		}
-	}
-	if b.Len() == 0 {
-		return v
 	}
 	return b.String()
 }
@@ -615,11 +587,13 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 	if !spaceOrComment(h) {
 		fail(num, "invalid block scalar header")
 	}
-	longest := 0 // the longest leading empty line
 	var b text
-	empty := 0
-	prevMore := false
-	broken := false // the last content line ends with a line break
+	// The empty lines since the last content line, and the longest
+	// leading one.
+	empty, longest := 0, 0
+	// Whether the last content line is more indented and whether it ends
+	// with a line break.
+	prevMore, broken := false, false
 	for l := p.line(); l != nil; l = p.line() {
 		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
 			// An empty line; only one that ends in a line break counts.
@@ -644,16 +618,14 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		}
 		c := l.raw[indent:]
 		more := c == "" || c[0] == ' ' || c[0] == '\t'
+		// Before all but the first content line, the line break.
 		switch {
-		case b.Len() == 0: // the first content line
-			b.repeat('\n', empty)
-		case !folded || more || prevMore:
-			b.repeat('\n', empty+1)
-		case empty == 0:
-			b.repeat(' ', 1)
-		default:
-			b.repeat('\n', empty)
+		case b.Len() > 0 && (!folded || more || prevMore):
+			empty++
+		case b.Len() > 0 && empty == 0:
+			b.repeat(' ', 1) // a folded line break
 		}
+		b.repeat('\n', empty)
 		b.put(c)
 		prevMore, empty = more, 0
 		broken = l.end < len(p.src)
@@ -695,19 +667,17 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 	var b text
 	for j, n := i+1, num; j < len(s); {
 		c := s[j]
-		if c == ' ' || c == '\t' {
+		// An escaped line break joins the lines with nothing between.
+		escapedBreak := c == '\\' && q == '"' && strings.HasPrefix(s[j+1:], "\n")
+		switch {
+		case c == ' ' || c == '\t':
 			// White space before a line break is dropped.
 			k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
 			if k < len(s) && s[k] != '\n' {
 				b.put(s[j:k])
 			}
 			j = k
-			continue
-		}
-		// An escaped line break joins the lines with nothing between.
-		escapedBreak := c == '\\' && q == '"' && j+1 < len(s) && s[j+1] == '\n'
-		switch {
-		case c == q && q == '\'' && j+1 < len(s) && s[j+1] == '\'':
+		case c == q && q == '\'' && strings.HasPrefix(s[j+1:], "'"):
 			b.put("'")
 			j += 2
 		case c == q:
@@ -731,30 +701,11 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			}
 			j += 1 + escape(&b, s[j+1:], n)
 		default:
-			k := j + 1
-			for k < len(s) && strings.IndexByte(" \t\n\\'\"", s[k]) < 0 {
-				k++
-			}
-			b.put(s[j:k])
-			j = k
+			b.put(s[j : j+1])
+			j++
 		}
 	}
 	return "", -1, 0
-}
-
-// quotedValue parses the quoted scalar at src[at], on line num, as a
-// value: the text must not end before its closing quote. It returns the
-// scalar, the offset after the closing quote and that offset's line.
-func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
-	v, end, endLine := quoted(p.src, at, num, minIndent)
-	if end < 0 {
-		kind := "double"
-		if p.src[at] == '\'' {
-			kind = "single"
-		}
-		fail(num, "unterminated %s-quoted scalar", kind)
-	}
-	return &Node{Kind: Scalar, Line: num, Value: v, Quoted: true}, end, endLine
 }
 
 // foldBreak skips the empty lines that start at s[j:], line n, inside a
@@ -764,10 +715,6 @@ func (p *parser) quotedValue(at, num, minIndent int) (*Node, int, int) {
 func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 	for {
 		k := j
-		for k < len(s) && s[k] == ' ' {
-			k++
-		}
-		spaces := k - j
 		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			k++
 		}
@@ -778,37 +725,32 @@ func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 			empty++
 			j, n = k+1, n+1
 			continue
-		case isMarker(s[j:]):
-			fail(n, "a document marker inside a quoted scalar")
-		case spaces < minIndent:
-			fail(n, "a line of a quoted scalar is indented too little (it must be indented more than its key)")
+		}
+		if err := lineIn(s[j:], n, minIndent, "quoted scalar"); err != nil {
+			panic(err)
 		}
 		return empty, k, n
 	}
 }
 
-// escapes maps the character after a backslash to what it stands for,
-// for the escapes of one character.
-var escapes = map[byte]string{
-	'0':  "\x00",
-	'a':  "\a",
-	'b':  "\b",
-	't':  "\t",
-	'\t': "\t",
-	'n':  "\n",
-	'v':  "\v",
-	'f':  "\f",
-	'r':  "\r",
-	'e':  "\x1b",
-	' ':  " ",
-	'"':  "\"",
-	'/':  "/",
-	'\\': "\\",
-	'N':  "\u0085",
-	'_':  "\u00a0",
-	'L':  "\u2028",
-	'P':  "\u2029",
+// lineIn returns the error of s, a line inside a quoted scalar or flow
+// collection (what) that is not blank, on line num: a document marker, or
+// an indentation less than minIndent.
+func lineIn(s string, num, minIndent int, what string) *SyntaxError {
+	if isMarker(s) {
+		return errorf(num, "a document marker inside a %s", what)
+	}
+	if len(s)-len(strings.TrimLeft(s, " ")) < minIndent {
+		return errorf(num, "a line of a %s is indented too little (it must be indented more than its key)", what)
+	}
+	return nil
 }
+
+// escapeChars are the characters that follow a backslash in the escapes
+// of one character; escapeRunes, at the same index, what they stand for.
+const escapeChars = "0abt\tnvfre \"/\\N_LP"
+
+var escapeRunes = []rune("\x00\a\b\t\t\n\v\f\r\x1b \"/\\\u0085\u00a0\u2028\u2029")
 
 // hexDigits maps the character after a backslash to the number of hex
 // digits of the code point that follows.
@@ -817,15 +759,15 @@ var hexDigits = map[byte]int{'x': 2, 'u': 4, 'U': 8}
 // escape decodes the escape sequence at the start of s (after the
 // backslash), appends it to b and returns its length.
 func escape(b *text, s string, num int) int {
-	if r, ok := escapes[s[0]]; ok {
-		b.put(r)
+	if i := strings.IndexByte(escapeChars, s[0]); i >= 0 {
+		b.put(string(escapeRunes[i]))
 		return 1
 	}
-	digits, ok := hexDigits[s[0]]
-	if !ok {
+	digits := hexDigits[s[0]]
+	switch {
+	case digits == 0:
 		fail(num, "invalid escape sequence in a double-quoted scalar")
-	}
-	if len(s) < 1+digits {
+	case len(s) < 1+digits:
 		fail(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
 	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
@@ -836,7 +778,8 @@ func escape(b *text, s string, num int) int {
 	return 1 + digits
 }
 
-// flow parses a flow collection, which may span lines: JSON is one.
+// flow reads a flow collection or a quoted scalar, which may span lines:
+// JSON is one.
 type flow struct {
 	*parser
 	i         int // the offset in src
@@ -849,25 +792,18 @@ type flow struct {
 // must be indented at least minIndent and must not be a document marker:
 // it returns the error of one that is.
 func (f *flow) space() *SyntaxError {
-	for f.i < len(f.src) {
+	for ; f.i < len(f.src); f.i++ {
 		switch c := f.src[f.i]; {
-		case c == ' ' || c == '\t':
-			f.i++
 		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
-			f.i = f.lineEnd(f.i)
+			f.i = f.lineEnd(f.i) - 1
 		case c == '\n':
-			f.i++
 			f.line++
-			rest := f.src[f.i:]
-			spaces := len(rest) - len(strings.TrimLeft(rest, " "))
-			t := strings.TrimLeft(rest, " \t")
-			if isMarker(rest) {
-				return errorf(f.line, "a document marker inside a flow collection")
+			if t := strings.TrimLeft(f.src[f.i+1:], " \t"); t != "" && t[0] != '\n' && t[0] != '#' {
+				if err := lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection"); err != nil {
+					return err
+				}
 			}
-			if spaces < f.minIndent && t != "" && t[0] != '\n' && t[0] != '#' {
-				return errorf(f.line, "a line of a flow collection is indented too little (it must be indented more than its key)")
-			}
-		default:
+		case c != ' ' && c != '\t':
 			return nil
 		}
 	}
@@ -892,7 +828,11 @@ func (f *flow) value(depth int) *Node {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		n, end, line := f.quotedValue(f.i, f.line, f.minIndent)
+		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
+		if end < 0 {
+			fail(f.line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
+		}
+		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
 		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
@@ -902,28 +842,23 @@ func (f *flow) value(depth int) *Node {
 	}
 	indicator(f.src[f.i:], f.line)
 	start := f.i
-	for ; f.i < len(f.src); f.i++ {
-		c := f.src[f.i]
-		if strings.IndexByte(",[]{}\n", c) >= 0 {
+	// It ends at a flow indicator, a ':' before one or white space, or a comment.
+	for ; f.i < len(f.src) && strings.IndexByte(",[]{}\n", f.src[f.i]) < 0; f.i++ {
+		rest := f.src[f.i+1:]
+		if f.src[f.i] == ':' && (rest == "" || strings.IndexByte(" \t\n,[]{}", rest[0]) >= 0) {
 			break
 		}
-		if c == ':' && (f.i+1 == len(f.src) || strings.IndexByte(" \t\n,[]{}", f.src[f.i+1]) >= 0) {
-			break
-		}
-		if c == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
+		if f.src[f.i] == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
 			break
 		}
 	}
-	n := &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
-	if f.i < len(f.src) && (f.src[f.i] == '\n' || f.src[f.i] == '#') {
-		// The scalar ends with its line only if a flow indicator comes
-		// next.
-		g := *f
-		if g.space() == nil && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
-			fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
-		}
+	// A scalar that ends with its line or a comment (where space moves
+	// on) must end with a flow indicator.
+	g := *f
+	if g.space() == nil && g.i > f.i && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
+		fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 	}
-	return n
+	return &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
 }
 
 // collection parses the flow list or map that starts at src[i].
@@ -962,6 +897,8 @@ func (f *flow) collection(depth int) *Node {
 // entry reads the rest of an entry of flow map m whose key k, on line num,
 // has been read, and adds it to m. seen holds m's keys.
 func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
+	// The ':' is on the key's line.
+	f.i = len(f.src) - len(strings.TrimLeft(f.src[f.i:], " \t"))
 	switch {
 	case k.Kind != Scalar:
 		fail(num, "map keys must be scalars")
@@ -969,17 +906,13 @@ func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
 		fail(num, "a map key must be on one line")
 	case !k.Quoted && k.Value == "<<":
 		fail(num, "merge keys ('<<') are not supported")
-	}
-	// The ':' is on the key's line.
-	f.i += len(f.src[f.i:]) - len(strings.TrimLeft(f.src[f.i:], " \t"))
-	if f.i == len(f.src) || f.src[f.i] != ':' {
+	case !strings.HasPrefix(f.src[f.i:], ":"):
 		fail(num, "expected ':' after a key in a flow map")
-	}
-	f.i++
-	if seen[k.Value] {
+	case seen[k.Value]:
 		fail(num, "duplicate map key")
 	}
 	seen[k.Value] = true
+	f.i++
 	f.more()
 	v := null(num)
 	if c := f.src[f.i]; c != ',' && c != '}' {
