@@ -339,7 +339,14 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		inf.synced.Store(true)
 	case actApply:
-		inf.apply(a.typ, a.obj)
+		key := inf.store.key(a.obj)
+		if a.typ != k8sapi.Deleted {
+			inf.notify(inf.store.put(key, a.obj), a.obj)
+		} else if inf.store.remove(key) != nil {
+			// Nothing for a key never seen, or already gone: no duplicate
+			// delete. OnDelete gets the event's object, the last state seen.
+			inf.notify(a.obj, nil)
+		}
 	case actLog:
 		args := []any{"informer", inf.cfg.Name, "namespace", ns}
 		if a.err != nil {
@@ -348,20 +355,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		r.inf.cfg.Logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
 	return input[T]{}, false
-}
-
-// apply applies one watch event to the store and calls the handler.
-func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
-	key := inf.store.key(obj)
-	if typ != k8sapi.Deleted {
-		inf.notify(inf.store.put(key, obj), obj)
-		return
-	}
-	// Nothing for a key never seen, or already gone: no duplicate delete.
-	// OnDelete gets the event's object, the last state seen.
-	if inf.store.remove(key) != nil {
-		inf.notify(obj, nil)
-	}
 }
 
 // notify counts one change to the cache and tells the handler: old is nil
