@@ -108,23 +108,16 @@ func New[T any, P interface {
 	k8sapi.Object
 }](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
-	cfg.PageSize = orDefault(cfg.PageSize, defaultPageSize)
-	cfg.WatchTimeout = orDefault(cfg.WatchTimeout, defaultWatchTimeout)
-	cfg.IdleMargin = orDefault(cfg.IdleMargin, defaultIdleMargin)
+	// A value zero or negative gets the default.
+	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
+	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
+	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
 		cfg:   cfg,
 		m:     machine[T]{meta: meta, cfg: cfg},
 		store: newStore(meta, cfg.Indexers),
 	}
-}
-
-// orDefault returns v, or def if v is zero or negative.
-func orDefault[N int64 | time.Duration](v, def N) N {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
