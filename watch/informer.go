@@ -235,11 +235,10 @@ func (r *runner[T]) run(ctx context.Context) {
 		next.rand = rand.Float64()
 		var acts []action[T]
 		r.s, acts = r.inf.m.step(r.s, next)
+		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
-			if in, ok := r.do(ctx, a); ok {
-				next, have = in, true
-			}
+			next, have = r.do(ctx, a)
 		}
 		if have {
 			if next.kind == inOpened && next.err == nil {

@@ -161,8 +161,8 @@ type machine[T any] struct {
 }
 
 // step returns the state after in and the actions to carry out, in order.
-// At most one action of kinds actList, actWatch and actWait is returned:
-// the machine waits for one thing at a time.
+// At most one action of kinds actList, actWatch and actWait is returned,
+// and it comes last: the machine waits for one thing at a time.
 func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 	if s.phase != awaits[in.kind] {
 		return s, nil // not what the machine waits for: stale

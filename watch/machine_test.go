@@ -462,6 +462,11 @@ func runSteps(t *testing.T, m *machine[thing], steps []stepCase, wantRV string) 
 		if got := describe(acts); got != sc.acts {
 			t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
 		}
+		for j, a := range acts {
+			if j < len(acts)-1 && (a.kind == actList || a.kind == actWatch || a.kind == actWait) {
+				t.Fatalf("step %d: action %d of %d waits for an input but is not the last", i, j, len(acts))
+			}
+		}
 		if s.phase != sc.phase {
 			t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
 		}
