@@ -108,23 +108,16 @@ func New[T any, P interface {
 	k8sapi.Object
 }](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
-	cfg.PageSize = orDefault(cfg.PageSize, defaultPageSize)
-	cfg.WatchTimeout = orDefault(cfg.WatchTimeout, defaultWatchTimeout)
-	cfg.IdleMargin = orDefault(cfg.IdleMargin, defaultIdleMargin)
+	// A value zero or negative gets the default.
+	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
+	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
+	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
 		cfg:   cfg,
 		m:     machine[T]{meta: meta, cfg: cfg},
 		store: newStore(meta, cfg.Indexers),
 	}
-}
-
-// orDefault returns v, or def if v is zero or negative.
-func orDefault[N int64 | time.Duration](v, def N) N {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
@@ -242,11 +235,10 @@ func (r *runner[T]) run(ctx context.Context) {
 		next.rand = rand.Float64()
 		var acts []action[T]
 		r.s, acts = r.inf.m.step(r.s, next)
+		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
-			if in, ok := r.do(ctx, a); ok {
-				next, have = in, true
-			}
+			next, have = r.do(ctx, a)
 		}
 		if have {
 			if next.kind == inOpened && next.err == nil {
@@ -339,7 +331,14 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		inf.synced.Store(true)
 	case actApply:
-		inf.apply(a.typ, a.obj)
+		key := inf.store.key(a.obj)
+		if a.typ != k8sapi.Deleted {
+			inf.notify(inf.store.put(key, a.obj), a.obj)
+		} else if inf.store.remove(key) != nil {
+			// Nothing for a key never seen, or already gone: no duplicate
+			// delete. OnDelete gets the event's object, the last state seen.
+			inf.notify(a.obj, nil)
+		}
 	case actLog:
 		args := []any{"informer", inf.cfg.Name, "namespace", ns}
 		if a.err != nil {
@@ -348,20 +347,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		r.inf.cfg.Logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
 	return input[T]{}, false
-}
-
-// apply applies one watch event to the store and calls the handler.
-func (inf *Informer[T]) apply(typ k8sapi.EventType, obj *T) {
-	key := inf.store.key(obj)
-	if typ != k8sapi.Deleted {
-		inf.notify(inf.store.put(key, obj), obj)
-		return
-	}
-	// Nothing for a key never seen, or already gone: no duplicate delete.
-	// OnDelete gets the event's object, the last state seen.
-	if inf.store.remove(key) != nil {
-		inf.notify(obj, nil)
-	}
 }
 
 // notify counts one change to the cache and tells the handler: old is nil

@@ -532,6 +532,7 @@ func TestInformerHealthySilenceLimit(t *testing.T) {
 		limit time.Duration
 	}{
 		{"defaults", Config[thing]{}, 10*time.Minute + 30*time.Second},
+		{"negative means default", Config[thing]{WatchTimeout: -time.Minute, IdleMargin: -time.Second}, 10*time.Minute + 30*time.Second},
 		{"configured", Config[thing]{WatchTimeout: time.Minute, IdleMargin: 10 * time.Second}, 2*time.Minute + 10*time.Second},
 	}
 	for _, tt := range tests {

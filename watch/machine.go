@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -160,8 +161,8 @@ type machine[T any] struct {
 }
 
 // step returns the state after in and the actions to carry out, in order.
-// At most one action of kinds actList, actWatch and actWait is returned:
-// the machine waits for one thing at a time.
+// At most one action of kinds actList, actWatch and actWait is returned,
+// and it comes last: the machine waits for one thing at a time.
 func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 	if s.phase != awaits[in.kind] {
 		return s, nil // not what the machine waits for: stale
@@ -299,7 +300,7 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 // list's old snapshot, object included).
 func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []action[T] {
 	s.big = true
-	if size := m.pageSizeOf(s); size > 1 {
+	if size := cmp.Or(s.pageSize, m.cfg.PageSize); size > 1 {
 		s.pageSize = size / 2
 		acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
 			msg: fmt.Sprintf("list page too large; page size now %d", s.pageSize), err: in.err})
@@ -308,14 +309,6 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 	s.cont, s.pending, s.pageSize = "", nil, 0
 	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
 	return m.fail(s, in, phaseList, "list failed", acts)
-}
-
-// pageSizeOf returns the page size of the list in progress.
-func (m *machine[T]) pageSizeOf(s *state[T]) int64 {
-	if s.pageSize > 0 {
-		return s.pageSize
-	}
-	return m.cfg.PageSize
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
@@ -412,68 +405,43 @@ func (m *machine[T]) healthy(s *state[T], now time.Time) {
 }
 
 // listOptions returns the options of the next list page.
+//
+// The first list asks for resourceVersion "0": any state the server's watch
+// cache holds will do, which spares etcd. (The server ignores limit then
+// and answers in one page.) A list after a 410 or an oversized answer, and
+// any later full list, asks for "": a consistent read, never older than
+// what the cache has already seen. Later pages of a list carry only the
+// continue token.
 func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
-	rv, match := nextResourceVersion(reqList, s.rv, s.synced, s.gone || s.big, s.cont)
-	return k8sapi.ListOptions{
-		LabelSelector:        m.cfg.LabelSelector,
-		FieldSelector:        m.cfg.FieldSelector,
-		ResourceVersion:      rv,
-		ResourceVersionMatch: match,
-		Limit:                m.pageSizeOf(s),
-		Continue:             s.cont,
+	o := k8sapi.ListOptions{
+		LabelSelector: m.cfg.LabelSelector,
+		FieldSelector: m.cfg.FieldSelector,
+		Limit:         cmp.Or(s.pageSize, m.cfg.PageSize),
+		Continue:      s.cont,
 	}
+	if s.cont == "" && !s.gone && !s.big && !s.synced {
+		o.ResourceVersion = "0"
+	}
+	return o
 }
 
-// watchOptions returns the options of the next watch.
+// watchOptions returns the options of the next watch. A watch goes on from
+// the last resourceVersion seen. A streaming list asks for "" with
+// NotOlderThan: the server sends the current state, then a bookmark, then
+// changes.
 func (m *machine[T]) watchOptions(s *state[T]) k8sapi.ListOptions {
 	o := k8sapi.ListOptions{
 		LabelSelector:       m.cfg.LabelSelector,
 		FieldSelector:       m.cfg.FieldSelector,
+		ResourceVersion:     s.rv,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      int64(s.watchTimeout / time.Second),
 	}
-	req := reqWatch
 	if s.initial {
-		req = reqStream
+		o.ResourceVersion, o.ResourceVersionMatch = "", "NotOlderThan"
 		o.SendInitialEvents = new(true)
 	}
-	o.ResourceVersion, o.ResourceVersionMatch = nextResourceVersion(req, s.rv, s.synced, s.gone, "")
 	return o
-}
-
-// request is a kind of request for nextResourceVersion.
-type request uint8
-
-const (
-	reqList   request = iota // a page of a list
-	reqWatch                 // a watch that goes on from the cache's state
-	reqStream                // a streaming list (watch with initial events)
-)
-
-// nextResourceVersion returns the resourceVersion and resourceVersionMatch
-// of the next request, given the last resourceVersion seen, whether a full
-// list has been delivered, whether that resourceVersion has expired (410)
-// and the continue token of a list in progress.
-//
-//   - The first list asks for resourceVersion "0": any state the server's
-//     watch cache holds will do, which spares etcd. (The server ignores
-//     limit then and answers in one page.)
-//   - A list after a 410 asks for "": a consistent read, never older than
-//     what the cache has already seen.
-//   - Later pages of a list carry only the continue token.
-//   - A watch goes on from the last resourceVersion seen.
-//   - A streaming list asks for "" with NotOlderThan: the server sends the
-//     current state, then a bookmark, then changes.
-func nextResourceVersion(req request, lastRV string, synced, gone bool, cont string) (rv, match string) {
-	switch {
-	case req == reqWatch:
-		return lastRV, ""
-	case req == reqStream:
-		return "", "NotOlderThan"
-	case cont != "" || gone || synced:
-		return "", ""
-	}
-	return "0", ""
 }
 
 // refused reports whether err is the server rejecting a request's

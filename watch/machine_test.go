@@ -462,6 +462,11 @@ func runSteps(t *testing.T, m *machine[thing], steps []stepCase, wantRV string) 
 		if got := describe(acts); got != sc.acts {
 			t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
 		}
+		for j, a := range acts {
+			if j < len(acts)-1 && (a.kind == actList || a.kind == actWatch || a.kind == actWait) {
+				t.Fatalf("step %d: action %d of %d waits for an input but is not the last", i, j, len(acts))
+			}
+		}
 		if s.phase != sc.phase {
 			t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
 		}
@@ -474,26 +479,28 @@ func runSteps(t *testing.T, m *machine[thing], steps []stepCase, wantRV string) 
 func TestNextResourceVersion(t *testing.T) {
 	tests := []struct {
 		name      string
-		req       request
-		last      string
-		synced    bool
-		gone      bool
-		cont      string
+		watch     bool // a watch (or streaming list if initial), not a list page
+		s         state[thing]
 		rv, match string
 	}{
-		{"first list from the watch cache", reqList, "", false, false, "", "0", ""},
-		{"first list retried", reqList, "", false, false, "", "0", ""},
-		{"relist after 410 is consistent", reqList, "10", true, true, "", "", ""},
-		{"later page carries only the token", reqList, "", false, false, "tok", "", ""},
-		{"relist page", reqList, "10", true, true, "tok", "", ""},
-		{"watch from last seen", reqWatch, "42", true, false, "", "42", ""},
-		{"streaming list", reqStream, "", false, false, "", "", "NotOlderThan"},
-		{"streaming relist", reqStream, "42", true, true, "", "", "NotOlderThan"},
+		{"first list from the watch cache", false, state[thing]{}, "0", ""},
+		{"first list retried", false, state[thing]{failures: 1}, "0", ""},
+		{"relist after 410 is consistent", false, state[thing]{rv: "10", synced: true, gone: true}, "", ""},
+		{"list after an oversized answer is consistent", false, state[thing]{big: true}, "", ""},
+		{"later page carries only the token", false, state[thing]{cont: "tok"}, "", ""},
+		{"relist page", false, state[thing]{rv: "10", synced: true, gone: true, cont: "tok"}, "", ""},
+		{"watch from last seen", true, state[thing]{rv: "42", synced: true}, "42", ""},
+		{"streaming list", true, state[thing]{initial: true}, "", "NotOlderThan"},
+		{"streaming relist", true, state[thing]{rv: "42", synced: true, gone: true, initial: true}, "", "NotOlderThan"},
 	}
+	m := testMachine(0, false)
 	for _, tt := range tests {
-		rv, match := nextResourceVersion(tt.req, tt.last, tt.synced, tt.gone, tt.cont)
-		if rv != tt.rv || match != tt.match {
-			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.name, rv, match, tt.rv, tt.match)
+		o := m.listOptions(&tt.s)
+		if tt.watch {
+			o = m.watchOptions(&tt.s)
+		}
+		if o.ResourceVersion != tt.rv || o.ResourceVersionMatch != tt.match {
+			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.name, o.ResourceVersion, o.ResourceVersionMatch, tt.rv, tt.match)
 		}
 	}
 }
