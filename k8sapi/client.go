@@ -96,11 +96,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		tlsConfig, err := newTLSConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		t, err := newTransport(cfg, tlsConfig)
+		t, err := newTransport(cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -23,9 +23,13 @@ const (
 )
 
 // newTransport builds the base transport from c, which c.check accepted:
-// TLS from tlsConfig, HTTP/2 with health-check pings, a proxy only if
-// c.ProxyURL says so. It never fails.
-func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
+// TLS as newTLSConfig makes it, HTTP/2 with health-check pings, a proxy
+// only if c.ProxyURL says so. It fails only where newTLSConfig does.
+func newTransport(c *Config) (*http.Transport, error) {
+	tlsConfig, err := newTLSConfig(c)
+	if err != nil {
+		return nil, err
+	}
 	var proxy func(*http.Request) (*url.URL, error)
 	if u, err := parseProxyURL(c.ProxyURL); err == nil {
 		proxy = http.ProxyURL(u) // c.check refused a ProxyURL set but bad
