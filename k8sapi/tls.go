@@ -91,7 +91,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 	if len(c.CAData) > 0 {
 		pool, err := certPool(c.CAData)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("k8sapi: TLS: %w", err)
 		}
 		tc.RootCAs = pool
 	}
@@ -107,7 +107,8 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 	return tc, nil
 }
 
-// certPool builds a pool holding only the certificates in pemData.
+// certPool builds a pool holding only the certificates in pemData. Its
+// errors lack the package prefix, for the caller to add.
 func certPool(pemData []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	n := 0
@@ -118,12 +119,12 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 		n++
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: CA certificate %d: %w", n, err)
+			return nil, fmt.Errorf("CA certificate %d: %w", n, err)
 		}
 		pool.AddCert(cert)
 	}
 	if n == 0 {
-		return nil, errors.New("k8sapi: TLS: the CA data holds no PEM certificate")
+		return nil, errors.New("the CA data holds no PEM certificate")
 	}
 	return pool, nil
 }
