@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -16,15 +17,16 @@ type certSource interface {
 	clientCertificate(ctx context.Context) (*tls.Certificate, error)
 }
 
-// dynamicCerts returns the source of a client certificate that may change
-// over time, with creds extended to reload it after a 401, or nil and
-// creds unchanged when the certificate is fixed or absent. Files, which
-// c.check found in pairs, are read now, so that a bad pair fails early.
-// Over plain http:// no certificate is ever sent, and none is read.
-func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error) {
+// withClientCerts returns base, or a certTransport over it when the client
+// certificate may change over time, with creds extended to reload it after
+// a 401. Files, which c.check found in pairs, are read now, so that a bad
+// pair fails early. Over plain http:// no certificate is ever sent, and
+// none is read.
+func withClientCerts(c *Config, creds credentials, base *http.Transport) (http.RoundTripper, credentials, error) {
+	src, _ := creds.(certSource) // an exec plugin's, or nil
 	switch {
 	case plainHTTP(c.Host):
-		return nil, creds, nil
+		return base, creds, nil
 	case c.CertFile != "":
 		f := &certFiles{credentials: creds}
 		f.cert.now = time.Now
@@ -34,12 +36,11 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 		if _, err := f.cert.get(); err != nil {
 			return nil, nil, err
 		}
-		return f, f, nil
-	case len(c.CertData) > 0:
-		return nil, creds, nil
+		return &certTransport{certs: f, base: base}, f, nil
+	case len(c.CertData) > 0 || src == nil:
+		return base, creds, nil
 	}
-	src, _ := creds.(certSource) // an exec plugin's, or nil
-	return src, creds, nil
+	return &certTransport{certs: src, base: base}, creds, nil
 }
 
 // certFiles extends credentials with a client certificate and key read
