@@ -2,6 +2,7 @@ package k8sapi
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -34,10 +35,7 @@ func newTransport(c *Config) (*http.Transport, error) {
 	if u, err := parseProxyURL(c.ProxyURL); err == nil {
 		proxy = http.ProxyURL(u) // c.check refused a ProxyURL set but bad
 	}
-	ping := c.PingTimeout
-	if ping <= 0 {
-		ping = defaultPingTimeout
-	}
+	ping := cmp.Or(max(c.PingTimeout, 0), defaultPingTimeout)
 	dialer := &net.Dialer{
 		Timeout: dialTimeout,
 		KeepAliveConfig: net.KeepAliveConfig{
