@@ -90,23 +90,14 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	certs, creds, err := dynamicCerts(cfg, creds)
-	if err != nil {
-		return nil, err
-	}
 	rt := cfg.Transport
 	if rt == nil {
-		tlsConfig, err := newTLSConfig(cfg)
+		t, err := newTransport(cfg)
 		if err != nil {
 			return nil, err
 		}
-		t, err := newTransport(cfg, tlsConfig)
-		if err != nil {
+		if rt, creds, err = withClientCerts(cfg, creds, t); err != nil {
 			return nil, err
-		}
-		rt = t
-		if certs != nil {
-			rt = &certTransport{certs: certs, base: t}
 		}
 	}
 	if cfg.WrapTransport != nil {

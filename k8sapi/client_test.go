@@ -3,7 +3,6 @@ package k8sapi
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -122,10 +121,11 @@ func newTestClient(t *testing.T, srv *apiServer, mutate func(*Config)) (*Client,
 	if cfg.Transport == nil {
 		pool := x509.NewCertPool()
 		pool.AddCert(srv.Certificate())
-		tr, err := newTransport(cfg, &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool})
+		tr, err := newTransport(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		tr.TLSClientConfig.RootCAs = pool
 		t.Cleanup(tr.CloseIdleConnections)
 		cfg.Transport = tr
 	}
@@ -214,7 +214,7 @@ func TestNewDefaults(t *testing.T) {
 }
 
 func TestTransportSettings(t *testing.T) {
-	tr, err := newTransport(&Config{ProxyURL: "http://proxy.example:3128"}, &tls.Config{MinVersion: tls.VersionTLS12})
+	tr, err := newTransport(&Config{ProxyURL: "http://proxy.example:3128"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestTransportSettings(t *testing.T) {
 		t.Errorf("proxy = %v, %v", u, err)
 	}
 	t.Setenv("HTTPS_PROXY", "http://env-proxy:1")
-	tr, _ = newTransport(&Config{PingTimeout: time.Second}, &tls.Config{})
+	tr, _ = newTransport(&Config{PingTimeout: time.Second})
 	if tr.Proxy != nil {
 		t.Error("proxy taken from the environment")
 	}

@@ -80,8 +80,10 @@ type Config struct {
 	PingTimeout time.Duration
 
 	// Transport, when non-nil, carries every request instead of a transport
-	// built from the TLS and proxy fields above. Authentication, the user
-	// agent, rate limiting and retries still wrap it. It is the test seam.
+	// built from the TLS and proxy fields above, which it then has to
+	// apply itself: CertFile and KeyFile are not read. Authentication, the
+	// user agent, rate limiting and retries still wrap it. It is the test
+	// seam.
 	Transport http.RoundTripper
 	// WrapTransport, when non-nil, wraps the base transport (built or
 	// given), for instance to count requests. Each attempt of a retried

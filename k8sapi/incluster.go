@@ -42,12 +42,13 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: in-cluster config: %w", err)
 	}
-	ca, err := readFileLimit(filepath.Join(dir, "ca.crt"), maxPEMFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("k8sapi: in-cluster config: CA bundle: %w", err)
+	caFile := filepath.Join(dir, "ca.crt")
+	ca, err := readFileLimit(caFile, maxPEMFileSize)
+	if err == nil {
+		_, err = certPool(ca)
 	}
-	if _, err := certPool(ca); err != nil {
-		return nil, fmt.Errorf("k8sapi: in-cluster config: %s: %w", filepath.Join(dir, "ca.crt"), err)
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: in-cluster config: CA bundle %s: %w", caFile, pathCause(err))
 	}
 	ns, err := readFileLimit(filepath.Join(dir, "namespace"), maxTokenFileSize)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

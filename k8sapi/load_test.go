@@ -68,7 +68,7 @@ func TestInClusterErrors(t *testing.T) {
 		t.Errorf("no CA: %v", err)
 	}
 	badCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t", "ca.crt": "junk"})
-	if _, err := inCluster(badCA, env.get); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+	if _, err := inCluster(badCA, env.get); err == nil || err.Error() != "k8sapi: in-cluster config: CA bundle "+filepath.Join(badCA, "ca.crt")+": the CA data holds no PEM certificate" {
 		t.Errorf("bad CA: %v", err)
 	}
 	emptyToken := writeFiles(t, t.TempDir(), map[string]string{"token": " \n"})

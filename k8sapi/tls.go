@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -16,15 +17,16 @@ type certSource interface {
 	clientCertificate(ctx context.Context) (*tls.Certificate, error)
 }
 
-// dynamicCerts returns the source of a client certificate that may change
-// over time, with creds extended to reload it after a 401, or nil and
-// creds unchanged when the certificate is fixed or absent. Files, which
-// c.check found in pairs, are read now, so that a bad pair fails early.
-// Over plain http:// no certificate is ever sent, and none is read.
-func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error) {
+// withClientCerts returns base, or a certTransport over it when the client
+// certificate may change over time, with creds extended to reload it after
+// a 401. Files, which c.check found in pairs, are read now, so that a bad
+// pair fails early. Over plain http:// no certificate is ever sent, and
+// none is read.
+func withClientCerts(c *Config, creds credentials, base *http.Transport) (http.RoundTripper, credentials, error) {
+	src, _ := creds.(certSource) // an exec plugin's, or nil
 	switch {
 	case plainHTTP(c.Host):
-		return nil, creds, nil
+		return base, creds, nil
 	case c.CertFile != "":
 		f := &certFiles{credentials: creds}
 		f.cert.now = time.Now
@@ -34,12 +36,11 @@ func dynamicCerts(c *Config, creds credentials) (certSource, credentials, error)
 		if _, err := f.cert.get(); err != nil {
 			return nil, nil, err
 		}
-		return f, f, nil
-	case len(c.CertData) > 0:
-		return nil, creds, nil
+		return &certTransport{certs: f, base: base}, f, nil
+	case len(c.CertData) > 0 || src == nil:
+		return base, creds, nil
 	}
-	src, _ := creds.(certSource) // an exec plugin's, or nil
-	return src, creds, nil
+	return &certTransport{certs: src, base: base}, creds, nil
 }
 
 // certFiles extends credentials with a client certificate and key read
@@ -91,7 +92,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 	if len(c.CAData) > 0 {
 		pool, err := certPool(c.CAData)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("k8sapi: TLS: %w", err)
 		}
 		tc.RootCAs = pool
 	}
@@ -107,7 +108,8 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 	return tc, nil
 }
 
-// certPool builds a pool holding only the certificates in pemData.
+// certPool builds a pool holding only the certificates in pemData. Its
+// errors lack the package prefix, for the caller to add.
 func certPool(pemData []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	n := 0
@@ -118,12 +120,12 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 		n++
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: CA certificate %d: %w", n, err)
+			return nil, fmt.Errorf("CA certificate %d: %w", n, err)
 		}
 		pool.AddCert(cert)
 	}
 	if n == 0 {
-		return nil, errors.New("k8sapi: TLS: the CA data holds no PEM certificate")
+		return nil, errors.New("the CA data holds no PEM certificate")
 	}
 	return pool, nil
 }

@@ -2,6 +2,7 @@ package k8sapi
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -23,17 +24,18 @@ const (
 )
 
 // newTransport builds the base transport from c, which c.check accepted:
-// TLS from tlsConfig, HTTP/2 with health-check pings, a proxy only if
-// c.ProxyURL says so. It never fails.
-func newTransport(c *Config, tlsConfig *tls.Config) (*http.Transport, error) {
+// TLS as newTLSConfig makes it, HTTP/2 with health-check pings, a proxy
+// only if c.ProxyURL says so. It fails only where newTLSConfig does.
+func newTransport(c *Config) (*http.Transport, error) {
+	tlsConfig, err := newTLSConfig(c)
+	if err != nil {
+		return nil, err
+	}
 	var proxy func(*http.Request) (*url.URL, error)
 	if u, err := parseProxyURL(c.ProxyURL); err == nil {
 		proxy = http.ProxyURL(u) // c.check refused a ProxyURL set but bad
 	}
-	ping := c.PingTimeout
-	if ping <= 0 {
-		ping = defaultPingTimeout
-	}
+	ping := cmp.Or(max(c.PingTimeout, 0), defaultPingTimeout)
 	dialer := &net.Dialer{
 		Timeout: dialTimeout,
 		KeepAliveConfig: net.KeepAliveConfig{
