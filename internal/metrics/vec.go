@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -174,15 +173,3 @@ func (v *Vec) bind(f func() (float64, bool), values ...string) {
 }
 
 func (v *Vec) vecs() []*Vec { return []*Vec{v} }
-
-// collect returns the samples of the series now.
-func (v *Vec) collect() []sample {
-	v.mu.RLock()
-	ss := slices.Collect(maps.Values(v.child))
-	v.mu.RUnlock()
-	out := make([]sample, len(ss))
-	for i, s := range ss {
-		out[i] = s.sample(v.fn)
-	}
-	return out
-}
