@@ -97,12 +97,12 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
 		return nil, errors.New("metricsauth: Config needs a Client and a Path")
 	}
-	cfg.TTL = positive(cfg.TTL, DefaultTTL)
-	cfg.MaxEntries = positive(cfg.MaxEntries, DefaultMaxEntries)
-	cfg.MaxInFlight = positive(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.Timeout = positive(cfg.Timeout, DefaultTimeout)
-	cfg.ReviewQPS = positive(cfg.ReviewQPS, DefaultReviewQPS)
-	cfg.ReviewBurst = positive(cfg.ReviewBurst, DefaultReviewBurst)
+	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
+	cfg.MaxEntries = cmp.Or(max(cfg.MaxEntries, 0), DefaultMaxEntries)
+	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), DefaultTimeout)
+	cfg.ReviewQPS = cmp.Or(max(cfg.ReviewQPS, 0), DefaultReviewQPS)
+	cfg.ReviewBurst = cmp.Or(max(cfg.ReviewBurst, 0), DefaultReviewBurst)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
 		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
@@ -160,14 +160,6 @@ func (f *Filter) decide(r *http.Request) int {
 	}
 	f.remember(key, code, time.Now())
 	return code
-}
-
-// positive returns v, or def when v is not positive.
-func positive[T int | float64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // bearer returns the token of an "Authorization: Bearer" header.
