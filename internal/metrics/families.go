@@ -92,7 +92,7 @@ func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeri
 
 // ControllerSeries are one controller's series, looked up once but for
 // the reconcile_total series of a result, found by Reconciled under a
-// read lock and without allocating. Its methods are safe for concurrent
+// lock and without allocating. Its methods are safe for concurrent
 // use.
 type ControllerSeries struct {
 	errors, terminal, panics, time, active *Series

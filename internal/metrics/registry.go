@@ -121,9 +121,9 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // cumulative bucket count, so buckets and count always agree even while
 // observations go on.
 func (v *Vec) appendTo(b []byte) []byte {
-	v.mu.RLock()
+	v.mu.Lock()
 	ss := slices.Collect(maps.Values(v.child))
-	v.mu.RUnlock()
+	v.mu.Unlock()
 	slices.SortFunc(ss, func(x, y *Series) int { return slices.Compare(x.values, y.values) })
 	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", v.name, helpEscaper.Replace(v.help), v.name, v.typ)
 	for _, s := range ss {

@@ -26,8 +26,8 @@ type Vec struct {
 	buckets []float64 // histograms only: upper bounds without +Inf
 	err     error
 	fn      bool // the series are read from functions bound with Bind
-	mu      sync.RWMutex
-	child   map[string]*Series // keyed by the label values joined with 0xff, which valid UTF-8 never contains
+	mu      sync.Mutex
+	child   map[string]*Series // keyed by the label values, each followed by 0xff, which valid UTF-8 never contains
 }
 
 func newVec(name, help, typ string, buckets []float64, fn bool, labels []string) *Vec {
@@ -118,7 +118,7 @@ func newFunc(typ, name, help string, f func() float64) *Vec {
 // of the label names, creating it at zero if needed. Invalid UTF-8 in a
 // value is replaced, since the format requires label values in UTF-8. It
 // panics if the number of values is wrong: that is a programming error.
-// Keep the result on hot paths: the lookup takes a read lock.
+// Keep the result on hot paths: the lookup takes a lock.
 func (v *Vec) WithLabelValues(values ...string) *Series {
 	if len(values) != len(v.labels) {
 		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.name, len(values), len(v.labels), v.labels))
@@ -131,29 +131,21 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 	}
 	var buf [128]byte
 	k := buf[:0]
-	for i, s := range values {
-		if i > 0 {
-			k = append(k, 0xff)
-		}
+	for _, s := range values {
 		k = append(k, s...)
-	}
-	v.mu.RLock()
-	s := v.child[string(k)]
-	v.mu.RUnlock()
-	if s != nil {
-		return s
+		k = append(k, 0xff)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := v.child[string(k)]; s != nil {
-		return s
+	s := v.child[string(k)]
+	if s == nil {
+		s = &Series{values: slices.Clone(values)}
+		if v.typ == typeHistogram {
+			s.bounds = v.buckets
+			s.counts = make([]atomic.Uint64, len(v.buckets)+1)
+		}
+		v.child[string(k)] = s
 	}
-	s = &Series{values: slices.Clone(values)}
-	if v.typ == typeHistogram {
-		s.bounds = v.buckets
-		s.counts = make([]atomic.Uint64, len(v.buckets)+1)
-	}
-	v.child[string(k)] = s
 	return s
 }
 
