@@ -97,20 +97,20 @@ func NewGaugeFuncVec(name, help string, labelNames ...string) *Vec {
 // NewGaugeFunc returns an unlabelled gauge whose value is f(), called at
 // every scrape.
 func NewGaugeFunc(name, help string, f func() float64) *Vec {
-	return newFunc(typeGauge, name, help, f)
+	return newFunc(typeGauge, name, help, always(name, f))
 }
 
 // NewCounterFunc returns an unlabelled counter whose value is f(), called
 // at every scrape. f must never return less than it did before.
 func NewCounterFunc(name, help string, f func() float64) *Vec {
-	return newFunc(typeCounter, name, help, f)
+	return newFunc(typeCounter, name, help, always(name, f))
 }
 
 // newFunc returns an unlabelled family of type typ whose value is f(),
-// called at every scrape.
-func newFunc(typ, name, help string, f func() float64) *Vec {
+// called at every scrape, and left out when f reports none.
+func newFunc(typ, name, help string, f func() (float64, bool)) *Vec {
 	v := newVec(name, help, typ, nil, true, nil)
-	v.Bind(f)
+	v.WithLabelValues().f.Store(&f)
 	return v
 }
 
@@ -153,15 +153,17 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 // any earlier function. It panics if the number of values is wrong or f
 // is nil.
 func (v *Vec) Bind(f func() float64, values ...string) {
-	if f == nil {
-		panic("metrics: " + v.name + ": Bind with a nil function")
-	}
-	v.bind(func() (float64, bool) { return f(), true }, values...)
+	g := always(v.name, f)
+	v.WithLabelValues(values...).f.Store(&g)
 }
 
-// bind is Bind for a function that may have no value.
-func (v *Vec) bind(f func() (float64, bool), values ...string) {
-	v.WithLabelValues(values...).f.Store(&f)
+// always returns f as a function that always has a value. It panics if f
+// is nil: that is a programming error.
+func always(name string, f func() float64) func() (float64, bool) {
+	if f == nil {
+		panic("metrics: " + name + ": nil function")
+	}
+	return func() (float64, bool) { return f(), true }
 }
 
 func (v *Vec) vecs() []*Vec { return []*Vec{v} }
