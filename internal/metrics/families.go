@@ -288,9 +288,7 @@ func NewAPIMetrics() *APIMetrics {
 // to the response headers (for a watch, the opening). Each retry is a
 // request of its own. next nil means http.DefaultTransport.
 func (m *APIMetrics) RoundTripper(next http.RoundTripper) http.RoundTripper {
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next = cmp.Or(next, http.DefaultTransport)
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
 		start := time.Now()
