@@ -291,21 +291,19 @@ func (r *Recorder) count(runCtx context.Context, n *atomic.Int64, err error) {
 	case err == nil:
 		n.Add(1)
 		r.failing = false
-		return
 	case runCtx.Err() != nil:
 		r.dropped.Add(1)
-		return
+	case r.failing:
+		r.failed.Add(1)
+	default:
+		r.failed.Add(1)
+		r.failing = true
+		msg := "events: writing an Event failed; further failures are not logged until a write succeeds"
+		if k8sapi.IsForbidden(err) {
+			msg = "events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds"
+		}
+		r.cfg.Logger.Warn(msg, "err", err)
 	}
-	r.failed.Add(1)
-	if r.failing {
-		return
-	}
-	r.failing = true
-	msg := "events: writing an Event failed; further failures are not logged until a write succeeds"
-	if k8sapi.IsForbidden(err) {
-		msg = "events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds"
-	}
-	r.cfg.Logger.Warn(msg, "err", err)
 }
 
 // objectKey identifies the object an event is about.
