@@ -109,9 +109,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.WriteTo(&buf) // a bytes.Buffer does not fail
 	w.Header().Set("Content-Type", ContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	if req.Method == http.MethodGet {
-		w.Write(buf.Bytes())
-	}
+	w.Write(buf.Bytes()) // net/http's server sends no body for HEAD
 }
 
 // appendTo appends the family, its series sorted by label values. The
