@@ -169,14 +169,12 @@ func bearer(h string) (string, bool) {
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
+// cached returns the decision kept for key, if it has not expired.
 func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (int, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, ok := f.cache[key]
-	if !ok || !now.Before(d.expires) {
-		return 0, false
-	}
-	return d.code, true
+	return d.code, ok && now.Before(d.expires)
 }
 
 // remember keeps a decision. A full cache drops its expired entries, and
@@ -249,8 +247,7 @@ type reviewStatus struct {
 // the Path.
 func (f *Filter) review(ctx context.Context, token string) (int, error) {
 	reviews := k8sapi.For[review](f.cfg.Client, TokenReviews)
-	tr := &review{TypeMeta: k8sapi.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}}
-	tr.Spec.Token = token
+	tr := &review{TypeMeta: k8sapi.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}, Spec: reviewSpec{Token: token}}
 	got, err := reviews.Create(ctx, "", tr, k8sapi.WriteOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("metricsauth: token review: %w", err)
