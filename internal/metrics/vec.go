@@ -31,7 +31,7 @@ type Vec struct {
 }
 
 func newVec(name, help, typ string, buckets []float64, fn bool, labels []string) *Vec {
-	v := &Vec{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: buckets, fn: fn, child: make(map[string]*Series)}
+	v := &Vec{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: slices.Clone(buckets), fn: fn, child: make(map[string]*Series)}
 	if !validName(name, false) {
 		v.err = fmt.Errorf("metrics: invalid metric name %q", name)
 	}
@@ -81,11 +81,10 @@ func NewGaugeVec(name, help string, labelNames ...string) *Vec {
 // bounds, which must be sorted and distinct (a final +Inf is implied and
 // may be left out), and label names.
 func NewHistogramVec(name, help string, buckets []float64, labelNames ...string) *Vec {
-	b := slices.Clone(buckets)
-	if n := len(b); n > 0 && math.IsInf(b[n-1], 1) {
-		b = b[:n-1]
+	if n := len(buckets); n > 0 && math.IsInf(buckets[n-1], 1) {
+		buckets = buckets[:n-1]
 	}
-	return newVec(name, help, typeHistogram, b, false, labelNames)
+	return newVec(name, help, typeHistogram, buckets, false, labelNames)
 }
 
 // NewGaugeFuncVec returns a gauge family whose series are bound to
