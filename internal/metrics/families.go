@@ -320,16 +320,14 @@ func Verb(method, path, watchParam string) string {
 		return strings.ToLower(method)
 	}
 	rest := segs[prefix:]
-	if len(rest) > 0 && rest[0] == "watch" {
-		return "watch"
-	}
+	legacyWatch := len(rest) > 0 && rest[0] == "watch" // .../v1/watch/...
 	if len(rest) >= 3 && rest[0] == "namespaces" {
 		rest = rest[2:] // a resource in a namespace
 	}
 	collection := len(rest) == 1
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
-	case read && (watchParam == "true" || watchParam == "1"):
+	case read && (legacyWatch || watchParam == "true" || watchParam == "1"):
 		return "watch"
 	case read && collection:
 		return "list"
