@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
 // Vec is a family of series told apart by label values: counters,
@@ -122,23 +121,18 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 	if len(values) != len(v.labels) {
 		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.name, len(values), len(v.labels), v.labels))
 	}
-	if slices.ContainsFunc(values, func(s string) bool { return !utf8.ValidString(s) }) {
-		values = slices.Clone(values)
-		for i, s := range values {
-			values[i] = strings.ToValidUTF8(s, "\uFFFD")
-		}
-	}
 	var buf [128]byte
 	k := buf[:0]
 	for _, s := range values {
-		k = append(k, s...)
+		k = append(k, strings.ToValidUTF8(s, "\uFFFD")...) // s itself, not a copy, when valid
 		k = append(k, 0xff)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := v.child[string(k)]
 	if s == nil {
-		s = &Series{values: slices.Clone(values)}
+		clean := strings.Split(string(k), "\xff") // the values, then ""
+		s = &Series{values: clean[:len(clean)-1]}
 		if v.typ == typeHistogram {
 			s.bounds = v.buckets
 			s.counts = make([]atomic.Uint64, len(v.buckets)+1)
