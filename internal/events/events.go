@@ -267,10 +267,7 @@ func expire[K comparable, V any](m map[K]V, stale func(V) bool) {
 }
 
 func (r *Recorder) newEvent(it item) *k8sapi.Event {
-	ns := it.regarding.Namespace
-	if ns == "" {
-		ns = "default" // Events about cluster-scoped objects
-	}
+	ns := cmp.Or(it.regarding.Namespace, "default") // Events about cluster-scoped objects go to default
 	suffix := fmt.Sprintf(".%016x", rand.Uint64())
 	return &k8sapi.Event{
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
@@ -294,29 +291,24 @@ func (r *Recorder) count(runCtx context.Context, n *atomic.Int64, err error) {
 	case err == nil:
 		n.Add(1)
 		r.failing = false
-		return
 	case runCtx.Err() != nil:
 		r.dropped.Add(1)
-		return
+	case r.failing:
+		r.failed.Add(1)
+	default:
+		r.failed.Add(1)
+		r.failing = true
+		msg := "events: writing an Event failed; further failures are not logged until a write succeeds"
+		if k8sapi.IsForbidden(err) {
+			msg = "events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds"
+		}
+		r.cfg.Logger.Warn(msg, "err", err)
 	}
-	r.failed.Add(1)
-	if r.failing {
-		return
-	}
-	r.failing = true
-	msg := "events: writing an Event failed; further failures are not logged until a write succeeds"
-	if k8sapi.IsForbidden(err) {
-		msg = "events: not allowed to write Events; grant create and patch on events.k8s.io events. Further failures are not logged until a write succeeds"
-	}
-	r.cfg.Logger.Warn(msg, "err", err)
 }
 
 // objectKey identifies the object an event is about.
 func objectKey(ref k8sapi.ObjectReference) string {
-	if ref.UID != "" {
-		return ref.UID
-	}
-	return ref.APIVersion + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+	return cmp.Or(ref.UID, ref.APIVersion+"/"+ref.Kind+"/"+ref.Namespace+"/"+ref.Name)
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -71,30 +71,18 @@ func Cgroup(root fs.FS) (int64, string, error) {
 		if err != nil {
 			return 0, "", fmt.Errorf("memlimit: %w", err)
 		}
-		n, err := parseLimit(string(b))
-		if err != nil {
-			return 0, "", fmt.Errorf("memlimit: /%s: %w", name, err)
+		// "max", or a huge number, means no limit (0).
+		v := strings.TrimSpace(string(b))
+		n, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case v == "max" || err == nil && n >= noLimit:
+			return 0, "/" + name, nil
+		case err != nil:
+			return 0, "", fmt.Errorf("memlimit: /%s: not a limit: %q", name, v)
 		}
-		return n, "/" + name, nil
+		return int64(n), "/" + name, nil
 	}
 	return 0, "", nil
-}
-
-// parseLimit reads a memory.max or memory.limit_in_bytes value: "max" or
-// a huge number means no limit (0).
-func parseLimit(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "max" {
-		return 0, nil
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a limit: %q", s)
-	}
-	if n >= noLimit {
-		return 0, nil
-	}
-	return int64(n), nil
 }
 
 // cgroupPaths reads /proc/self/cgroup: the v2 path (line "0::PATH") and

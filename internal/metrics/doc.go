@@ -14,7 +14,7 @@
 // Constructors never fail: a bad metric name, label name or bucket list is
 // remembered and reported by [Registry.Register], so one place checks every
 // programmer error. Updating a metric is lock-free (atomics); a labelled
-// child is found under a read lock, so hot paths should look a child up
+// child is found under a lock, so hot paths should look a child up
 // once and keep it. [Series.Observe] does not allocate.
 //
 // The output is stable: families sorted by name, series by their label

@@ -51,13 +51,12 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 // Register the whole set with [Registry.Register]; it is safe for
 // concurrent use.
 type ControllerMetrics struct {
-	collectors
 	total, errors, terminal, panics, time, max, active *Vec
 }
 
 // NewControllerMetrics returns the controller families, empty.
 func NewControllerMetrics() *ControllerMetrics {
-	m := &ControllerMetrics{
+	return &ControllerMetrics{
 		total:    NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result"),
 		errors:   NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"),
 		terminal: NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"),
@@ -66,8 +65,10 @@ func NewControllerMetrics() *ControllerMetrics {
 		max:      NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"),
 		active:   NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
 	}
-	m.collectors = collectors{m.total, m.errors, m.terminal, m.panics, m.time, m.max, m.active}
-	return m
+}
+
+func (m *ControllerMetrics) vecs() []*Vec {
+	return []*Vec{m.total, m.errors, m.terminal, m.panics, m.time, m.max, m.active}
 }
 
 // Controller returns the series of one controller, creating them at zero
@@ -92,7 +93,7 @@ func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeri
 
 // ControllerSeries are one controller's series, looked up once but for
 // the reconcile_total series of a result, found by Reconciled under a
-// read lock and without allocating. Its methods are safe for concurrent
+// lock and without allocating. Its methods are safe for concurrent
 // use.
 type ControllerSeries struct {
 	errors, terminal, panics, time, active *Series
@@ -134,14 +135,13 @@ func (s *ControllerSeries) WorkerDone() { s.active.Dec() }
 // alike. Register the set with [Registry.Register]; it is safe for
 // concurrent use.
 type WorkqueueMetrics struct {
-	collectors
 	depth, adds, waited, worked, retries, unfinished, longest *Vec
 }
 
 // NewWorkqueueMetrics returns the workqueue families, empty.
 func NewWorkqueueMetrics() *WorkqueueMetrics {
 	l := []string{"name", "controller"}
-	m := &WorkqueueMetrics{
+	return &WorkqueueMetrics{
 		depth:      NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...),
 		adds:       NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...),
 		waited:     NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...),
@@ -150,8 +150,10 @@ func NewWorkqueueMetrics() *WorkqueueMetrics {
 		unfinished: NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...),
 		longest:    NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...),
 	}
-	m.collectors = collectors{m.depth, m.adds, m.waited, m.worked, m.retries, m.unfinished, m.longest}
-	return m
+}
+
+func (m *WorkqueueMetrics) vecs() []*Vec {
+	return []*Vec{m.depth, m.adds, m.waited, m.worked, m.retries, m.unfinished, m.longest}
 }
 
 // Queue returns the queue.Metrics of one queue, to set as
@@ -208,7 +210,6 @@ type WatchSource interface {
 // informers at every scrape. Register the set with [Registry.Register];
 // it is safe for concurrent use.
 type WatchMetrics struct {
-	collectors
 	now                              func() time.Time
 	relists, reconnects, events, age *Vec
 }
@@ -219,16 +220,16 @@ func NewWatchMetrics(now func() time.Time) *WatchMetrics {
 	if now == nil {
 		now = time.Now
 	}
-	m := &WatchMetrics{
+	return &WatchMetrics{
 		now:        now,
 		relists:    newVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
 		reconnects: newVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
 		events:     newVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
 		age:        NewGaugeFuncVec("widget_operator_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
 	}
-	m.collectors = collectors{m.relists, m.reconnects, m.events, m.age}
-	return m
 }
+
+func (m *WatchMetrics) vecs() []*Vec { return []*Vec{m.relists, m.reconnects, m.events, m.age} }
 
 // Add starts reporting src under the label resource="resource", such as
 // "widgets". Until src hears from the server, the last-event age counts
@@ -270,27 +271,24 @@ func NewLeaderMetric(isLeader func() bool) *Vec {
 // and widget_operator_api_request_duration_seconds{verb}. Register the
 // set with [Registry.Register]; it is safe for concurrent use.
 type APIMetrics struct {
-	collectors
 	requests, duration *Vec
 }
 
 // NewAPIMetrics returns the API request families, empty.
 func NewAPIMetrics() *APIMetrics {
-	m := &APIMetrics{
+	return &APIMetrics{
 		requests: NewCounterVec("widget_operator_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
 		duration: NewHistogramVec("widget_operator_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
 	}
-	m.collectors = collectors{m.requests, m.duration}
-	return m
 }
+
+func (m *APIMetrics) vecs() []*Vec { return []*Vec{m.requests, m.duration} }
 
 // RoundTripper returns next wrapped to count every request and time it
 // to the response headers (for a watch, the opening). Each retry is a
 // request of its own. next nil means http.DefaultTransport.
 func (m *APIMetrics) RoundTripper(next http.RoundTripper) http.RoundTripper {
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next = cmp.Or(next, http.DefaultTransport)
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
 		start := time.Now()
@@ -322,16 +320,14 @@ func Verb(method, path, watchParam string) string {
 		return strings.ToLower(method)
 	}
 	rest := segs[prefix:]
-	if len(rest) > 0 && rest[0] == "watch" {
-		return "watch"
-	}
+	legacyWatch := len(rest) > 0 && rest[0] == "watch" // .../v1/watch/...
 	if len(rest) >= 3 && rest[0] == "namespaces" {
 		rest = rest[2:] // a resource in a namespace
 	}
 	collection := len(rest) == 1
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
-	case read && (watchParam == "true" || watchParam == "1"):
+	case read && (legacyWatch || watchParam == "true" || watchParam == "1"):
 		return "watch"
 	case read && collection:
 		return "list"

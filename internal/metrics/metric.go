@@ -65,24 +65,3 @@ func (s *Series) Observe(v float64) {
 
 // ObserveDuration observes d in seconds.
 func (s *Series) ObserveDuration(d time.Duration) { s.Observe(d.Seconds()) }
-
-// sample returns the value now: a function's result (omitted if f is
-// unbound in a function family or reports none), or a histogram's
-// cumulative bucket counts and sum. The count is the last cumulative
-// value, so buckets and count always agree even while observations go on.
-func (s *Series) sample(fn bool) sample {
-	if f := s.f.Load(); f != nil {
-		x, ok := (*f)()
-		return sample{values: s.values, value: x, omit: !ok}
-	}
-	out := sample{values: s.values, value: s.v.load(), omit: fn}
-	if s.counts != nil {
-		out.cumulative = make([]uint64, len(s.counts))
-		var total uint64
-		for i := range s.counts {
-			total += s.counts[i].Load()
-			out.cumulative[i] = total
-		}
-	}
-	return out
-}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -193,6 +194,18 @@ func TestHandler(t *testing.T) {
 	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/metrics", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST: code %d", rec.Code)
+	}
+	// HEAD over a real server: the headers of GET, no body.
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	resp, err := http.Head(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(scrape(t, r))) || len(body) != 0 {
+		t.Errorf("HEAD: code %d, Content-Length %d, %d bytes of body", resp.StatusCode, resp.ContentLength, len(body))
 	}
 }
 

@@ -22,14 +22,6 @@ type Collector interface {
 	vecs() []*Vec
 }
 
-// sample is the value of one labelled series, or one histogram.
-type sample struct {
-	values     []string
-	value      float64  // a histogram's sum
-	cumulative []uint64 // a histogram's counts: one per bound, then +Inf
-	omit       bool     // no value at this scrape
-}
-
 // collectors is a set of families registered as one.
 type collectors []*Vec
 
@@ -100,7 +92,7 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	r.mu.RUnlock()
 	var b []byte
 	for _, f := range fs {
-		b = appendFamily(b, f, f.collect())
+		b = f.appendTo(b)
 	}
 	n, err := w.Write(b)
 	return int64(n), err
@@ -117,32 +109,48 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.WriteTo(&buf) // a bytes.Buffer does not fail
 	w.Header().Set("Content-Type", ContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	if req.Method == http.MethodGet {
-		w.Write(buf.Bytes())
-	}
+	w.Write(buf.Bytes()) // net/http's server sends no body for HEAD
 }
 
-func appendFamily(b []byte, f *Vec, ss []sample) []byte {
-	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, helpEscaper.Replace(f.help), f.name, f.typ)
-	slices.SortFunc(ss, func(x, y sample) int { return slices.Compare(x.values, y.values) })
+// appendTo appends the family, its series sorted by label values. The
+// functions of function-backed series are called without v's lock held;
+// a series whose function reports no value, or that has none in a
+// function family, is left out. A histogram's count is its last
+// cumulative bucket count, so buckets and count always agree even while
+// observations go on.
+func (v *Vec) appendTo(b []byte) []byte {
+	v.mu.Lock()
+	ss := slices.Collect(maps.Values(v.child))
+	v.mu.Unlock()
+	slices.SortFunc(ss, func(x, y *Series) int { return slices.Compare(x.values, y.values) })
+	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", v.name, helpEscaper.Replace(v.help), v.name, v.typ)
 	for _, s := range ss {
+		if f := s.f.Load(); f != nil {
+			if x, ok := (*f)(); ok {
+				b = appendSample(b, v.name, v.labels, s.values, x)
+			}
+			continue
+		}
 		switch {
-		case s.omit:
-		case s.cumulative == nil:
-			b = appendSample(b, f.name, f.labels, s.values, s.value)
+		case v.fn:
+		case s.counts == nil:
+			b = appendSample(b, v.name, v.labels, s.values, s.v.load())
 		default:
-			labels := append(slices.Clip(f.labels), "le")
+			sum := s.v.load()
+			labels := append(slices.Clip(v.labels), "le")
 			values := append(slices.Clip(s.values), "+Inf")
-			for i, c := range s.cumulative {
-				if i < len(f.buckets) {
-					values[len(values)-1] = string(appendFloat(nil, f.buckets[i]))
+			var total uint64
+			for i := range s.counts {
+				total += s.counts[i].Load()
+				if i < len(v.buckets) {
+					values[len(values)-1] = string(appendFloat(nil, v.buckets[i]))
 				} else {
 					values[len(values)-1] = "+Inf"
 				}
-				b = appendSample(b, f.name+"_bucket", labels, values, float64(c))
+				b = appendSample(b, v.name+"_bucket", labels, values, float64(total))
 			}
-			b = appendSample(b, f.name+"_sum", f.labels, s.values, s.value)
-			b = appendSample(b, f.name+"_count", f.labels, s.values, float64(s.cumulative[len(s.cumulative)-1]))
+			b = appendSample(b, v.name+"_sum", v.labels, s.values, sum)
+			b = appendSample(b, v.name+"_count", v.labels, s.values, float64(total))
 		}
 	}
 	return b

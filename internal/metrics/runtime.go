@@ -26,11 +26,6 @@ import (
 // early in main is close enough). The process_* samples other than the
 // start time are left out where /proc cannot be read.
 func NewRuntimeCollector(start time.Time) Collector {
-	read := func(typ, name, help string, f func() (float64, bool)) *Vec {
-		v := newVec(name, help, typ, nil, true, nil)
-		v.bind(f)
-		return v
-	}
 	info := NewGaugeVec("go_info", "Information about the Go environment.", "version")
 	info.WithLabelValues(runtime.Version()).Set(1)
 	return collectors{
@@ -38,11 +33,11 @@ func NewRuntimeCollector(start time.Time) Collector {
 			return float64(runtime.NumGoroutine())
 		}),
 		info,
-		read(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
-		read(typeGauge, "process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
-		read(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
-		read(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
-		read(typeGauge, "process_open_fds", "Number of open file descriptors.", openFDs),
+		newFunc(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
+		newFunc(typeGauge, "process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
+		newFunc(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
+		newFunc(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
+		newFunc(typeGauge, "process_open_fds", "Number of open file descriptors.", openFDs),
 		NewGaugeFunc("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", func() float64 { return float64(start.UnixNano()) / 1e9 }),
 	}
 }

@@ -2,13 +2,11 @@ package metrics
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
 // Vec is a family of series told apart by label values: counters,
@@ -27,12 +25,12 @@ type Vec struct {
 	buckets []float64 // histograms only: upper bounds without +Inf
 	err     error
 	fn      bool // the series are read from functions bound with Bind
-	mu      sync.RWMutex
-	child   map[string]*Series // keyed by the label values joined with 0xff, which valid UTF-8 never contains
+	mu      sync.Mutex
+	child   map[string]*Series // keyed by the label values, each followed by 0xff, which valid UTF-8 never contains
 }
 
 func newVec(name, help, typ string, buckets []float64, fn bool, labels []string) *Vec {
-	v := &Vec{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: buckets, fn: fn, child: make(map[string]*Series)}
+	v := &Vec{name: name, help: help, typ: typ, labels: slices.Clone(labels), buckets: slices.Clone(buckets), fn: fn, child: make(map[string]*Series)}
 	if !validName(name, false) {
 		v.err = fmt.Errorf("metrics: invalid metric name %q", name)
 	}
@@ -82,11 +80,10 @@ func NewGaugeVec(name, help string, labelNames ...string) *Vec {
 // bounds, which must be sorted and distinct (a final +Inf is implied and
 // may be left out), and label names.
 func NewHistogramVec(name, help string, buckets []float64, labelNames ...string) *Vec {
-	b := slices.Clone(buckets)
-	if n := len(b); n > 0 && math.IsInf(b[n-1], 1) {
-		b = b[:n-1]
+	if n := len(buckets); n > 0 && math.IsInf(buckets[n-1], 1) {
+		buckets = buckets[:n-1]
 	}
-	return newVec(name, help, typeHistogram, b, false, labelNames)
+	return newVec(name, help, typeHistogram, buckets, false, labelNames)
 }
 
 // NewGaugeFuncVec returns a gauge family whose series are bound to
@@ -98,20 +95,20 @@ func NewGaugeFuncVec(name, help string, labelNames ...string) *Vec {
 // NewGaugeFunc returns an unlabelled gauge whose value is f(), called at
 // every scrape.
 func NewGaugeFunc(name, help string, f func() float64) *Vec {
-	return newFunc(typeGauge, name, help, f)
+	return newFunc(typeGauge, name, help, always(name, f))
 }
 
 // NewCounterFunc returns an unlabelled counter whose value is f(), called
 // at every scrape. f must never return less than it did before.
 func NewCounterFunc(name, help string, f func() float64) *Vec {
-	return newFunc(typeCounter, name, help, f)
+	return newFunc(typeCounter, name, help, always(name, f))
 }
 
 // newFunc returns an unlabelled family of type typ whose value is f(),
-// called at every scrape.
-func newFunc(typ, name, help string, f func() float64) *Vec {
+// called at every scrape, and left out when f reports none.
+func newFunc(typ, name, help string, f func() (float64, bool)) *Vec {
 	v := newVec(name, help, typ, nil, true, nil)
-	v.Bind(f)
+	v.WithLabelValues().f.Store(&f)
 	return v
 }
 
@@ -119,42 +116,29 @@ func newFunc(typ, name, help string, f func() float64) *Vec {
 // of the label names, creating it at zero if needed. Invalid UTF-8 in a
 // value is replaced, since the format requires label values in UTF-8. It
 // panics if the number of values is wrong: that is a programming error.
-// Keep the result on hot paths: the lookup takes a read lock.
+// Keep the result on hot paths: the lookup takes a lock.
 func (v *Vec) WithLabelValues(values ...string) *Series {
 	if len(values) != len(v.labels) {
 		panic(fmt.Sprintf("metrics: %s: got %d label values for %d label names %q", v.name, len(values), len(v.labels), v.labels))
 	}
-	if slices.ContainsFunc(values, func(s string) bool { return !utf8.ValidString(s) }) {
-		values = slices.Clone(values)
-		for i, s := range values {
-			values[i] = strings.ToValidUTF8(s, "\uFFFD")
-		}
-	}
 	var buf [128]byte
 	k := buf[:0]
-	for i, s := range values {
-		if i > 0 {
-			k = append(k, 0xff)
-		}
-		k = append(k, s...)
-	}
-	v.mu.RLock()
-	s := v.child[string(k)]
-	v.mu.RUnlock()
-	if s != nil {
-		return s
+	for _, s := range values {
+		k = append(k, strings.ToValidUTF8(s, "\uFFFD")...) // s itself, not a copy, when valid
+		k = append(k, 0xff)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := v.child[string(k)]; s != nil {
-		return s
+	s := v.child[string(k)]
+	if s == nil {
+		clean := strings.Split(string(k), "\xff") // the values, then ""
+		s = &Series{values: clean[:len(clean)-1]}
+		if v.typ == typeHistogram {
+			s.bounds = v.buckets
+			s.counts = make([]atomic.Uint64, len(v.buckets)+1)
+		}
+		v.child[string(k)] = s
 	}
-	s = &Series{values: slices.Clone(values)}
-	if v.typ == typeHistogram {
-		s.bounds = v.buckets
-		s.counts = make([]atomic.Uint64, len(v.buckets)+1)
-	}
-	v.child[string(k)] = s
 	return s
 }
 
@@ -162,27 +146,17 @@ func (v *Vec) WithLabelValues(values ...string) *Series {
 // any earlier function. It panics if the number of values is wrong or f
 // is nil.
 func (v *Vec) Bind(f func() float64, values ...string) {
-	if f == nil {
-		panic("metrics: " + v.name + ": Bind with a nil function")
-	}
-	v.bind(func() (float64, bool) { return f(), true }, values...)
+	g := always(v.name, f)
+	v.WithLabelValues(values...).f.Store(&g)
 }
 
-// bind is Bind for a function that may have no value.
-func (v *Vec) bind(f func() (float64, bool), values ...string) {
-	v.WithLabelValues(values...).f.Store(&f)
+// always returns f as a function that always has a value. It panics if f
+// is nil: that is a programming error.
+func always(name string, f func() float64) func() (float64, bool) {
+	if f == nil {
+		panic("metrics: " + name + ": nil function")
+	}
+	return func() (float64, bool) { return f(), true }
 }
 
 func (v *Vec) vecs() []*Vec { return []*Vec{v} }
-
-// collect returns the samples of the series now.
-func (v *Vec) collect() []sample {
-	v.mu.RLock()
-	ss := slices.Collect(maps.Values(v.child))
-	v.mu.RUnlock()
-	out := make([]sample, len(ss))
-	for i, s := range ss {
-		out[i] = s.sample(v.fn)
-	}
-	return out
-}

@@ -97,12 +97,12 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
 		return nil, errors.New("metricsauth: Config needs a Client and a Path")
 	}
-	cfg.TTL = positive(cfg.TTL, DefaultTTL)
-	cfg.MaxEntries = positive(cfg.MaxEntries, DefaultMaxEntries)
-	cfg.MaxInFlight = positive(cfg.MaxInFlight, DefaultMaxInFlight)
-	cfg.Timeout = positive(cfg.Timeout, DefaultTimeout)
-	cfg.ReviewQPS = positive(cfg.ReviewQPS, DefaultReviewQPS)
-	cfg.ReviewBurst = positive(cfg.ReviewBurst, DefaultReviewBurst)
+	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
+	cfg.MaxEntries = cmp.Or(max(cfg.MaxEntries, 0), DefaultMaxEntries)
+	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), DefaultTimeout)
+	cfg.ReviewQPS = cmp.Or(max(cfg.ReviewQPS, 0), DefaultReviewQPS)
+	cfg.ReviewBurst = cmp.Or(max(cfg.ReviewBurst, 0), DefaultReviewBurst)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
 		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
@@ -162,14 +162,6 @@ func (f *Filter) decide(r *http.Request) int {
 	return code
 }
 
-// positive returns v, or def when v is not positive.
-func positive[T int | float64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
 // bearer returns the token of an "Authorization: Bearer" header.
 func bearer(h string) (string, bool) {
 	scheme, token, ok := strings.Cut(h, " ")
@@ -177,14 +169,12 @@ func bearer(h string) (string, bool) {
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
+// cached returns the decision kept for key, if it has not expired.
 func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (int, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, ok := f.cache[key]
-	if !ok || !now.Before(d.expires) {
-		return 0, false
-	}
-	return d.code, true
+	return d.code, ok && now.Before(d.expires)
 }
 
 // remember keeps a decision. A full cache drops its expired entries, and
@@ -257,8 +247,7 @@ type reviewStatus struct {
 // the Path.
 func (f *Filter) review(ctx context.Context, token string) (int, error) {
 	reviews := k8sapi.For[review](f.cfg.Client, TokenReviews)
-	tr := &review{TypeMeta: k8sapi.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}}
-	tr.Spec.Token = token
+	tr := &review{TypeMeta: k8sapi.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}, Spec: reviewSpec{Token: token}}
 	got, err := reviews.Create(ctx, "", tr, k8sapi.WriteOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("metricsauth: token review: %w", err)

@@ -78,11 +78,11 @@ func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func loadPair(dir string) (*tls.Certificate, error) {
 	crt, err := readFile(filepath.Join(dir, "tls.crt"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
 	}
 	key, err := readFile(filepath.Join(dir, "tls.key"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
 	}
 	cert, err := tls.X509KeyPair(crt, key)
 	if err != nil {
@@ -95,17 +95,14 @@ func loadPair(dir string) (*tls.Certificate, error) {
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxPEMSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+	if err == nil && len(b) > maxPEMSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxPEMSize)
 	}
-	if len(b) > maxPEMSize {
-		return nil, fmt.Errorf("metricsauth: certificate: %s is larger than %d bytes", path, maxPEMSize)
-	}
-	return b, nil
+	return b, err
 }
 
 func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
