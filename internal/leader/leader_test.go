@@ -400,6 +400,9 @@ func TestNewChecksConfig(t *testing.T) {
 			t.Errorf("%s: New = %v", tc.name, err)
 		}
 	}
+	if _, err := New(Config{Client: c}); err == nil || err.Error() != "leader: Config.Name is required" {
+		t.Errorf("New with no name = %v, want the required field named", err)
+	}
 	for _, name := range []string{"widget-operator.example.com", "a", "0-9", strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)} {
 		if _, err := New(Config{Client: c, Name: name}); err != nil {
 			t.Errorf("New with name %q: %v", name, err)

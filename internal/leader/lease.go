@@ -67,6 +67,8 @@ func newKeeper(cfg Config) (keeper, error) {
 	// A bad name would be refused by the server at every attempt, forever:
 	// say so now instead.
 	switch {
+	case cfg.Name == "":
+		return keeper{}, errors.New("leader: Config.Name is required")
 	case !isDNSSubdomain(cfg.Name):
 		return keeper{}, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", cfg.Name)
 	case !isDNSSubdomain(cfg.Namespace) || strings.Contains(cfg.Namespace, "."):
