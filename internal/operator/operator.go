@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/events"
@@ -125,7 +124,10 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	}
 	reg.MustRegister(apiMetrics)
 	servers := op.serve(eps)
-	err = op.run(ctx)
+	// The controller runs the event writer and the ResourceQuota informer
+	// until the very end, after the workers.
+	err = op.ctrl.Run(ctx)
+	log.Info("stopped")
 	shutdownServers(servers)
 	return err
 }
@@ -164,9 +166,7 @@ type operator struct {
 	widgets     *watch.Cache[widget.Widget]
 	deployments *watch.Cache[k8sapi.Deployment]
 	services    *watch.Cache[k8sapi.Service]
-	quotas      *watch.Informer[resourceQuota]
 	reconciler  *widget.Reconciler
-	recorder    *events.Recorder
 	registry    *metrics.Registry
 }
 
@@ -216,12 +216,16 @@ func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config,
 			op.ctrl.Enqueue(key)
 		}
 	})
-	op.quotas = watch.New(quotas)
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	op.recorder = rec
+	quotaInformer := watch.New(quotas)
+	op.ctrl.Background = []func(context.Context){rec.Run, func(ctx context.Context) {
+		if err := quotaInformer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("watch stopped", "watch", "resourcequotas", "err", err)
+		}
+	}}
 	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
 		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
@@ -244,25 +248,6 @@ func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, na
 		Name:          res.Resource,
 		Logger:        log,
 	}
-}
-
-// run runs the controller until ctx ends. The event writer and the
-// ResourceQuota informer run until the very end, after the workers.
-func (op *operator) run(ctx context.Context) error {
-	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	defer func() {
-		stopBackground()
-		wg.Wait()
-		op.log.Info("stopped")
-	}()
-	wg.Go(func() { op.recorder.Run(bgCtx) })
-	wg.Go(func() {
-		if err := op.quotas.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
-			op.log.Error("watch stopped", "watch", "resourcequotas", "err", err)
-		}
-	})
-	return op.ctrl.Run(ctx)
 }
 
 // resourceQuota is a ResourceQuota reduced to its metadata: the operator
