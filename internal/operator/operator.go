@@ -78,7 +78,6 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	opts.Version = cmp.Or(opts.Version, "dev")
 	cfg.UserAgent = "widget-operator/" + opts.Version
 	identity := ""
@@ -93,6 +92,17 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics()
 	cfg.WrapTransport = apiMetrics.RoundTripper
+	// Leader election, sharding and the metrics endpoint's reviews share a
+	// client without the rate limit (Load sets none): a renewal must not
+	// wait behind a burst of reconciles, or a busy leader would miss its
+	// renew deadline; nor may the release at shutdown, nor a scrape. The
+	// Leases cost one request per retry period; the review filter bounds
+	// its own.
+	unlimited, err := k8sapi.New(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	client, err := k8sapi.New(cfg)
 	if err != nil {
 		return err
@@ -113,11 +123,11 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 
 	// Listen before anything else, so that a port in use is a start-up
 	// error, not a log line.
-	eps, err := openEndpoints(opts, cfg, log)
+	eps, err := openEndpoints(opts, unlimited, log)
 	if err != nil {
 		return err
 	}
-	op, err := newOperator(ctx, client, cfg, opts, identity, log, reg)
+	op, err := newOperator(ctx, client, unlimited, opts, identity, log, reg)
 	if err != nil {
 		eps.close()
 		return err
@@ -175,19 +185,11 @@ type operator struct {
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
 // newOperator checks that the operator can start (preflight) and builds
-// its parts. Leader election and sharding get a client of their own,
-// cfg's without the rate limit: a renewal must not wait behind a burst of
-// reconciles, or a busy leader would miss its renew deadline; nor may the
-// release at shutdown. It sends one request per retry period. identity
-// names this replica in the shards' Leases.
-func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+// its parts. Leader election and sharding write their Leases with
+// leaseClient, which has no rate limit. identity names this replica in
+// the shards' Leases.
+func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		return nil, err
-	}
-	leaseCfg := *cfg
-	leaseCfg.QPS, leaseCfg.Burst = 0, 0
-	leaseClient, err := k8sapi.New(&leaseCfg)
-	if err != nil {
 		return nil, err
 	}
 	op := &operator{log: log, registry: reg}
