@@ -162,7 +162,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	d, _ := r.Deployments.Get(ns, name)
 	svc, _ := r.Services.Get(ns, name)
 
-	now := r.now()
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
 	var (
 		problem *Problem
 		res     queue.Result
@@ -249,35 +252,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 // returned. When a write fails it stops there and returns the child's
 // kind and the error.
 func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d **k8sapi.Deployment, svc *k8sapi.Service) (string, error) {
-	var created, updated []string
+	// applied[true] are the kinds created, applied[false] those updated.
+	applied := map[bool][]string{}
 	defer func() {
-		if len(created) > 0 {
-			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
+		if len(applied[true]) > 0 {
+			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(applied[true], " and ")+" "+key)
 		}
-		if len(updated) > 0 {
-			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(updated, " and ")+" "+key)
+		if len(applied[false]) > 0 {
+			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(applied[false], " and ")+" "+key)
 		}
 	}()
-	note := func(kind string, isNew bool) {
-		if isNew {
-			created = append(created, kind)
-		} else {
-			updated = append(updated, kind)
-		}
-	}
 	if want := DesiredDeployment(w); *d == nil || !DeploymentUpToDate(*d, want) {
 		got, err := r.Client.ApplyDeployment(ctx, want)
 		if err != nil {
 			return "Deployment", err
 		}
-		note("Deployment", *d == nil)
+		applied[*d == nil] = append(applied[*d == nil], "Deployment")
 		*d = got
 	}
 	if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
 		if _, err := r.Client.ApplyService(ctx, want); err != nil {
 			return "Service", err
 		}
-		note("Service", svc == nil)
+		applied[svc == nil] = append(applied[svc == nil], "Service")
 	}
 	return "", nil
 }
@@ -395,13 +392,6 @@ func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
 	}
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // conflict returns a message naming child, an existing object of kind
