@@ -406,10 +406,7 @@ type waitHeap []*entry
 func (h waitHeap) Len() int { return len(h) }
 
 func (h waitHeap) Less(i, j int) bool {
-	if h[i].due.Equal(h[j].due) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].due.Before(h[j].due)
+	return cmp.Or(h[i].due.Compare(h[j].due), cmp.Compare(h[i].seq, h[j].seq)) < 0
 }
 
 func (h waitHeap) Swap(i, j int) {

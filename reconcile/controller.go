@@ -125,6 +125,12 @@ type Controller struct {
 	// retry period (8s), so that the Lease is released after them, not
 	// left to expire. Reconciles are cut at once when the Lease is lost.
 	ShutdownTimeout time.Duration
+	// Background holds functions that Run runs as it runs the caches,
+	// such as an Event writer, or a watch that only queues keys and that
+	// no reconcile waits for: they start before the caches sync, and
+	// their ctx ends after the workers have stopped, when Run has them
+	// return before it does. Nil means none.
+	Background []func(ctx context.Context)
 
 	initOnce sync.Once
 	initErr  error // of the first init: metrics or leader election
@@ -404,6 +410,9 @@ func (c *Controller) Run(ctx context.Context) error {
 				c.log.Error("watch stopped", "watch", w.name, "err", err)
 			}
 		})
+	}
+	for _, f := range c.Background {
+		wg.Go(func() { f(bgCtx) })
 	}
 	if !waitForSync(ctx, caches) {
 		return nil

@@ -370,6 +370,35 @@ func TestShutdownDrains(t *testing.T) {
 	})
 }
 
+// Background functions run with the caches: their ctx ends only once the
+// reconciles in flight have finished, and Run returns after they have.
+func TestBackgroundOutlivesWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocking()
+		c := &Controller{Name: "t", Reconciler: b, ShutdownTimeout: 5 * time.Second}
+		WatchPrimary(c, watch.Config[obj]{Source: newMemSource(object("ns", "a", "1"))})
+		var stopped time.Time // written by the background function, read after Run
+		c.Background = []func(context.Context){func(ctx context.Context) {
+			<-ctx.Done()
+			stopped = time.Now()
+		}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		<-b.started
+		start := time.Now()
+		cancel()
+		go func() {
+			time.Sleep(2 * time.Second) // the reconcile's own work
+			close(b.release)
+		}()
+		if err := <-done; err != nil || stopped.IsZero() || stopped.Sub(start) != 2*time.Second {
+			t.Errorf("Run returned %v; background stopped %v after the cancel (zero: not run or not waited for), want 2s, once the reconcile finished",
+				err, stopped.Sub(start))
+		}
+	})
+}
+
 // Lost leadership cuts the reconciles in flight at once.
 func TestLeadershipLostCuts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -407,7 +436,7 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 		{&Controller{Reconciler: r}, "Name is required"},
 		{&Controller{Name: "t"}, "Reconciler is required"},
 		{&Controller{Name: "second", Reconciler: r, Metrics: reg}, "already used"},
-		{&Controller{Name: "t", Reconciler: r, LeaderElection: &LeaderElection{Client: client}}, "Name is required"},
+		{&Controller{Name: "t", Reconciler: r, LeaderElection: &LeaderElection{Client: client}}, `lease name "" is not a valid object name`},
 	} {
 		if err := tt.c.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Run = %v, want an error with %q", err, tt.want)

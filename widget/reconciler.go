@@ -78,10 +78,9 @@ type Reconciler struct {
 	// doubling up to MaxWait.
 	WaitBackoff queue.RateLimiter
 
-	mu       sync.Mutex
-	waits    queue.RateLimiter  // WaitBackoff, or the default
-	failed   map[string]failure // by key: what is remembered of a failing Widget
-	initOnce sync.Once
+	mu     sync.Mutex         // guards the fields below; see lock
+	waits  queue.RateLimiter  // WaitBackoff, or the default
+	failed map[string]failure // by key: what is remembered of a failing Widget
 }
 
 // failure is what a Reconciler remembers of a Widget whose writes fail:
@@ -163,7 +162,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	d, _ := r.Deployments.Get(ns, name)
 	svc, _ := r.Services.Get(ns, name)
 
-	now := r.now()
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
 	var (
 		problem *Problem
 		res     queue.Result
@@ -180,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		if !rf.retryAt.IsZero() {
 			res.RequeueAfter = rf.retryAt.Sub(now)
 		}
-	} else if kind, werr := r.applyChildren(ctx, w, &d, svc); werr != nil {
+	} else if kind, werr := r.applyChildren(ctx, key, w, &d, svc); werr != nil {
 		op := "apply " + strings.ToLower(kind)
 		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
 		var nc *reconcile.NotControlledError
@@ -246,41 +248,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 // applyChildren applies the Deployment, then the Service, of w, each only
 // when the observed one (*d, svc) does not hold the desired fields, and
 // records an Event for what it applied, such as "Created Deployment and
-// Service ns/name". *d becomes the Deployment the server returned. When a
-// write fails it stops there and returns the child's kind and the error.
-func (r *Reconciler) applyChildren(ctx context.Context, w *Widget, d **k8sapi.Deployment, svc *k8sapi.Service) (string, error) {
-	var created, updated []string
+// Service ns/name" (key is w's). *d becomes the Deployment the server
+// returned. When a write fails it stops there and returns the child's
+// kind and the error.
+func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d **k8sapi.Deployment, svc *k8sapi.Service) (string, error) {
+	// applied[true] are the kinds created, applied[false] those updated.
+	applied := map[bool][]string{}
 	defer func() {
-		key := k8sapi.Key(w.Namespace, w.Name)
-		if len(created) > 0 {
-			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(created, " and ")+" "+key)
+		if len(applied[true]) > 0 {
+			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(applied[true], " and ")+" "+key)
 		}
-		if len(updated) > 0 {
-			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(updated, " and ")+" "+key)
+		if len(applied[false]) > 0 {
+			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(applied[false], " and ")+" "+key)
 		}
 	}()
-	note := func(kind string, isNew bool) {
-		if isNew {
-			created = append(created, kind)
-		} else {
-			updated = append(updated, kind)
-		}
-	}
 	if want := DesiredDeployment(w); *d == nil || !DeploymentUpToDate(*d, want) {
 		got, err := r.Client.ApplyDeployment(ctx, want)
 		if err != nil {
 			return "Deployment", err
 		}
-		note("Deployment", *d == nil)
-		if got != nil {
-			*d = got
-		}
+		applied[*d == nil] = append(applied[*d == nil], "Deployment")
+		*d = got
 	}
 	if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
 		if _, err := r.Client.ApplyService(ctx, want); err != nil {
 			return "Service", err
 		}
-		note("Service", svc == nil)
+		applied[svc == nil] = append(applied[svc == nil], "Service")
 	}
 	return "", nil
 }
@@ -293,12 +287,12 @@ func (r *Reconciler) applyChildren(ctx context.Context, w *Widget, d **k8sapi.De
 // waits on may have changed, such as a ResourceQuota of its namespace,
 // then queues the key.
 func (r *Reconciler) Retry(key string) {
-	r.mu.Lock()
+	r.lock()
+	defer r.mu.Unlock()
 	if r.failed[key].problem.Reason != "" {
 		delete(r.failed, key)
 	}
-	r.mu.Unlock()
-	r.waitBackoff().Forget(key)
+	r.waits.Forget(key)
 }
 
 // RetryQuota ends the wait of every Widget of namespace whose write a
@@ -308,16 +302,14 @@ func (r *Reconciler) Retry(key string) {
 // every Widget.
 func (r *Reconciler) RetryQuota(namespace string) []string {
 	var keys []string
-	r.mu.Lock()
+	r.lock()
+	defer r.mu.Unlock()
 	for key, f := range r.failed {
 		if f.problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
 			keys = append(keys, key)
 			delete(r.failed, key)
+			r.waits.Forget(key)
 		}
-	}
-	r.mu.Unlock()
-	for _, key := range keys {
-		r.waitBackoff().Forget(key)
 	}
 	return keys
 }
@@ -338,39 +330,45 @@ func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *
 // remember records f, a refusal or the start of a run of Transient
 // failures of key, in place of what was remembered of key.
 func (r *Reconciler) remember(key string, f failure) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
-	if r.failed == nil {
-		r.failed = map[string]failure{}
-	}
 	r.failed[key] = f
 }
 
 // failingSince records a Transient failure of key at now and returns when
 // the current run of them began.
 func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
-	r.mu.Lock()
-	since := r.failed[key].since
-	r.mu.Unlock()
-	if since.IsZero() {
-		r.remember(key, failure{since: now})
-		return now
+	r.lock()
+	defer r.mu.Unlock()
+	if r.failed[key].since.IsZero() {
+		r.failed[key] = failure{since: now}
 	}
-	return since
+	return r.failed[key].since
 }
 
 // forget drops everything remembered of key: it succeeded, or is gone.
 func (r *Reconciler) forget(key string) {
-	r.mu.Lock()
+	r.lock()
+	defer r.mu.Unlock()
 	delete(r.failed, key)
-	r.mu.Unlock()
-	r.waitBackoff().Forget(key)
+	r.waits.Forget(key)
 }
 
-func (r *Reconciler) waitBackoff() queue.RateLimiter {
-	r.initOnce.Do(func() {
+// lock locks r.mu, having made the failure map and chosen the wait
+// backoff on first use. The backoff is called with r.mu held: it must
+// not call back into the Reconciler.
+func (r *Reconciler) lock() {
+	r.mu.Lock()
+	if r.failed == nil {
+		r.failed = map[string]failure{}
 		r.waits = cmp.Or[queue.RateLimiter](r.WaitBackoff, &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait})
-	})
+	}
+}
+
+// waitBackoff returns the backoff of the Waiting refusals.
+func (r *Reconciler) waitBackoff() queue.RateLimiter {
+	r.lock()
+	defer r.mu.Unlock()
 	return r.waits
 }
 
@@ -394,13 +392,6 @@ func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
 	if r.Recorder != nil {
 		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
 	}
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // conflict returns a message naming child, an existing object of kind

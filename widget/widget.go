@@ -175,12 +175,10 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 // its status rewritten.
 func (st *WidgetStatus) UnmarshalJSON(data []byte) error {
 	type plain WidgetStatus
-	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
+	*st = WidgetStatus{}
+	if json.Unmarshal(data, (*plain)(st)) != nil {
 		*st = WidgetStatus{}
-		return nil
 	}
-	*st = WidgetStatus(p)
 	return nil
 }
 

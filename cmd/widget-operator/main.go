@@ -67,7 +67,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	opts.Version = Version
 	if err := operator.Run(ctx, opts.Options, logger); err != nil {
 		// One line, no stack trace.
-		fmt.Fprintf(stderr, "widget-operator: %v\n", oneLine(err))
+		fmt.Fprintf(stderr, "widget-operator: %s\n", strings.Join(strings.Fields(err.Error()), " "))
 		return 1
 	}
 	return 0
@@ -162,8 +162,4 @@ func setMemoryLimit(getenv func(string) string, log *slog.Logger) {
 		debug.SetMemoryLimit(limit)
 		log.Info("memory limit set", "bytes", limit, "from", source)
 	}
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/events"
@@ -79,7 +78,6 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	opts.Version = cmp.Or(opts.Version, "dev")
 	cfg.UserAgent = "widget-operator/" + opts.Version
 	identity := ""
@@ -94,6 +92,17 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics()
 	cfg.WrapTransport = apiMetrics.RoundTripper
+	// Leader election, sharding and the metrics endpoint's reviews share a
+	// client without the rate limit (Load sets none): a renewal must not
+	// wait behind a burst of reconciles, or a busy leader would miss its
+	// renew deadline; nor may the release at shutdown, nor a scrape. The
+	// Leases cost one request per retry period; the review filter bounds
+	// its own.
+	unlimited, err := k8sapi.New(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	client, err := k8sapi.New(cfg)
 	if err != nil {
 		return err
@@ -114,18 +123,21 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 
 	// Listen before anything else, so that a port in use is a start-up
 	// error, not a log line.
-	eps, err := openEndpoints(opts, cfg, log)
+	eps, err := openEndpoints(opts, unlimited, log)
 	if err != nil {
 		return err
 	}
-	op, err := newOperator(ctx, client, cfg, opts, identity, log, reg)
+	op, err := newOperator(ctx, client, unlimited, opts, identity, log, reg)
 	if err != nil {
 		eps.close()
 		return err
 	}
 	reg.MustRegister(apiMetrics)
 	servers := op.serve(eps)
-	err = op.run(ctx)
+	// The controller runs the event writer and the ResourceQuota informer
+	// until the very end, after the workers.
+	err = op.ctrl.Run(ctx)
+	log.Info("stopped")
 	shutdownServers(servers)
 	return err
 }
@@ -164,9 +176,7 @@ type operator struct {
 	widgets     *watch.Cache[widget.Widget]
 	deployments *watch.Cache[k8sapi.Deployment]
 	services    *watch.Cache[k8sapi.Service]
-	quotas      *watch.Informer[resourceQuota]
 	reconciler  *widget.Reconciler
-	recorder    *events.Recorder
 	registry    *metrics.Registry
 }
 
@@ -175,19 +185,11 @@ type operator struct {
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
 // newOperator checks that the operator can start (preflight) and builds
-// its parts. Leader election and sharding get a client of their own,
-// cfg's without the rate limit: a renewal must not wait behind a burst of
-// reconciles, or a busy leader would miss its renew deadline; nor may the
-// release at shutdown. It sends one request per retry period. identity
-// names this replica in the shards' Leases.
-func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
+// its parts. Leader election and sharding write their Leases with
+// leaseClient, which has no rate limit. identity names this replica in
+// the shards' Leases.
+func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		return nil, err
-	}
-	leaseCfg := *cfg
-	leaseCfg.QPS, leaseCfg.Burst = 0, 0
-	leaseClient, err := k8sapi.New(&leaseCfg)
-	if err != nil {
 		return nil, err
 	}
 	op := &operator{log: log, registry: reg}
@@ -216,12 +218,16 @@ func newOperator(ctx context.Context, client *k8sapi.Client, cfg *k8sapi.Config,
 			op.ctrl.Enqueue(key)
 		}
 	})
-	op.quotas = watch.New(quotas)
 	rec, err := events.New(events.Config{Client: client, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	op.recorder = rec
+	quotaInformer := watch.New(quotas)
+	op.ctrl.Background = []func(context.Context){rec.Run, func(ctx context.Context) {
+		if err := quotaInformer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("watch stopped", "watch", "resourcequotas", "err", err)
+		}
+	}}
 	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
 		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
@@ -244,25 +250,6 @@ func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, na
 		Name:          res.Resource,
 		Logger:        log,
 	}
-}
-
-// run runs the controller until ctx ends. The event writer and the
-// ResourceQuota informer run until the very end, after the workers.
-func (op *operator) run(ctx context.Context) error {
-	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	defer func() {
-		stopBackground()
-		wg.Wait()
-		op.log.Info("stopped")
-	}()
-	wg.Go(func() { op.recorder.Run(bgCtx) })
-	wg.Go(func() {
-		if err := op.quotas.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
-			op.log.Error("watch stopped", "watch", "resourcequotas", "err", err)
-		}
-	})
-	return op.ctrl.Run(ctx)
 }
 
 // resourceQuota is a ResourceQuota reduced to its metadata: the operator

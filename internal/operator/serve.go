@@ -42,10 +42,10 @@ type endpoints struct {
 
 // openEndpoints listens for the metrics and probe endpoints. With secure
 // metrics it loads or makes the serving certificate, and builds the
-// filter that reviews each scrape with a client of its own (cfg's, without
-// the rate limit, so that a scrape does not wait behind reconciles; the
-// filter bounds its requests).
-func openEndpoints(opts Options, cfg *k8sapi.Config, log *slog.Logger) (*endpoints, error) {
+// filter that reviews each scrape with reviewer, a client without a rate
+// limit, so that a scrape does not wait behind reconciles (the filter
+// bounds its requests).
+func openEndpoints(opts Options, reviewer *k8sapi.Client, log *slog.Logger) (*endpoints, error) {
 	e := &endpoints{}
 	var err error
 	if e.metrics, err = listen(opts.MetricsAddr, "metrics"); err != nil {
@@ -64,12 +64,7 @@ func openEndpoints(opts Options, cfg *k8sapi.Config, log *slog.Logger) (*endpoin
 		e.close()
 		return nil, fmt.Errorf("metrics endpoint: %w", err)
 	}
-	reviewCfg := *cfg
-	reviewCfg.QPS, reviewCfg.Burst = 0, 0
-	reviewer, err := k8sapi.New(&reviewCfg)
-	if err == nil {
-		e.auth, err = metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: log})
-	}
+	e.auth, err = metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: log})
 	if err != nil {
 		e.close()
 		return nil, err

@@ -253,16 +253,19 @@ func TestReadyzLogsReasonsOnChange(t *testing.T) {
 
 func TestOpenEndpoints(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	cfg := &k8sapi.Config{Host: "https://apiserver.test"}
+	reviewer, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A certificate folder without a certificate is a start-up error,
 	// and leaves no port open.
 	opts := Options{MetricsAddr: "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", MetricsCertDir: t.TempDir()}
-	if e, err := openEndpoints(opts, cfg, log); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
+	if e, err := openEndpoints(opts, reviewer, log); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
 		t.Fatalf("missing certificate: %v, %v", e, err)
 	}
 	// Secure by default: TLS and a review filter.
 	opts.MetricsCertDir = ""
-	e, err := openEndpoints(opts, cfg, log)
+	e, err := openEndpoints(opts, reviewer, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,7 @@ func TestOpenEndpoints(t *testing.T) {
 	if _, ok := e.probe.(*limitListener); !ok {
 		t.Errorf("probe listener %T, want a limitListener", e.probe)
 	}
-	insecure, err := openEndpoints(Options{MetricsAddr: "127.0.0.1:0", InsecureMetrics: true}, cfg, log)
+	insecure, err := openEndpoints(Options{MetricsAddr: "127.0.0.1:0", InsecureMetrics: true}, reviewer, log)
 	if err != nil {
 		t.Fatal(err)
 	}
