@@ -436,7 +436,7 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 		{&Controller{Reconciler: r}, "Name is required"},
 		{&Controller{Name: "t"}, "Reconciler is required"},
 		{&Controller{Name: "second", Reconciler: r, Metrics: reg}, "already used"},
-		{&Controller{Name: "t", Reconciler: r, LeaderElection: &LeaderElection{Client: client}}, `lease name "" is not a valid object name`},
+		{&Controller{Name: "t", Reconciler: r, LeaderElection: &LeaderElection{Client: client}}, "Name is required"},
 	} {
 		if err := tt.c.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Run = %v, want an error with %q", err, tt.want)
