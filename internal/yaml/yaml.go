@@ -430,9 +430,8 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false
 	}
-	v, _ := plainLine(t)
-	i := keyColon(v)
-	if i < 0 {
+	i := plainEnd(t, false)
+	if i == len(t) || t[i] != ':' {
 		return "", "", false
 	}
 	switch key = strings.TrimRight(t[:i], " \t"); key {
@@ -470,74 +469,66 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 		p.off, p.num, p.have = end+1, f.line+1, false
 		return n
 	}
-	indicator(t, num)
-	v, comment := plainLine(t)
-	if keyColon(v) >= 0 {
-		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
-	}
-	if !comment {
-		v = p.plainMore(v, parent)
-	}
-	return &Node{Kind: Scalar, Line: num, Value: v}
+	return p.plain(t, num, parent)
 }
 
-// plainLine returns the part of a plain scalar's line before a comment,
-// without trailing white space, and whether a comment followed.
-func plainLine(t string) (string, bool) {
-	for i := 1; i < len(t); i++ {
-		if t[i] == '#' && (t[i-1] == ' ' || t[i-1] == '\t') {
-			return strings.TrimRight(t[:i], " \t"), true
-		}
+// plainEnd returns where the plain scalar at the start of s stops on its
+// line: at the line's end, at a comment, or at a ':' that white space or
+// the end follows, which makes what comes before it a key. In a flow
+// collection (inFlow) it also stops at a flow indicator, and at a ':' that
+// one follows.
+func plainEnd(s string, inFlow bool) int {
+	colonEnds := " \t\n"
+	if inFlow {
+		colonEnds = " \t\n,[]{}"
 	}
-	return strings.TrimRight(t, " \t"), false
-}
-
-// keyColon returns the offset of the first ':' in v, a line of a plain
-// scalar, that white space or the end of v follows, which would make v a
-// key; or -1.
-func keyColon(v string) int {
-	for i := range len(v) {
-		if v[i] == ':' && spaceAfter(v, i) {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == '\n', inFlow && strings.IndexByte(",[]{}", c) >= 0,
+			c == ':' && (i+1 == len(s) || strings.IndexByte(colonEnds, s[i+1]) >= 0),
+			c == '#' && i > 0 && (s[i-1] == ' ' || s[i-1] == '\t'):
 			return i
 		}
 	}
-	return -1
+	return len(s)
 }
 
-// plainMore reads the continuation lines of a plain scalar whose first
-// line is v: the lines after it indented more than parent, up to a comment.
-// A line break between two lines folds to a space; n empty lines between
-// them give n line feeds.
-func (p *parser) plainMore(v string, parent int) string {
+// plain reads a plain scalar whose first line, from its first character,
+// is t, on line num, and its continuation lines: the lines after it
+// indented more than parent, up to a comment. A line break between two
+// lines folds to a space; n empty lines between them give n line feeds.
+func (p *parser) plain(t string, num, parent int) *Node {
+	indicator(t, num)
+	n := &Node{Kind: Scalar, Line: num}
 	var b text
-	b.put(v)
-	empty := 0
-	for l := p.line(); l != nil; l = p.line() {
-		t := strings.TrimLeft(l.text, " \t")
-		if t == "" {
-			empty++
-			p.next()
-			continue
-		}
-		if l.indent <= parent || isDocMarker(l) || t[0] == '#' {
-			break
-		}
-		c, comment := plainLine(t)
-		if keyColon(c) >= 0 {
-			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
-		}
-		if empty == 0 {
+	for empty := 0; ; {
+		i := plainEnd(t, false)
+		switch {
+		case i < len(t) && t[i] == ':' && b.Len() == 0:
+			fail(num, "unexpected ': ' in a plain scalar (quote the value)")
+		case i < len(t) && t[i] == ':':
+			fail(num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
+		case b.Len() > 0 && empty == 0:
 			b.repeat(' ', 1)
 		}
 		b.repeat('\n', empty)
-		empty = 0
-		b.put(c)
-		p.next()
-		if comment {
+		b.put(strings.TrimRight(t[:i], " \t"))
+		if i < len(t) {
+			break // a comment
+		}
+		l := p.line()
+		for empty = 0; l != nil && strings.TrimLeft(l.text, " \t") == ""; empty++ {
+			p.next()
+			l = p.line()
+		}
+		if l == nil || l.indent <= parent || isDocMarker(l) || onlyComment(l.text) {
 			break
 		}
+		t, num = strings.TrimLeft(l.text, " \t"), l.num
+		p.next()
 	}
-	return b.String()
+	n.Value = b.String()
+	return n
 }
 
 // indicator rejects a value starting with an indicator the subset leaves
@@ -842,16 +833,7 @@ func (f *flow) value(depth int) *Node {
 	}
 	indicator(f.src[f.i:], f.line)
 	start := f.i
-	// It ends at a flow indicator, a ':' before one or white space, or a comment.
-	for ; f.i < len(f.src) && strings.IndexByte(",[]{}\n", f.src[f.i]) < 0; f.i++ {
-		rest := f.src[f.i+1:]
-		if f.src[f.i] == ':' && (rest == "" || strings.IndexByte(" \t\n,[]{}", rest[0]) >= 0) {
-			break
-		}
-		if f.src[f.i] == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
-			break
-		}
-	}
+	f.i += plainEnd(f.src[f.i:], true)
 	// A scalar that ends with its line or a comment (where space moves
 	// on) must end with a flow indicator.
 	g := *f
