@@ -140,13 +140,9 @@ func Parse(data []byte) (n *Node, err error) {
 	return p.document(), nil
 }
 
-func errorf(line int, format string, args ...any) *SyntaxError {
-	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
 // fail stops the parse with a *SyntaxError, which Parse returns.
 func fail(line int, format string, args ...any) {
-	panic(errorf(line, format, args...))
+	panic(&SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
 // line is one line of the document.
@@ -717,24 +713,21 @@ func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
 			j, n = k+1, n+1
 			continue
 		}
-		if err := lineIn(s[j:], n, minIndent, "quoted scalar"); err != nil {
-			panic(err)
-		}
+		lineIn(s[j:], n, minIndent, "quoted scalar")
 		return empty, k, n
 	}
 }
 
-// lineIn returns the error of s, a line inside a quoted scalar or flow
-// collection (what) that is not blank, on line num: a document marker, or
-// an indentation less than minIndent.
-func lineIn(s string, num, minIndent int, what string) *SyntaxError {
+// lineIn fails when s, a line inside a quoted scalar or flow collection
+// (what) that is not blank, on line num, is a document marker or is
+// indented less than minIndent.
+func lineIn(s string, num, minIndent int, what string) {
 	if isMarker(s) {
-		return errorf(num, "a document marker inside a %s", what)
+		fail(num, "a document marker inside a %s", what)
 	}
 	if len(s)-len(strings.TrimLeft(s, " ")) < minIndent {
-		return errorf(num, "a line of a %s is indented too little (it must be indented more than its key)", what)
+		fail(num, "a line of a %s is indented too little (it must be indented more than its key)", what)
 	}
-	return nil
 }
 
 // escapeChars are the characters that follow a backslash in the escapes
@@ -779,10 +772,10 @@ type flow struct {
 	minIndent int // the least indentation of the lines after the first
 }
 
-// space skips white space, line breaks and comments. Each line it enters
-// must be indented at least minIndent and must not be a document marker:
-// it returns the error of one that is.
-func (f *flow) space() *SyntaxError {
+// more skips white space, line breaks and comments, and fails when the
+// text ends before the collection does. Each line it enters must be
+// indented at least minIndent and must not be a document marker.
+func (f *flow) more() {
 	for ; f.i < len(f.src); f.i++ {
 		switch c := f.src[f.i]; {
 		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
@@ -790,26 +783,13 @@ func (f *flow) space() *SyntaxError {
 		case c == '\n':
 			f.line++
 			if t := strings.TrimLeft(f.src[f.i+1:], " \t"); t != "" && t[0] != '\n' && t[0] != '#' {
-				if err := lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection"); err != nil {
-					return err
-				}
+				lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection")
 			}
 		case c != ' ' && c != '\t':
-			return nil
+			return
 		}
 	}
-	return nil
-}
-
-// more skips space and fails when the text ends before the collection
-// does.
-func (f *flow) more() {
-	if err := f.space(); err != nil {
-		panic(err)
-	}
-	if f.i == len(f.src) {
-		fail(f.start, "flow collection not closed before the end of the document")
-	}
+	fail(f.start, "flow collection not closed before the end of the document")
 }
 
 func (f *flow) value(depth int) *Node {
@@ -834,12 +814,6 @@ func (f *flow) value(depth int) *Node {
 	indicator(f.src[f.i:], f.line)
 	start := f.i
 	f.i += plainEnd(f.src[f.i:], true)
-	// A scalar that ends with its line or a comment (where space moves
-	// on) must end with a flow indicator.
-	g := *f
-	if g.space() == nil && g.i > f.i && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
-		fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
-	}
 	return &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
 }
 
@@ -856,7 +830,7 @@ func (f *flow) collection(depth int) *Node {
 		num := f.line
 		v := f.value(depth + 1)
 		if n.Kind == Map {
-			f.entry(n, v, num, seen, depth)
+			v = f.entry(n, v, num, seen, depth)
 		} else {
 			n.Items = append(n.Items, v)
 		}
@@ -868,6 +842,10 @@ func (f *flow) collection(depth int) *Node {
 		case c == end:
 		case c == ':' && n.Kind == List:
 			fail(f.line, "key: value pairs in a flow list are not supported")
+		case strings.IndexByte(",]}:", c) < 0 && f.line > v.Line && v.Kind == Scalar && !v.Quoted:
+			// A plain scalar that ends with its line must end with a
+			// flow indicator.
+			fail(v.Line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		default:
 			fail(f.line, "expected ',' or '%c' in a flow %s", end, n.Kind)
 		}
@@ -877,8 +855,8 @@ func (f *flow) collection(depth int) *Node {
 }
 
 // entry reads the rest of an entry of flow map m whose key k, on line num,
-// has been read, and adds it to m. seen holds m's keys.
-func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
+// has been read, adds it to m and returns its value. seen holds m's keys.
+func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) *Node {
 	// The ':' is on the key's line.
 	f.i = len(f.src) - len(strings.TrimLeft(f.src[f.i:], " \t"))
 	switch {
@@ -901,4 +879,5 @@ func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
 		v = f.value(depth + 1)
 	}
 	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
+	return v
 }
