@@ -673,15 +673,22 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			if escapedBreak {
 				j++
 			}
-			empty, next, nn := foldBreak(s, j+1, n+1, minIndent)
-			if next < 0 {
+			// Skip the empty lines and the next line's indentation.
+			empty, start := -1, j
+			for ; j < len(s) && s[j] == '\n'; empty++ {
+				j, n, start = j+1, n+1, j+1
+				for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+					j++
+				}
+			}
+			if j == len(s) {
 				return "", -1, 0
 			}
+			lineIn(s[start:], n, minIndent, "quoted scalar")
 			if empty == 0 && !escapedBreak {
 				b.repeat(' ', 1)
 			}
 			b.repeat('\n', empty)
-			j, n = next, nn
 		case c == '\\' && q == '"':
 			if j+1 == len(s) {
 				return "", -1, 0
@@ -693,29 +700,6 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 		}
 	}
 	return "", -1, 0
-}
-
-// foldBreak skips the empty lines that start at s[j:], line n, inside a
-// quoted scalar, and the indentation of the next line. It returns the
-// number of empty lines and where the content goes on, or -1 there when
-// the text ends.
-func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
-	for {
-		k := j
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
-		switch {
-		case k == len(s):
-			return 0, -1, 0
-		case s[k] == '\n':
-			empty++
-			j, n = k+1, n+1
-			continue
-		}
-		lineIn(s[j:], n, minIndent, "quoted scalar")
-		return empty, k, n
-	}
 }
 
 // lineIn fails when s, a line inside a quoted scalar or flow collection
@@ -748,14 +732,11 @@ func escape(b *text, s string, num int) int {
 		return 1
 	}
 	digits := hexDigits[s[0]]
-	switch {
-	case digits == 0:
+	if digits == 0 {
 		fail(num, "invalid escape sequence in a double-quoted scalar")
-	case len(s) < 1+digits:
-		fail(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
-	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
-	if err != nil || !utf8.ValidRune(rune(v)) {
+	v, err := strconv.ParseUint(s[1:min(1+digits, len(s))], 16, 32)
+	if err != nil || len(s) < 1+digits || !utf8.ValidRune(rune(v)) {
 		fail(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
 	b.put(string(rune(v)))
