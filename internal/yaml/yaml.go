@@ -513,14 +513,17 @@ func (p *parser) plain(t string, num, parent int) *Node {
 			break // a comment
 		}
 		l := p.line()
-		for empty = 0; l != nil && strings.TrimLeft(l.text, " \t") == ""; empty++ {
+		for empty = 0; l != nil; empty++ {
+			if t = strings.TrimLeft(l.text, " \t"); t != "" {
+				break
+			}
 			p.next()
 			l = p.line()
 		}
-		if l == nil || l.indent <= parent || isDocMarker(l) || onlyComment(l.text) {
+		if l == nil || l.indent <= parent || isDocMarker(l) || t[0] == '#' {
 			break
 		}
-		t, num = strings.TrimLeft(l.text, " \t"), l.num
+		num = l.num
 		p.next()
 	}
 	n.Value = b.String()
