@@ -783,12 +783,11 @@ func (f *flow) value(depth int) *Node {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
-		if end < 0 {
-			fail(f.line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
+		n := &Node{Kind: Scalar, Line: f.line, Quoted: true}
+		n.Value, f.i, f.line = quoted(f.src, f.i, f.line, f.minIndent)
+		if f.i < 0 {
+			fail(n.Line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
 		}
-		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
-		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
 		fail(f.line, "expected a value in a flow collection")
