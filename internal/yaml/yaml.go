@@ -140,13 +140,9 @@ func Parse(data []byte) (n *Node, err error) {
 	return p.document(), nil
 }
 
-func errorf(line int, format string, args ...any) *SyntaxError {
-	return &SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
 // fail stops the parse with a *SyntaxError, which Parse returns.
 func fail(line int, format string, args ...any) {
-	panic(errorf(line, format, args...))
+	panic(&SyntaxError{Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
 // line is one line of the document.
@@ -430,9 +426,8 @@ func splitKey(l *line) (key, rest string, ok bool) {
 	case '[', '{', ']', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '#':
 		return "", "", false
 	}
-	v, _ := plainLine(t)
-	i := keyColon(v)
-	if i < 0 {
+	i := plainEnd(t, false)
+	if i == len(t) || t[i] != ':' {
 		return "", "", false
 	}
 	switch key = strings.TrimRight(t[:i], " \t"); key {
@@ -470,74 +465,69 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 		p.off, p.num, p.have = end+1, f.line+1, false
 		return n
 	}
-	indicator(t, num)
-	v, comment := plainLine(t)
-	if keyColon(v) >= 0 {
-		fail(num, "unexpected ': ' in a plain scalar (quote the value)")
-	}
-	if !comment {
-		v = p.plainMore(v, parent)
-	}
-	return &Node{Kind: Scalar, Line: num, Value: v}
+	return p.plain(t, num, parent)
 }
 
-// plainLine returns the part of a plain scalar's line before a comment,
-// without trailing white space, and whether a comment followed.
-func plainLine(t string) (string, bool) {
-	for i := 1; i < len(t); i++ {
-		if t[i] == '#' && (t[i-1] == ' ' || t[i-1] == '\t') {
-			return strings.TrimRight(t[:i], " \t"), true
-		}
+// plainEnd returns where the plain scalar at the start of s stops on its
+// line: at the line's end, at a comment, or at a ':' that white space or
+// the end follows, which makes what comes before it a key. In a flow
+// collection (inFlow) it also stops at a flow indicator, and at a ':' that
+// one follows.
+func plainEnd(s string, inFlow bool) int {
+	colonEnds := " \t\n"
+	if inFlow {
+		colonEnds = " \t\n,[]{}"
 	}
-	return strings.TrimRight(t, " \t"), false
-}
-
-// keyColon returns the offset of the first ':' in v, a line of a plain
-// scalar, that white space or the end of v follows, which would make v a
-// key; or -1.
-func keyColon(v string) int {
-	for i := range len(v) {
-		if v[i] == ':' && spaceAfter(v, i) {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == '\n', inFlow && strings.IndexByte(",[]{}", c) >= 0,
+			c == ':' && (i+1 == len(s) || strings.IndexByte(colonEnds, s[i+1]) >= 0),
+			c == '#' && i > 0 && (s[i-1] == ' ' || s[i-1] == '\t'):
 			return i
 		}
 	}
-	return -1
+	return len(s)
 }
 
-// plainMore reads the continuation lines of a plain scalar whose first
-// line is v: the lines after it indented more than parent, up to a comment.
-// A line break between two lines folds to a space; n empty lines between
-// them give n line feeds.
-func (p *parser) plainMore(v string, parent int) string {
+// plain reads a plain scalar whose first line, from its first character,
+// is t, on line num, and its continuation lines: the lines after it
+// indented more than parent, up to a comment. A line break between two
+// lines folds to a space; n empty lines between them give n line feeds.
+func (p *parser) plain(t string, num, parent int) *Node {
+	indicator(t, num)
+	n := &Node{Kind: Scalar, Line: num}
 	var b text
-	b.put(v)
-	empty := 0
-	for l := p.line(); l != nil; l = p.line() {
-		t := strings.TrimLeft(l.text, " \t")
-		if t == "" {
-			empty++
-			p.next()
-			continue
-		}
-		if l.indent <= parent || isDocMarker(l) || t[0] == '#' {
-			break
-		}
-		c, comment := plainLine(t)
-		if keyColon(c) >= 0 {
-			fail(l.num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
-		}
-		if empty == 0 {
+	for empty := 0; ; {
+		i := plainEnd(t, false)
+		switch {
+		case i < len(t) && t[i] == ':' && b.Len() == 0:
+			fail(num, "unexpected ': ' in a plain scalar (quote the value)")
+		case i < len(t) && t[i] == ':':
+			fail(num, "unexpected ': ' in a continuation line of a plain scalar (a key under a value that is not a map?)")
+		case b.Len() > 0 && empty == 0:
 			b.repeat(' ', 1)
 		}
 		b.repeat('\n', empty)
-		empty = 0
-		b.put(c)
-		p.next()
-		if comment {
+		b.put(strings.TrimRight(t[:i], " \t"))
+		if i < len(t) {
+			break // a comment
+		}
+		l := p.line()
+		for empty = 0; l != nil; empty++ {
+			if t = strings.TrimLeft(l.text, " \t"); t != "" {
+				break
+			}
+			p.next()
+			l = p.line()
+		}
+		if l == nil || l.indent <= parent || isDocMarker(l) || t[0] == '#' {
 			break
 		}
+		num = l.num
+		p.next()
 	}
-	return b.String()
+	n.Value = b.String()
+	return n
 }
 
 // indicator rejects a value starting with an indicator the subset leaves
@@ -686,15 +676,22 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			if escapedBreak {
 				j++
 			}
-			empty, next, nn := foldBreak(s, j+1, n+1, minIndent)
-			if next < 0 {
+			// Skip the empty lines and the next line's indentation.
+			empty, start := -1, j
+			for ; j < len(s) && s[j] == '\n'; empty++ {
+				j, n, start = j+1, n+1, j+1
+				for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+					j++
+				}
+			}
+			if j == len(s) {
 				return "", -1, 0
 			}
+			lineIn(s[start:], n, minIndent, "quoted scalar")
 			if empty == 0 && !escapedBreak {
 				b.repeat(' ', 1)
 			}
 			b.repeat('\n', empty)
-			j, n = next, nn
 		case c == '\\' && q == '"':
 			if j+1 == len(s) {
 				return "", -1, 0
@@ -708,42 +705,16 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 	return "", -1, 0
 }
 
-// foldBreak skips the empty lines that start at s[j:], line n, inside a
-// quoted scalar, and the indentation of the next line. It returns the
-// number of empty lines and where the content goes on, or -1 there when
-// the text ends.
-func foldBreak(s string, j, n, minIndent int) (empty, next, line int) {
-	for {
-		k := j
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-			k++
-		}
-		switch {
-		case k == len(s):
-			return 0, -1, 0
-		case s[k] == '\n':
-			empty++
-			j, n = k+1, n+1
-			continue
-		}
-		if err := lineIn(s[j:], n, minIndent, "quoted scalar"); err != nil {
-			panic(err)
-		}
-		return empty, k, n
-	}
-}
-
-// lineIn returns the error of s, a line inside a quoted scalar or flow
-// collection (what) that is not blank, on line num: a document marker, or
-// an indentation less than minIndent.
-func lineIn(s string, num, minIndent int, what string) *SyntaxError {
+// lineIn fails when s, a line inside a quoted scalar or flow collection
+// (what) that is not blank, on line num, is a document marker or is
+// indented less than minIndent.
+func lineIn(s string, num, minIndent int, what string) {
 	if isMarker(s) {
-		return errorf(num, "a document marker inside a %s", what)
+		fail(num, "a document marker inside a %s", what)
 	}
 	if len(s)-len(strings.TrimLeft(s, " ")) < minIndent {
-		return errorf(num, "a line of a %s is indented too little (it must be indented more than its key)", what)
+		fail(num, "a line of a %s is indented too little (it must be indented more than its key)", what)
 	}
-	return nil
 }
 
 // escapeChars are the characters that follow a backslash in the escapes
@@ -764,14 +735,11 @@ func escape(b *text, s string, num int) int {
 		return 1
 	}
 	digits := hexDigits[s[0]]
-	switch {
-	case digits == 0:
+	if digits == 0 {
 		fail(num, "invalid escape sequence in a double-quoted scalar")
-	case len(s) < 1+digits:
-		fail(num, "short \\%c escape in a double-quoted scalar", s[0])
 	}
-	v, err := strconv.ParseUint(s[1:1+digits], 16, 32)
-	if err != nil || !utf8.ValidRune(rune(v)) {
+	v, err := strconv.ParseUint(s[1:min(1+digits, len(s))], 16, 32)
+	if err != nil || len(s) < 1+digits || !utf8.ValidRune(rune(v)) {
 		fail(num, "invalid \\%c escape in a double-quoted scalar", s[0])
 	}
 	b.put(string(rune(v)))
@@ -788,10 +756,10 @@ type flow struct {
 	minIndent int // the least indentation of the lines after the first
 }
 
-// space skips white space, line breaks and comments. Each line it enters
-// must be indented at least minIndent and must not be a document marker:
-// it returns the error of one that is.
-func (f *flow) space() *SyntaxError {
+// more skips white space, line breaks and comments, and fails when the
+// text ends before the collection does. Each line it enters must be
+// indented at least minIndent and must not be a document marker.
+func (f *flow) more() {
 	for ; f.i < len(f.src); f.i++ {
 		switch c := f.src[f.i]; {
 		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
@@ -799,26 +767,13 @@ func (f *flow) space() *SyntaxError {
 		case c == '\n':
 			f.line++
 			if t := strings.TrimLeft(f.src[f.i+1:], " \t"); t != "" && t[0] != '\n' && t[0] != '#' {
-				if err := lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection"); err != nil {
-					return err
-				}
+				lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection")
 			}
 		case c != ' ' && c != '\t':
-			return nil
+			return
 		}
 	}
-	return nil
-}
-
-// more skips space and fails when the text ends before the collection
-// does.
-func (f *flow) more() {
-	if err := f.space(); err != nil {
-		panic(err)
-	}
-	if f.i == len(f.src) {
-		fail(f.start, "flow collection not closed before the end of the document")
-	}
+	fail(f.start, "flow collection not closed before the end of the document")
 }
 
 func (f *flow) value(depth int) *Node {
@@ -828,12 +783,11 @@ func (f *flow) value(depth int) *Node {
 	case '[', '{':
 		return f.collection(depth)
 	case '"', '\'':
-		v, end, line := quoted(f.src, f.i, f.line, f.minIndent)
-		if end < 0 {
-			fail(f.line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
+		n := &Node{Kind: Scalar, Line: f.line, Quoted: true}
+		n.Value, f.i, f.line = quoted(f.src, f.i, f.line, f.minIndent)
+		if f.i < 0 {
+			fail(n.Line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
 		}
-		n := &Node{Kind: Scalar, Line: f.line, Value: v, Quoted: true}
-		f.i, f.line = end, line
 		return n
 	case ',', ']', '}', '#':
 		fail(f.line, "expected a value in a flow collection")
@@ -842,22 +796,7 @@ func (f *flow) value(depth int) *Node {
 	}
 	indicator(f.src[f.i:], f.line)
 	start := f.i
-	// It ends at a flow indicator, a ':' before one or white space, or a comment.
-	for ; f.i < len(f.src) && strings.IndexByte(",[]{}\n", f.src[f.i]) < 0; f.i++ {
-		rest := f.src[f.i+1:]
-		if f.src[f.i] == ':' && (rest == "" || strings.IndexByte(" \t\n,[]{}", rest[0]) >= 0) {
-			break
-		}
-		if f.src[f.i] == '#' && (f.src[f.i-1] == ' ' || f.src[f.i-1] == '\t') {
-			break
-		}
-	}
-	// A scalar that ends with its line or a comment (where space moves
-	// on) must end with a flow indicator.
-	g := *f
-	if g.space() == nil && g.i > f.i && g.i < len(g.src) && strings.IndexByte(",]}:", g.src[g.i]) < 0 {
-		fail(f.line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
-	}
+	f.i += plainEnd(f.src[f.i:], true)
 	return &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
 }
 
@@ -874,7 +813,7 @@ func (f *flow) collection(depth int) *Node {
 		num := f.line
 		v := f.value(depth + 1)
 		if n.Kind == Map {
-			f.entry(n, v, num, seen, depth)
+			v = f.entry(n, v, num, seen, depth)
 		} else {
 			n.Items = append(n.Items, v)
 		}
@@ -886,6 +825,10 @@ func (f *flow) collection(depth int) *Node {
 		case c == end:
 		case c == ':' && n.Kind == List:
 			fail(f.line, "key: value pairs in a flow list are not supported")
+		case strings.IndexByte(",]}:", c) < 0 && f.line > v.Line && v.Kind == Scalar && !v.Quoted:
+			// A plain scalar that ends with its line must end with a
+			// flow indicator.
+			fail(v.Line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		default:
 			fail(f.line, "expected ',' or '%c' in a flow %s", end, n.Kind)
 		}
@@ -895,8 +838,8 @@ func (f *flow) collection(depth int) *Node {
 }
 
 // entry reads the rest of an entry of flow map m whose key k, on line num,
-// has been read, and adds it to m. seen holds m's keys.
-func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
+// has been read, adds it to m and returns its value. seen holds m's keys.
+func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) *Node {
 	// The ':' is on the key's line.
 	f.i = len(f.src) - len(strings.TrimLeft(f.src[f.i:], " \t"))
 	switch {
@@ -919,4 +862,5 @@ func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) {
 		v = f.value(depth + 1)
 	}
 	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
+	return v
 }
