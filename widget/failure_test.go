@@ -158,7 +158,7 @@ func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
 
 // Waiting refusals: Failed with QuotaExceeded or Forbidden, a retry after
 // WaitBackoff's wait and not before, none of the Widget's status or Events
-// written again, and Retry to try at once.
+// written again, and RetryQuota to try a quota's refusal at once.
 func TestReconcileWaiting(t *testing.T) {
 	for _, tt := range []struct {
 		name, method, kind, reason string
@@ -208,14 +208,19 @@ func TestReconcileWaiting(t *testing.T) {
 				t.Fatalf("due: %+v, %v, writes %q", res, err, c.writes())
 			}
 
-			// Retry: tried at once; allowed now, so it goes on and
+			// A quota's refusal is tried at once after RetryQuota,
+			// another one when due; allowed now, so it goes on and
 			// the backoff is forgotten.
-			r.Retry("default/web")
+			if tt.reason == ReasonQuotaExceeded {
+				r.RetryQuota("default")
+			} else {
+				now = now.Add(MaxWait)
+			}
 			delete(c.fail, tt.method)
 			c.calls = nil
 			res, err = r.Reconcile(context.Background(), "default/web")
 			if err != nil || res != (queue.Result{}) || c.widgets["default/web"].Status.Phase != PhasePending {
-				t.Fatalf("after Retry: %+v, %v, status %+v", res, err, c.widgets["default/web"].Status)
+				t.Fatalf("after the wait ended: %+v, %v, status %+v", res, err, c.widgets["default/web"].Status)
 			}
 			if b.forgets == 0 {
 				t.Error("the wait backoff was not forgotten after success")
@@ -247,10 +252,11 @@ func TestReconcileWaitingDefaultBackoff(t *testing.T) {
 	if !slices.Equal(waits, want) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
-	// Retry starts the ramp over: what changed may reach admission late.
-	r.Retry("default/web")
+	// RetryQuota starts the ramp over: the new quota may reach admission
+	// late.
+	r.RetryQuota("default")
 	if res, _ := r.Reconcile(context.Background(), "default/web"); res.RequeueAfter != FirstWait {
-		t.Fatalf("wait after Retry %v, want %v", res.RequeueAfter, FirstWait)
+		t.Fatalf("wait after RetryQuota %v, want %v", res.RequeueAfter, FirstWait)
 	}
 }
 

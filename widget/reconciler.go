@@ -126,7 +126,7 @@ type failure struct {
 //     QuotaExceeded or Forbidden; Reconcile returns the *reconcile.Error and a
 //     [queue.Result].RequeueAfter, the time to the next attempt
 //     (WaitBackoff). A reconcile before then, with nothing changed,
-//     sends nothing; Retry ends the wait early.
+//     sends nothing; RetryQuota ends a quota's wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
 //   - Transient: Reconcile returns the *reconcile.Error, for the caller to retry
@@ -279,27 +279,13 @@ func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d
 	return "", nil
 }
 
-// Retry ends the wait of the Widget named by key if it is Waiting (or
-// the standing of a Permanent refusal): its next reconcile sends its
-// writes again, and, if it is refused again, waits FirstWait (the
-// WaitBackoff starts over), since what changed may take a moment to reach
-// the server's admission. A controller calls it when what the Widget
-// waits on may have changed, such as a ResourceQuota of its namespace,
-// then queues the key.
-func (r *Reconciler) Retry(key string) {
-	r.lock()
-	defer r.mu.Unlock()
-	if r.failed[key].problem.Reason != "" {
-		delete(r.failed, key)
-	}
-	r.waits.Forget(key)
-}
-
 // RetryQuota ends the wait of every Widget of namespace whose write a
-// ResourceQuota refused, as Retry does, and returns their keys for the
-// controller to queue. A controller calls it when a ResourceQuota of
-// namespace changes. It looks only at the refusals it remembers, not at
-// every Widget.
+// ResourceQuota refused, and returns their keys for the controller to
+// queue: their next reconciles send their writes again, and, if they are
+// refused again, wait FirstWait (the WaitBackoff starts over), since the
+// new quota may take a moment to reach the server's admission. A
+// controller calls it when a ResourceQuota of namespace changes. It looks
+// only at the refusals it remembers, not at every Widget.
 func (r *Reconciler) RetryQuota(namespace string) []string {
 	var keys []string
 	r.lock()
