@@ -70,17 +70,6 @@ func TestValidateName(t *testing.T) {
 	}
 }
 
-// fixedBackoff is a RateLimiter that always waits d and counts its calls.
-type fixedBackoff struct {
-	d       time.Duration
-	n       int
-	forgets int
-}
-
-func (b *fixedBackoff) When(string, time.Time) time.Duration { b.n++; return b.d }
-func (b *fixedBackoff) Forget(string)                        { b.forgets++ }
-func (b *fixedBackoff) NumRequeues(string) int               { return b.n }
-
 // A child the server refuses as invalid: Failed with ChildRejected and the
 // server's causes, one Warning Event, a terminal error; no second attempt
 // until the Widget's generation or a child changes.
@@ -157,7 +146,7 @@ func TestReconcileChildRejectedRetriedWhenChildChanges(t *testing.T) {
 }
 
 // Waiting refusals: Failed with QuotaExceeded or Forbidden, a retry after
-// WaitBackoff's wait and not before, none of the Widget's status or Events
+// the wait and not before, none of the Widget's status or Events
 // written again, and RetryQuota to try a quota's refusal at once.
 func TestReconcileWaiting(t *testing.T) {
 	for _, tt := range []struct {
@@ -175,11 +164,10 @@ func TestReconcileWaiting(t *testing.T) {
 			c.widgets["default/web"] = widget()
 			c.fail[tt.method] = tt.err
 			now := t0
-			b := &fixedBackoff{d: MaxWait}
-			r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }, WaitBackoff: b})
+			r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }})
 			res, err := r.Reconcile(context.Background(), "default/web")
-			if reconcile.Classify(err) != reconcile.Waiting || reconcile.IsTerminal(err) || res.RequeueAfter != MaxWait {
-				t.Fatalf("Reconcile = %+v, %v; want Waiting and a retry in %v", res, err, MaxWait)
+			if reconcile.Classify(err) != reconcile.Waiting || reconcile.IsTerminal(err) || res.RequeueAfter != FirstWait {
+				t.Fatalf("Reconcile = %+v, %v; want Waiting and a retry in %v", res, err, FirstWait)
 			}
 			st := c.widgets["default/web"].Status
 			cond, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
@@ -193,18 +181,19 @@ func TestReconcileWaiting(t *testing.T) {
 
 			// Woken early with nothing changed: nothing sent, and the
 			// retry is still due at the same time.
-			now = now.Add(20 * time.Second)
+			now = now.Add(5 * time.Second)
 			c.calls = nil
 			res, err = r.Reconcile(context.Background(), "default/web")
-			if err != nil || res.RequeueAfter != MaxWait-20*time.Second || !slices.Equal(c.calls, reads) {
+			if err != nil || res.RequeueAfter != FirstWait-5*time.Second || !slices.Equal(c.calls, reads) {
 				t.Fatalf("early: %+v, %v, calls %q", res, err, c.calls)
 			}
 
-			// Due: tried again, refused again, nothing else written.
-			now = now.Add(MaxWait)
+			// Due: tried again, refused again, nothing else written;
+			// the wait doubles.
+			now = now.Add(FirstWait)
 			c.calls = nil
 			res, err = r.Reconcile(context.Background(), "default/web")
-			if reconcile.Classify(err) != reconcile.Waiting || res.RequeueAfter != MaxWait || len(c.writes()) != 1 || !strings.HasPrefix(c.writes()[0], tt.method) {
+			if reconcile.Classify(err) != reconcile.Waiting || res.RequeueAfter != 2*FirstWait || len(c.writes()) != 1 || !strings.HasPrefix(c.writes()[0], tt.method) {
 				t.Fatalf("due: %+v, %v, writes %q", res, err, c.writes())
 			}
 
@@ -214,7 +203,7 @@ func TestReconcileWaiting(t *testing.T) {
 			if tt.reason == ReasonQuotaExceeded {
 				r.RetryQuota("default")
 			} else {
-				now = now.Add(MaxWait)
+				now = now.Add(2 * FirstWait)
 			}
 			delete(c.fail, tt.method)
 			c.calls = nil
@@ -222,14 +211,19 @@ func TestReconcileWaiting(t *testing.T) {
 			if err != nil || res != (queue.Result{}) || c.widgets["default/web"].Status.Phase != PhasePending {
 				t.Fatalf("after the wait ended: %+v, %v, status %+v", res, err, c.widgets["default/web"].Status)
 			}
-			if b.forgets == 0 {
-				t.Error("the wait backoff was not forgotten after success")
+			// Refused again later: the backoff was forgotten with
+			// the success, so the wait starts over.
+			c.fail[tt.method] = tt.err
+			delete(c.deployments, "default/web")
+			delete(c.services, "default/web")
+			if res, _ := r.Reconcile(context.Background(), "default/web"); res.RequeueAfter != FirstWait {
+				t.Errorf("wait after a success %v, want %v: the backoff was not forgotten", res.RequeueAfter, FirstWait)
 			}
 		})
 	}
 }
 
-// The default WaitBackoff starts at FirstWait and doubles up to MaxWait.
+// The wait starts at FirstWait and doubles up to MaxWait.
 func TestReconcileWaitingDefaultBackoff(t *testing.T) {
 	c := newRecordingClient()
 	c.widgets["default/web"] = widget()
@@ -308,9 +302,11 @@ func TestReconcileTransientGrace(t *testing.T) {
 	if p := c.widgets["default/web"].Status.Phase; p != PhasePending {
 		t.Fatalf("phase after recovery %q", p)
 	}
-	r.mu.Lock()
-	n := len(r.failed)
-	r.mu.Unlock()
+	n := 0
+	r.failed.Range(func(any, any) bool {
+		n++
+		return true
+	})
 	if n != 0 {
 		t.Fatalf("%d keys still remembered after success", n)
 	}

@@ -1,7 +1,6 @@
 package widget
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,15 +72,13 @@ type Reconciler struct {
 	// Now returns the current time, for conditions' lastTransitionTime
 	// and the failure timings. Nil means time.Now.
 	Now func() time.Time
-	// WaitBackoff says how long a Widget whose write was refused as
-	// Waiting waits before the next attempt. Nil means FirstWait,
-	// doubling up to MaxWait.
-	WaitBackoff queue.RateLimiter
 
-	mu     sync.Mutex         // guards the fields below; see lock
-	waits  queue.RateLimiter  // WaitBackoff, or the default
-	failed map[string]failure // by key: what is remembered of a failing Widget
+	failed sync.Map // key → failure: what is remembered of a failing Widget
 }
+
+// waitBackoff is the wait of a Widget whose write was refused as Waiting:
+// FirstWait before the first retry, doubling up to MaxWait.
+var waitBackoff = k8sapi.Backoff{Base: FirstWait, Max: MaxWait}
 
 // failure is what a Reconciler remembers of a Widget whose writes fail:
 // either a write the server refused (problem set) and the state it was
@@ -94,6 +91,7 @@ type failure struct {
 	deploymentRV, svcRV string
 	problem             Problem
 	retryAt             time.Time // zero: only a change ends it (Permanent)
+	waits               int       // Waiting refusals in a row, which set the next wait
 	since               time.Time // Transient: when the current run of failures began
 }
 
@@ -125,7 +123,7 @@ type failure struct {
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
 //     QuotaExceeded or Forbidden; Reconcile returns the *reconcile.Error and a
 //     [queue.Result].RequeueAfter, the time to the next attempt
-//     (WaitBackoff). A reconcile before then, with nothing changed,
+//     (FirstWait, doubling with each refusal in a row up to MaxWait). A reconcile before then, with nothing changed,
 //     sends nothing; RetryQuota ends a quota's wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
@@ -156,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		return queue.Result{}, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
-		r.forget(key)
+		r.failed.Delete(key)
 		return queue.Result{}, nil
 	}
 	d, _ := r.Deployments.Get(ns, name)
@@ -190,17 +188,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		case errors.As(werr, &nc):
 			problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
 		case class == reconcile.Moot:
-			r.forget(key)
+			r.failed.Delete(key)
 			return queue.Result{}, nil
 		case class == reconcile.Permanent || class == reconcile.Waiting:
 			problem = refusalProblem(class, kind, key, werr)
 			rf := failure{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
 			retErr = &reconcile.TerminalError{Err: e}
 			if class == reconcile.Waiting {
-				wait := r.waitBackoff().When(key, now)
+				rf.waits = r.remembered(key).waits + 1
+				wait := waitBackoff.Delay(rf.waits - 1)
 				rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
 			}
-			r.remember(key, rf)
+			r.failed.Store(key, rf)
 		case ctx.Err() != nil:
 			return queue.Result{}, e
 		default:
@@ -214,7 +213,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		}
 	}
 	if problem == nil || problem.Reason == ReasonInvalidSpec || problem.Reason == ReasonOwnershipConflict {
-		r.forget(key)
+		r.failed.Delete(key)
 	}
 
 	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
@@ -230,7 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if reconcile.Classify(err) == reconcile.Moot {
-			r.forget(key)
+			r.failed.Delete(key)
 			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
@@ -282,80 +281,50 @@ func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d
 // RetryQuota ends the wait of every Widget of namespace whose write a
 // ResourceQuota refused, and returns their keys for the controller to
 // queue: their next reconciles send their writes again, and, if they are
-// refused again, wait FirstWait (the WaitBackoff starts over), since the
-// new quota may take a moment to reach the server's admission. A
-// controller calls it when a ResourceQuota of namespace changes. It looks
-// only at the refusals it remembers, not at every Widget.
+// refused again, wait FirstWait (the backoff starts over), since the new
+// quota may take a moment to reach the server's admission. A controller
+// calls it when a ResourceQuota of namespace changes. It looks only at the
+// refusals it remembers, not at every Widget.
 func (r *Reconciler) RetryQuota(namespace string) []string {
 	var keys []string
-	r.lock()
-	defer r.mu.Unlock()
-	for key, f := range r.failed {
-		if f.problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
+	r.failed.Range(func(k, v any) bool {
+		if key := k.(string); v.(failure).problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
 			keys = append(keys, key)
-			delete(r.failed, key)
-			r.waits.Forget(key)
+			r.failed.Delete(key)
 		}
-	}
+		return true
+	})
 	return keys
+}
+
+// remembered returns what is remembered of key, the zero failure when
+// nothing is.
+func (r *Reconciler) remembered(key string) failure {
+	v, _ := r.failed.Load(key)
+	f, _ := v.(failure)
+	return f
 }
 
 // standing returns the refusal of key if it still stands: the Widget and
 // its children are as they were when it was made, and, for a Waiting
 // one, its retry time has not come.
 func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (failure, bool) {
-	r.mu.Lock()
-	f := r.failed[key]
-	r.mu.Unlock()
+	f := r.remembered(key)
 	if f.problem.Reason == "" || f.uid != w.UID || f.generation != w.Generation || f.deploymentRV != rvOf(d) || f.svcRV != rvOf(svc) {
 		return failure{}, false
 	}
 	return f, f.retryAt.IsZero() || now.Before(f.retryAt)
 }
 
-// remember records f, a refusal or the start of a run of Transient
-// failures of key, in place of what was remembered of key.
-func (r *Reconciler) remember(key string, f failure) {
-	r.lock()
-	defer r.mu.Unlock()
-	r.failed[key] = f
-}
-
 // failingSince records a Transient failure of key at now and returns when
 // the current run of them began.
 func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
-	r.lock()
-	defer r.mu.Unlock()
-	if r.failed[key].since.IsZero() {
-		r.failed[key] = failure{since: now}
+	f := r.remembered(key)
+	if f.since.IsZero() {
+		f = failure{since: now, waits: f.waits}
+		r.failed.Store(key, f)
 	}
-	return r.failed[key].since
-}
-
-// forget drops everything remembered of key: it succeeded, or is gone.
-func (r *Reconciler) forget(key string) {
-	r.lock()
-	defer r.mu.Unlock()
-	delete(r.failed, key)
-	r.waits.Forget(key)
-}
-
-// lock locks r.mu, having made the failure map and chosen the wait
-// backoff on first use. The backoff is called with r.mu held: it must
-// not call back into the Reconciler.
-func (r *Reconciler) lock() {
-	r.mu.Lock()
-	if r.failed == nil {
-		r.failed = map[string]failure{}
-		r.waits = cmp.Or[queue.RateLimiter](r.WaitBackoff, &queue.ExponentialBackoff{Base: FirstWait, Max: MaxWait})
-	}
-}
-
-// waitBackoff returns the backoff of the Waiting refusals.
-func (r *Reconciler) waitBackoff() queue.RateLimiter {
-	r.lock()
-	defer r.mu.Unlock()
-	return r.waits
+	return f.since
 }
 
 // rvOf is the resourceVersion of a child, or "" for none.
