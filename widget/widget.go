@@ -141,14 +141,20 @@ func (s *WidgetSpec) PortOrDefault() int32 {
 // not JSON at all; fields of the wrong type are reported in s.Invalid.
 func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 	*s = WidgetSpec{}
-	// null decodes as no fields at all.
-	if k := jsonKind(data); k != "object" && k != "null" {
-		s.Invalid = "spec: must be an object, got " + k
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
+	// Numbers are kept as written, so that a message quotes them so and
+	// decodeInt32 sees every digit.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var spec any
+	if err := dec.Decode(&spec); err != nil {
 		return fmt.Errorf("widget: decode spec: %w", err)
+	}
+	// null decodes as no fields at all.
+	fields, ok := spec.(map[string]any)
+	if !ok && spec != nil {
+		kind, _, _ := strings.Cut(describe(spec), " ")
+		s.Invalid = "spec: must be an object, got " + kind
+		return nil
 	}
 	var problems []string
 	// A field the operator does not know is a mistake it can name: a typo
@@ -159,8 +165,10 @@ func (s *WidgetSpec) UnmarshalJSON(data []byte) error {
 		}
 	}
 	// A string or null decodes; anything else is a type error.
-	if raw, ok := fields["image"]; ok && json.Unmarshal(raw, &s.Image) != nil {
-		problems = append(problems, "spec.image: must be a string, got "+describeJSON(raw))
+	if image, ok := fields["image"].(string); ok || fields["image"] == nil {
+		s.Image = image
+	} else {
+		problems = append(problems, "spec.image: must be a string, got "+describe(fields["image"]))
 	}
 	var replicasProblem, portProblem string
 	s.Replicas, replicasProblem = decodeInt32("spec.replicas", fields["replicas"], MinReplicas, MaxReplicas)
@@ -182,68 +190,48 @@ func (st *WidgetStatus) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// decodeInt32 decodes an optional integer field. It returns the value, or a
-// message naming field when the value is not an integer or cannot be held
-// in an int32. Range checks within int32 are left to Validate.
-func decodeInt32(field string, raw json.RawMessage, lo, hi int32) (*int32, string) {
-	switch k := jsonKind(raw); k {
-	case "", "null":
+// decodeInt32 decodes an optional integer field, v as UnmarshalJSON
+// decoded it. It returns the value, or a message naming field when the
+// value is not an integer or cannot be held in an int32. Range checks
+// within int32 are left to Validate.
+func decodeInt32(field string, v any, lo, hi int32) (*int32, string) {
+	n, ok := v.(json.Number)
+	switch {
+	case v == nil:
 		return nil, ""
-	case "number":
-	default:
-		return nil, field + ": must be an integer, got " + describeJSON(raw)
+	case !ok:
+		return nil, field + ": must be an integer, got " + describe(v)
 	}
-	text := string(bytes.TrimSpace(raw))
 	// Every int32 is exact in a float64, and so is every whole number
 	// beyond: a float says both whether it is whole and whether it fits.
-	f, err := strconv.ParseFloat(text, 64)
+	f, err := strconv.ParseFloat(n.String(), 64)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange), f != math.Trunc(f):
-		return nil, field + ": must be an integer, got " + text
+		return nil, field + ": must be an integer, got " + n.String()
 	case f < math.MinInt32 || f > math.MaxInt32:
-		return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, text, lo, hi)
+		return nil, fmt.Sprintf("%s: %s is out of range %d..%d", field, n, lo, hi)
 	}
-	v := int32(f)
-	return &v, ""
+	i := int32(f)
+	return &i, ""
 }
 
-// jsonKind names the kind of one JSON value: "object", "array", "string",
-// "number", "boolean", "null", or "" for no value at all.
-func jsonKind(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
-	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
+// describe names the kind of v, a JSON value as UnmarshalJSON decoded it,
+// for a message, followed by a short prefix of it when it is a string, a
+// number or a boolean, such as `string "three"`.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return "string " + strconv.Quote(shorten(v, 64))
+	case json.Number:
+		return "number " + shorten(v.String(), 64)
+	case bool:
+		return "boolean " + strconv.FormatBool(v)
+	case []any:
 		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
+	case map[string]any:
+		return "object"
 	}
-	return "number"
-}
-
-// describeJSON names a value's kind for a message, quoting a short prefix
-// of it when it is a string or a number.
-func describeJSON(raw []byte) string {
-	k := jsonKind(raw)
-	switch k {
-	case "string":
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return k
-		}
-		return k + " " + strconv.Quote(shorten(s, 64))
-	case "number", "boolean":
-		return k + " " + shorten(string(bytes.TrimSpace(raw)), 64)
-	}
-	return k
+	return "null"
 }
 
 // shorten cuts s to at most n runes, marking a cut with "...".
