@@ -54,12 +54,6 @@ func SelectorLabels(name string) map[string]string {
 	return map[string]string{LabelName: "widget", LabelInstance: name}
 }
 
-// ControllerRef returns the controller owner reference to w that the
-// objects made for it carry.
-func ControllerRef(w *Widget) k8sapi.OwnerReference {
-	return reconcile.NewControllerRef(&w.ObjectMeta, WidgetAPIVersion, WidgetKind)
-}
-
 // DesiredDeployment returns the Deployment that runs w, named after it.
 // It expects a spec that passes Validate; missing replicas and port take
 // their defaults. It is a pure function of w.
@@ -99,12 +93,14 @@ func DesiredService(w *Widget) *ServiceApply {
 	}
 }
 
+// childMeta is the metadata of the objects made for w: its name, the
+// Labels, and a controller owner reference to w.
 func childMeta(w *Widget) k8sapi.ObjectMeta {
 	return k8sapi.ObjectMeta{
 		Name:            w.Name,
 		Namespace:       w.Namespace,
 		Labels:          Labels(w.Name),
-		OwnerReferences: []k8sapi.OwnerReference{ControllerRef(w)},
+		OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(&w.ObjectMeta, WidgetAPIVersion, WidgetKind)},
 	}
 }
 

@@ -343,10 +343,19 @@ const (
 	ReasonReconcileError = "ReconcileError" // a write failed; the reconcile is retried
 )
 
+// event records an Event about w, if there is a Recorder.
 func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Event(WidgetRef(w), eventType, reason, note)
+	if r.Recorder == nil {
+		return
 	}
+	r.Recorder.Event(k8sapi.ObjectReference{
+		APIVersion:      WidgetAPIVersion,
+		Kind:            WidgetKind,
+		Namespace:       w.Namespace,
+		Name:            w.Name,
+		UID:             w.UID,
+		ResourceVersion: w.ResourceVersion,
+	}, eventType, reason, note)
 }
 
 // conflict returns a message naming child, an existing object of kind
@@ -364,16 +373,4 @@ func StatusPatch(st WidgetStatus) ([]byte, error) {
 	return json.Marshal(struct {
 		Status WidgetStatus `json:"status"`
 	}{st})
-}
-
-// WidgetRef returns the reference to w that Events about it carry.
-func WidgetRef(w *Widget) k8sapi.ObjectReference {
-	return k8sapi.ObjectReference{
-		APIVersion:      WidgetAPIVersion,
-		Kind:            WidgetKind,
-		Namespace:       w.Namespace,
-		Name:            w.Name,
-		UID:             w.UID,
-		ResourceVersion: w.ResourceVersion,
-	}
 }
