@@ -76,10 +76,6 @@ type Reconciler struct {
 	failed sync.Map // key → failure: what is remembered of a failing Widget
 }
 
-// waitBackoff is the wait of a Widget whose write was refused as Waiting:
-// FirstWait before the first retry, doubling up to MaxWait.
-var waitBackoff = k8sapi.Backoff{Base: FirstWait, Max: MaxWait}
-
 // failure is what a Reconciler remembers of a Widget whose writes fail:
 // either a write the server refused (problem set) and the state it was
 // refused in, the Widget's UID and generation and the children's
@@ -123,8 +119,9 @@ type failure struct {
 //   - Waiting (a quota exceeded, a 403): phase Failed with reason
 //     QuotaExceeded or Forbidden; Reconcile returns the *reconcile.Error and a
 //     [queue.Result].RequeueAfter, the time to the next attempt
-//     (FirstWait, doubling with each refusal in a row up to MaxWait). A reconcile before then, with nothing changed,
-//     sends nothing; RetryQuota ends a quota's wait early.
+//     (FirstWait, doubling with each refusal in a row up to MaxWait).
+//     A reconcile before then, with nothing changed, sends nothing;
+//     RetryQuota ends a quota's wait early.
 //   - Moot (the namespace is terminating, the object is gone): nothing
 //     to do; Reconcile returns nil.
 //   - Transient: Reconcile returns the *reconcile.Error, for the caller to retry
@@ -196,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 			retErr = &reconcile.TerminalError{Err: e}
 			if class == reconcile.Waiting {
 				rf.waits = r.remembered(key).waits + 1
-				wait := waitBackoff.Delay(rf.waits - 1)
+				wait := k8sapi.Backoff{Base: FirstWait, Max: MaxWait}.Delay(rf.waits - 1)
 				rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
 			}
 			r.failed.Store(key, rf)
