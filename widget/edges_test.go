@@ -3,6 +3,7 @@ package widget
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -65,6 +66,10 @@ func TestTrimMessageEdges(t *testing.T) {
 	multi := strings.Repeat("é", MaxMessageBytes)
 	if got := trimMessage(multi); len(got) > MaxMessageBytes || !strings.HasSuffix(got, "é...") {
 		t.Errorf("a cut inside a rune: %d bytes, ends %q", len(got), got[len(got)-5:])
+	}
+	// A byte that is not UTF-8 before the cut is dropped too.
+	if got := trimMessage("a\xffb" + exact); !strings.HasPrefix(got, "abaa") || !utf8.ValidString(got) || len(got) != MaxMessageBytes-1 {
+		t.Errorf("a cut message with a stray byte: %d bytes, starts %q", len(got), got[:4])
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -86,15 +85,12 @@ func serverMessage(ae *k8sapi.APIError) string {
 	return cmp.Or(ae.Status.Message, ae.Body)
 }
 
-// trimMessage cuts s to at most MaxMessageBytes bytes of valid UTF-8,
-// marking a cut with "...".
+// trimMessage cuts s to at most MaxMessageBytes bytes, marking a cut with
+// "...". What is kept of a cut message is valid UTF-8: the bytes that are
+// not (a rune the cut split, or any before it) are dropped.
 func trimMessage(s string) string {
 	if len(s) <= MaxMessageBytes {
 		return s
 	}
-	cut := MaxMessageBytes - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return strings.ToValidUTF8(s[:MaxMessageBytes-len("...")], "") + "..."
 }
