@@ -71,18 +71,16 @@ func isQuota(ae *k8sapi.APIError) bool {
 // serverMessage is what the server said: its causes, field by field, when
 // it gave any, else its message.
 func serverMessage(ae *k8sapi.APIError) string {
-	if ae.Status.Details != nil && len(ae.Status.Details.Causes) > 0 {
-		var parts []string
+	var causes []string
+	if ae.Status.Details != nil {
 		for _, c := range ae.Status.Details.Causes {
-			part := c.Message
 			if c.Field != "" {
-				part = c.Field + ": " + part
+				c.Message = c.Field + ": " + c.Message
 			}
-			parts = append(parts, part)
+			causes = append(causes, c.Message)
 		}
-		return strings.Join(parts, "; ")
 	}
-	return cmp.Or(ae.Status.Message, ae.Body)
+	return cmp.Or(strings.Join(causes, "; "), ae.Status.Message, ae.Body)
 }
 
 // trimMessage cuts s to at most MaxMessageBytes bytes, marking a cut with
