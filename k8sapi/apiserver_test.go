@@ -734,8 +734,7 @@ func TestAPIServerTokenFileRotation(t *testing.T) {
 }
 
 // TestAPIServerInClusterTokenRotation is the same with the config a pod
-// gets from InCluster, which sets both the token and its file: the file
-// must win.
+// gets from InCluster, which names the token file for New to read.
 func TestAPIServerInClusterTokenRotation(t *testing.T) {
 	testTokenRotation(t, func(p *controlplane.Plane, tokenFile string) *k8sapi.Config {
 		dir := filepath.Dir(tokenFile)

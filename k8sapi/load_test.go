@@ -42,7 +42,7 @@ func TestInClusterIPv6(t *testing.T) {
 	if cfg.Host != "https://[fd00:10:96::1]:443" {
 		t.Errorf("Host = %q", cfg.Host)
 	}
-	if cfg.BearerToken != "sa-token" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || len(cfg.CAData) == 0 {
+	if cfg.BearerToken != "" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || len(cfg.CAData) == 0 {
 		t.Errorf("got %+v", cfg)
 	}
 	if cfg.AuthMethod() != "token-file" {
@@ -60,9 +60,6 @@ func TestInClusterErrors(t *testing.T) {
 	if _, err := inCluster(t.TempDir(), fakeEnv{}.get); !errors.Is(err, ErrNotInCluster) {
 		t.Errorf("no env: %v", err)
 	}
-	if _, err := inCluster(t.TempDir(), env.get); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "k8sapi: in-cluster config: token file") {
-		t.Errorf("no token: %v", err)
-	}
 	noCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t"})
 	if _, err := inCluster(noCA, env.get); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("no CA: %v", err)
@@ -71,12 +68,8 @@ func TestInClusterErrors(t *testing.T) {
 	if _, err := inCluster(badCA, env.get); err == nil || err.Error() != "k8sapi: in-cluster config: CA bundle "+filepath.Join(badCA, "ca.crt")+": the CA data holds no PEM certificate" {
 		t.Errorf("bad CA: %v", err)
 	}
-	emptyToken := writeFiles(t, t.TempDir(), map[string]string{"token": " \n"})
-	if _, err := inCluster(emptyToken, env.get); err == nil || !strings.Contains(err.Error(), "empty") {
-		t.Errorf("empty token: %v", err)
-	}
 	// Files without end (here /dev/zero) are read up to their limit only.
-	for _, name := range []string{"ca.crt", "token", "namespace"} {
+	for _, name := range []string{"ca.crt", "namespace"} {
 		dir := serviceAccountDir(t, false)
 		os.Remove(filepath.Join(dir, name))
 		if err := os.Symlink("/dev/zero", filepath.Join(dir, name)); err != nil {
@@ -84,6 +77,28 @@ func TestInClusterErrors(t *testing.T) {
 		}
 		if _, err := inCluster(dir, env.get); err == nil || !strings.Contains(err.Error(), "larger than") {
 			t.Errorf("%s is /dev/zero: %v", name, err)
+		}
+	}
+	// The token file is named, not read: New reads it, once.
+	for name, token := range map[string]string{"missing": "", "empty": " \n", "/dev/zero": ""} {
+		dir := serviceAccountDir(t, false)
+		path := filepath.Join(dir, "token")
+		os.Remove(path)
+		switch name {
+		case "empty":
+			writeFiles(t, dir, map[string]string{"token": token})
+		case "/dev/zero":
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := inCluster(dir, env.get)
+		if err != nil {
+			t.Fatalf("token %s: in-cluster config read the token file: %v", name, err)
+		}
+		want := map[string]string{"missing": "no such file or directory", "empty": "empty", "/dev/zero": "larger than 64 KiB"}[name]
+		if _, err := New(cfg); err == nil || err.Error() != "k8sapi: token file "+path+": "+want {
+			t.Errorf("token %s: New: %v, want %q", name, err, want)
 		}
 	}
 	env["KUBERNETES_SERVICE_HOST"] = "evil/host"
@@ -144,7 +159,7 @@ func TestLoadErrors(t *testing.T) {
 		{"nothing at all", LoadOptions{Getenv: fakeEnv{}.get, HomeDir: empty},
 			"k8sapi: no configuration found: no kubeconfig given, $KUBECONFIG empty, not in a cluster, and " + filepath.Join(empty, ".kube/config") + " does not exist"},
 		{"broken in-cluster", LoadOptions{Getenv: fakeEnv{"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}.get, InClusterDir: empty, HomeDir: empty},
-			"k8sapi: in-cluster config: token file " + filepath.Join(empty, "token") + ": no such file or directory"},
+			"k8sapi: in-cluster config: CA bundle " + filepath.Join(empty, "ca.crt") + ": no such file or directory"},
 		{"unknown context", LoadOptions{Kubeconfig: "testdata/kubeconfig/kind.yaml", Context: "prod"},
 			`k8sapi: kubeconfig testdata/kubeconfig/kind.yaml: context "prod" not found`},
 	}
