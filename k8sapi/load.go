@@ -61,8 +61,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return LoadKubeconfig(paths, opts.Context)
 	}
 	if opts.Context == "" {
-		cfg, err := inCluster(opts.InClusterDir, getenv)
-		if !errors.Is(err, ErrNotInCluster) {
+		if cfg, err := inCluster(opts.InClusterDir, getenv); cfg != nil || err != nil {
 			return cfg, err
 		}
 	}

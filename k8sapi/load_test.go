@@ -57,8 +57,8 @@ func TestInClusterIPv6(t *testing.T) {
 
 func TestInClusterErrors(t *testing.T) {
 	env := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-	if _, err := inCluster(t.TempDir(), fakeEnv{}.get); !errors.Is(err, ErrNotInCluster) {
-		t.Errorf("no env: %v", err)
+	if cfg, err := inCluster(serviceAccountDir(t, true), fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1"}.get); cfg != nil || err != nil {
+		t.Errorf("not in a pod: %+v, %v; want nil, nil", cfg, err)
 	}
 	noCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t"})
 	if _, err := inCluster(noCA, env.get); !errors.Is(err, fs.ErrNotExist) {
