@@ -21,8 +21,8 @@ const DefaultInClusterDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // [New] reads it, and reads it again as the kubelet rotates it (see
 // [Config].BearerTokenFile). A missing namespace file leaves Namespace
 // empty; a missing CA file is an error.
-func inCluster(dir string, getenv func(string) string) (*Config, error) {
-	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+func inCluster(dir string) (*Config, error) {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
 	if host == "" || port == "" {
 		return nil, nil
 	}

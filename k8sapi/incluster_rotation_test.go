@@ -11,8 +11,8 @@ import (
 // rotated it, or a rotated service-account token would never be used.
 func TestInClusterTokenFileRotated(t *testing.T) {
 	dir := serviceAccountDir(t, true)
-	env := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-	cfg, err := inCluster(dir, env.get)
+	fakeEnv{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}.set(t)
+	cfg, err := inCluster(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
