@@ -734,8 +734,7 @@ func TestAPIServerTokenFileRotation(t *testing.T) {
 }
 
 // TestAPIServerInClusterTokenRotation is the same with the config a pod
-// gets from InCluster, which sets both the token and its file: the file
-// must win.
+// gets from Load in a pod, which names the token file for New to read.
 func TestAPIServerInClusterTokenRotation(t *testing.T) {
 	testTokenRotation(t, func(p *controlplane.Plane, tokenFile string) *k8sapi.Config {
 		dir := filepath.Dir(tokenFile)
@@ -746,9 +745,10 @@ func TestAPIServerInClusterTokenRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Setenv("KUBECONFIG", "")
 		t.Setenv("KUBERNETES_SERVICE_HOST", u.Hostname())
 		t.Setenv("KUBERNETES_SERVICE_PORT", u.Port())
-		cfg, err := k8sapi.InCluster(dir)
+		cfg, err := k8sapi.Load(k8sapi.LoadOptions{InClusterDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -136,9 +136,16 @@ func fixedHeader(v string) *headerCredentials {
 func newTokenFile(path, initial string) *headerCredentials {
 	t := &headerCredentials{fileValue[string]{now: time.Now, val: "Bearer " + initial, good: initial != ""}}
 	t.read = func() (string, error) {
-		tok, err := readTokenFile(path)
+		b, err := readFileLimit(path, maxTokenFileSize)
+		tok := strings.TrimSpace(string(b))
+		switch {
+		case err == nil && tok == "":
+			err = errors.New("empty")
+		case err == nil:
+			err = checkHeaderValue(tok)
+		}
 		if err != nil {
-			return "", fmt.Errorf("k8sapi: %w", err)
+			return "", fmt.Errorf("k8sapi: token file %s: %w", path, pathCause(err))
 		}
 		return "Bearer " + tok, nil
 	}
@@ -154,23 +161,6 @@ func (h *headerCredentials) authorize(_ context.Context, req *http.Request) erro
 		req.Header.Set("Authorization", v)
 	}
 	return nil
-}
-
-// readTokenFile reads a token; its errors lack the package prefix, for the
-// caller to add.
-func readTokenFile(path string) (string, error) {
-	b, err := readFileLimit(path, maxTokenFileSize)
-	tok := strings.TrimSpace(string(b))
-	switch {
-	case err == nil && tok == "":
-		err = errors.New("empty")
-	case err == nil:
-		err = checkHeaderValue(tok)
-	}
-	if err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, pathCause(err))
-	}
-	return tok, nil
 }
 
 // Impersonation makes requests act as another user, with the

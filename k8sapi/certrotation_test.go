@@ -268,4 +268,16 @@ func TestLoadKubeconfigCertFiles(t *testing.T) {
 	if _, ok := c.transport.(*certTransport); !ok {
 		t.Errorf("transport %T, want *certTransport", c.transport)
 	}
+	// The files are read by New alone: without them the kubeconfig still
+	// loads, and New names the missing file.
+	if err := os.Remove(filepath.Join(dir, "kube/certs/c.crt")); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = LoadKubeconfig([]string{filepath.Join(dir, "kube/config")}, ""); err != nil {
+		t.Fatalf("the kubeconfig read its certificate files: %v", err)
+	}
+	want := "k8sapi: TLS: client certificate: " + filepath.Join(dir, "kube/certs/c.crt") + ": no such file or directory"
+	if _, err := New(cfg); err == nil || err.Error() != want {
+		t.Errorf("New: %v, want %s", err, want)
+	}
 }

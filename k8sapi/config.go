@@ -9,8 +9,8 @@ import (
 )
 
 // Config says how to reach and authenticate to one API server. The zero
-// value is not usable: Host is required. Build one by hand, or with [Load],
-// [LoadKubeconfig] or [InCluster].
+// value is not usable: Host is required. Build one by hand, or with [Load]
+// or [LoadKubeconfig].
 //
 // A Config must not be changed after it is passed to [New].
 type Config struct {

@@ -14,34 +14,22 @@ import (
 // service-account token, CA bundle and namespace.
 const DefaultInClusterDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// ErrNotInCluster is returned by [InCluster] when KUBERNETES_SERVICE_HOST
-// or KUBERNETES_SERVICE_PORT is not set: the process is not in a pod.
-var ErrNotInCluster = errors.New("k8sapi: not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
-
-// InCluster returns the Config of a process running in a pod: the API
-// server from $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT, and
-// the token, ca.crt and namespace files in dir ("" means
-// [DefaultInClusterDir]). The token file is re-read as the kubelet rotates
-// it (see [Config].BearerTokenFile). A missing namespace file leaves
-// Namespace empty; a missing token or CA file is an error.
-func InCluster(dir string) (*Config, error) {
-	return inCluster(dir, os.Getenv)
-}
-
-func inCluster(dir string, getenv func(string) string) (*Config, error) {
-	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+// inCluster returns the Config of a process running in a pod, or nil
+// when KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is not set: the
+// API server from those, and the token, ca.crt and namespace files in dir
+// ("" means [DefaultInClusterDir]). The token file is named, not read:
+// [New] reads it, and reads it again as the kubelet rotates it (see
+// [Config].BearerTokenFile). A missing namespace file leaves Namespace
+// empty; a missing CA file is an error.
+func inCluster(dir string) (*Config, error) {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
 	if host == "" || port == "" {
-		return nil, ErrNotInCluster
+		return nil, nil
 	}
 	if strings.ContainsAny(host, "/[]@ ") || strings.ContainsAny(port, "/:@ ") {
 		return nil, errors.New("k8sapi: in-cluster config: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is malformed")
 	}
 	dir = cmp.Or(dir, DefaultInClusterDir)
-	tokenFile := filepath.Join(dir, "token")
-	token, err := readTokenFile(tokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("k8sapi: in-cluster config: %w", err)
-	}
 	caFile := filepath.Join(dir, "ca.crt")
 	ca, err := readFileLimit(caFile, maxPEMFileSize)
 	if err == nil {
@@ -57,8 +45,7 @@ func inCluster(dir string, getenv func(string) string) (*Config, error) {
 	return &Config{
 		Host:            "https://" + net.JoinHostPort(host, port),
 		CAData:          ca,
-		BearerToken:     token,
-		BearerTokenFile: tokenFile,
+		BearerTokenFile: filepath.Join(dir, "token"),
 		Namespace:       strings.TrimSpace(string(ns)),
 	}, nil
 }

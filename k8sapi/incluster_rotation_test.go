@@ -6,17 +6,18 @@ import (
 	"testing"
 )
 
-// In-cluster config sets both a token and the token file it came from. The
-// file must win, or a rotated service-account token would never be used.
-func TestInClusterTokenFileWinsOverToken(t *testing.T) {
+// In-cluster config names the token file and holds no token of its own:
+// the credentials read the file, and read it again once the kubelet
+// rotated it, or a rotated service-account token would never be used.
+func TestInClusterTokenFileRotated(t *testing.T) {
 	dir := serviceAccountDir(t, true)
-	env := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-	cfg, err := inCluster(dir, env.get)
+	fakeEnv{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}.set(t)
+	cfg, err := inCluster(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.BearerToken == "" || cfg.BearerTokenFile == "" {
-		t.Fatalf("in-cluster config should set both the token and its file: %+v", cfg)
+	if cfg.BearerToken != "" || cfg.BearerTokenFile != filepath.Join(dir, "token") {
+		t.Fatalf("in-cluster config should name the token file and hold no token: %+v", cfg)
 	}
 	creds, err := newCredentials(cfg)
 	if err != nil {
@@ -29,7 +30,7 @@ func TestInClusterTokenFileWinsOverToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !creds.refresh() {
-		t.Fatal("in-cluster credentials cannot be refreshed: the static token won over the file")
+		t.Fatal("in-cluster credentials cannot be refreshed")
 	}
 	if got := authHeader(t, creds); got != "Bearer rotated" {
 		t.Errorf("after the kubelet rotated the token: %q, want %q", got, "Bearer rotated")

@@ -526,16 +526,18 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	cfg.BearerTokenFile = u.file.resolve(c.BearerTokenFile)
 	cfg.Username, cfg.Password = c.Username, c.Password
 	cfg.Impersonate = c.Impersonate
-	var err error
-	if cfg.CertData, err = u.dataOrFile(c.CertData, c.CertFile, "client-certificate"); err != nil {
-		return err
-	}
-	if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
-		return err
-	}
 	if len(c.CertData) == 0 && len(c.KeyData) == 0 && c.CertFile != "" && c.KeyFile != "" {
-		// Files are read again when they change: see Config.CertFile.
+		// A pair of files is read by New, and again when it changes: see
+		// Config.CertFile. Files are read here only to go with -data.
 		cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
+	} else {
+		var err error
+		if cfg.CertData, err = u.dataOrFile(c.CertData, c.CertFile, "client-certificate"); err != nil {
+			return err
+		}
+		if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
+			return err
+		}
 	}
 	cfg.Exec = c.Exec
 	if err := cfg.check(); err != nil {

@@ -44,6 +44,8 @@ type corpusConfig struct {
 	Password        string         `json:"password,omitempty"`
 	CertData        string         `json:"certData,omitempty"`
 	KeyData         string         `json:"keyData,omitempty"`
+	CertFile        string         `json:"certFile,omitempty"`
+	KeyFile         string         `json:"keyFile,omitempty"`
 	Exec            *ExecConfig    `json:"exec,omitempty"`
 	Impersonate     *Impersonation `json:"impersonate,omitempty"`
 	Namespace       string         `json:"namespace,omitempty"`
@@ -61,6 +63,7 @@ func corpusView(t *testing.T, cfg *Config) *corpusConfig {
 		BearerToken: cfg.BearerToken, BearerTokenFile: strings.TrimPrefix(cfg.BearerTokenFile, abs+"/"),
 		Username: cfg.Username, Password: cfg.Password,
 		CertData: string(cfg.CertData), KeyData: string(cfg.KeyData),
+		CertFile: strings.TrimPrefix(cfg.CertFile, abs+"/"), KeyFile: strings.TrimPrefix(cfg.KeyFile, abs+"/"),
 		Namespace: cfg.Namespace,
 	}
 	if cfg.Exec != nil {

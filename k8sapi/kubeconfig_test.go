@@ -207,7 +207,9 @@ current-context: x
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(cfg.CAData) != "THE CA" || string(cfg.CertData) != string(certPEM) || string(cfg.KeyData) != string(keyPEM) {
+	// The CA file is read now; the pair of files is named, for New to read.
+	if string(cfg.CAData) != "THE CA" || cfg.CertData != nil || cfg.KeyData != nil ||
+		cfg.CertFile != filepath.Join(dir, "kube/certs/client.crt") || cfg.KeyFile != filepath.Join(dir, "kube/certs/client.key") {
 		t.Errorf("got %+v", cfg)
 	}
 	if cfg.AuthMethod() != "client-certificate" {

@@ -9,7 +9,7 @@ import (
 )
 
 // LoadOptions says where [Load] looks for configuration. The zero value
-// follows kubectl's rules with the process's environment and home folder.
+// follows kubectl's rules.
 type LoadOptions struct {
 	// Kubeconfig is a kubeconfig file to use, as a --kubeconfig flag gives
 	// it. Empty means look further.
@@ -21,12 +21,6 @@ type LoadOptions struct {
 	// InClusterDir is the service-account folder. Empty means
 	// [DefaultInClusterDir].
 	InClusterDir string
-	// Getenv reads the environment ($KUBECONFIG, $KUBERNETES_SERVICE_HOST,
-	// $KUBERNETES_SERVICE_PORT). Nil means os.Getenv.
-	Getenv func(string) string
-	// HomeDir is the folder holding .kube/config. Empty means
-	// os.UserHomeDir.
-	HomeDir string
 }
 
 // Load finds the configuration the way kubectl and in-cluster clients do,
@@ -43,14 +37,10 @@ type LoadOptions struct {
 // Every error is one line that names the file, and the line in it when
 // there is one.
 func Load(opts LoadOptions) (*Config, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	if opts.Kubeconfig != "" {
 		return LoadKubeconfig([]string{opts.Kubeconfig}, opts.Context)
 	}
-	if list := getenv("KUBECONFIG"); list != "" {
+	if list := os.Getenv("KUBECONFIG"); list != "" {
 		paths := slices.DeleteFunc(filepath.SplitList(list), func(p string) bool {
 			_, err := os.Stat(p)
 			return errors.Is(err, os.ErrNotExist) // so does an empty entry
@@ -61,18 +51,13 @@ func Load(opts LoadOptions) (*Config, error) {
 		return LoadKubeconfig(paths, opts.Context)
 	}
 	if opts.Context == "" {
-		cfg, err := inCluster(opts.InClusterDir, getenv)
-		if !errors.Is(err, ErrNotInCluster) {
+		if cfg, err := inCluster(opts.InClusterDir); cfg != nil || err != nil {
 			return cfg, err
 		}
 	}
-	home := opts.HomeDir
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("k8sapi: no configuration found: no kubeconfig given, not in a cluster, and %v", err)
-		}
-		home = h
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("k8sapi: no configuration found: no kubeconfig given, not in a cluster, and %v", err)
 	}
 	path := filepath.Join(home, ".kube", "config")
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

@@ -9,10 +9,16 @@ import (
 	"testing"
 )
 
-// fakeEnv is an environment for LoadOptions.Getenv.
+// fakeEnv is the environment Load and inCluster read, and the home folder.
 type fakeEnv map[string]string
 
-func (e fakeEnv) get(k string) string { return e[k] }
+// set makes e the test's environment: each variable Load reads is e's
+// value, or empty.
+func (e fakeEnv) set(t *testing.T) {
+	for _, k := range []string{"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME"} {
+		t.Setenv(k, e[k])
+	}
+}
 
 // kubeconfigFor returns a minimal kubeconfig whose only cluster is server.
 func kubeconfigFor(server string) string {
@@ -35,14 +41,15 @@ func serviceAccountDir(t *testing.T, withNamespace bool) string {
 func TestInClusterIPv6(t *testing.T) {
 	dir := serviceAccountDir(t, true)
 	env := fakeEnv{"KUBERNETES_SERVICE_HOST": "fd00:10:96::1", "KUBERNETES_SERVICE_PORT": "443"}
-	cfg, err := inCluster(dir, env.get)
+	env.set(t)
+	cfg, err := inCluster(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Host != "https://[fd00:10:96::1]:443" {
 		t.Errorf("Host = %q", cfg.Host)
 	}
-	if cfg.BearerToken != "sa-token" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || len(cfg.CAData) == 0 {
+	if cfg.BearerToken != "" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || len(cfg.CAData) == 0 {
 		t.Errorf("got %+v", cfg)
 	}
 	if cfg.AuthMethod() != "token-file" {
@@ -50,44 +57,63 @@ func TestInClusterIPv6(t *testing.T) {
 	}
 
 	env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
-	if cfg, err = inCluster(serviceAccountDir(t, false), env.get); err != nil || cfg.Host != "https://10.96.0.1:443" || cfg.Namespace != "" {
+	env.set(t)
+	if cfg, err = inCluster(serviceAccountDir(t, false)); err != nil || cfg.Host != "https://10.96.0.1:443" || cfg.Namespace != "" {
 		t.Errorf("IPv4 without namespace file: %+v, %v", cfg, err)
 	}
 }
 
 func TestInClusterErrors(t *testing.T) {
 	env := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-	if _, err := inCluster(t.TempDir(), fakeEnv{}.get); !errors.Is(err, ErrNotInCluster) {
-		t.Errorf("no env: %v", err)
+	fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1"}.set(t)
+	if cfg, err := inCluster(serviceAccountDir(t, true)); cfg != nil || err != nil {
+		t.Errorf("not in a pod: %+v, %v; want nil, nil", cfg, err)
 	}
-	if _, err := inCluster(t.TempDir(), env.get); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "k8sapi: in-cluster config: token file") {
-		t.Errorf("no token: %v", err)
-	}
+	env.set(t)
 	noCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t"})
-	if _, err := inCluster(noCA, env.get); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := inCluster(noCA); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("no CA: %v", err)
 	}
 	badCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t", "ca.crt": "junk"})
-	if _, err := inCluster(badCA, env.get); err == nil || err.Error() != "k8sapi: in-cluster config: CA bundle "+filepath.Join(badCA, "ca.crt")+": the CA data holds no PEM certificate" {
+	if _, err := inCluster(badCA); err == nil || err.Error() != "k8sapi: in-cluster config: CA bundle "+filepath.Join(badCA, "ca.crt")+": the CA data holds no PEM certificate" {
 		t.Errorf("bad CA: %v", err)
 	}
-	emptyToken := writeFiles(t, t.TempDir(), map[string]string{"token": " \n"})
-	if _, err := inCluster(emptyToken, env.get); err == nil || !strings.Contains(err.Error(), "empty") {
-		t.Errorf("empty token: %v", err)
-	}
 	// Files without end (here /dev/zero) are read up to their limit only.
-	for _, name := range []string{"ca.crt", "token", "namespace"} {
+	for _, name := range []string{"ca.crt", "namespace"} {
 		dir := serviceAccountDir(t, false)
 		os.Remove(filepath.Join(dir, name))
 		if err := os.Symlink("/dev/zero", filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := inCluster(dir, env.get); err == nil || !strings.Contains(err.Error(), "larger than") {
+		if _, err := inCluster(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
 			t.Errorf("%s is /dev/zero: %v", name, err)
 		}
 	}
+	// The token file is named, not read: New reads it, once.
+	for name, token := range map[string]string{"missing": "", "empty": " \n", "/dev/zero": ""} {
+		dir := serviceAccountDir(t, false)
+		path := filepath.Join(dir, "token")
+		os.Remove(path)
+		switch name {
+		case "empty":
+			writeFiles(t, dir, map[string]string{"token": token})
+		case "/dev/zero":
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := inCluster(dir)
+		if err != nil {
+			t.Fatalf("token %s: in-cluster config read the token file: %v", name, err)
+		}
+		want := map[string]string{"missing": "no such file or directory", "empty": "empty", "/dev/zero": "larger than 64 KiB"}[name]
+		if _, err := New(cfg); err == nil || err.Error() != "k8sapi: token file "+path+": "+want {
+			t.Errorf("token %s: New: %v, want %q", name, err, want)
+		}
+	}
 	env["KUBERNETES_SERVICE_HOST"] = "evil/host"
-	if _, err := inCluster(serviceAccountDir(t, true), env.get); err == nil {
+	env.set(t)
+	if _, err := inCluster(serviceAccountDir(t, true)); err == nil {
 		t.Error("malformed host accepted")
 	}
 }
@@ -100,25 +126,27 @@ func TestLoadOrder(t *testing.T) {
 		"env2":     kubeconfigFor("https://env2"),
 	})
 	sa := serviceAccountDir(t, true)
-	inPod := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+	inPod := fakeEnv{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443", "HOME": home}
 	withKubeconfig := fakeEnv{"KUBECONFIG": filepath.Join(files, "missing") + ":" + filepath.Join(files, "env2") + "::" + filepath.Join(files, "env1"),
-		"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+		"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443", "HOME": home}
 
 	tests := []struct {
 		name string
+		env  fakeEnv
 		opts LoadOptions
 		host string
 		ns   string
 	}{
-		{"explicit wins", LoadOptions{Kubeconfig: filepath.Join(files, "explicit"), Getenv: withKubeconfig.get, HomeDir: home, InClusterDir: sa}, "https://explicit", ""},
-		{"KUBECONFIG merged, missing skipped", LoadOptions{Getenv: withKubeconfig.get, HomeDir: home, InClusterDir: sa}, "https://env2", ""},
-		{"in cluster", LoadOptions{Getenv: inPod.get, HomeDir: home, InClusterDir: sa}, "https://10.0.0.1:6443", "operators"},
-		{"context skips in-cluster", LoadOptions{Context: "y", Getenv: inPod.get, HomeDir: home, InClusterDir: sa}, "https://home", "other"},
-		{"home", LoadOptions{Getenv: fakeEnv{}.get, HomeDir: home}, "https://home", ""},
-		{"context in KUBECONFIG", LoadOptions{Context: "y", Getenv: withKubeconfig.get, HomeDir: home}, "https://env2", "other"},
+		{"explicit wins", withKubeconfig, LoadOptions{Kubeconfig: filepath.Join(files, "explicit"), InClusterDir: sa}, "https://explicit", ""},
+		{"KUBECONFIG merged, missing skipped", withKubeconfig, LoadOptions{InClusterDir: sa}, "https://env2", ""},
+		{"in cluster", inPod, LoadOptions{InClusterDir: sa}, "https://10.0.0.1:6443", "operators"},
+		{"context skips in-cluster", inPod, LoadOptions{Context: "y", InClusterDir: sa}, "https://home", "other"},
+		{"home", fakeEnv{"HOME": home}, LoadOptions{}, "https://home", ""},
+		{"context in KUBECONFIG", withKubeconfig, LoadOptions{Context: "y"}, "https://env2", "other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.env.set(t)
 			cfg, err := Load(tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -134,22 +162,24 @@ func TestLoadErrors(t *testing.T) {
 	empty := t.TempDir()
 	tests := []struct {
 		name string
+		env  fakeEnv
 		opts LoadOptions
 		msg  string
 	}{
-		{"missing explicit", LoadOptions{Kubeconfig: filepath.Join(empty, "nope"), Getenv: fakeEnv{}.get, HomeDir: empty},
+		{"missing explicit", fakeEnv{"HOME": empty}, LoadOptions{Kubeconfig: filepath.Join(empty, "nope")},
 			"k8sapi: kubeconfig " + filepath.Join(empty, "nope") + ": no such file or directory"},
-		{"no KUBECONFIG file exists", LoadOptions{Getenv: fakeEnv{"KUBECONFIG": "/nonexistent/a:/nonexistent/b"}.get, HomeDir: empty},
+		{"no KUBECONFIG file exists", fakeEnv{"KUBECONFIG": "/nonexistent/a:/nonexistent/b", "HOME": empty}, LoadOptions{},
 			"k8sapi: none of the files in $KUBECONFIG (/nonexistent/a:/nonexistent/b) exists"},
-		{"nothing at all", LoadOptions{Getenv: fakeEnv{}.get, HomeDir: empty},
+		{"nothing at all", fakeEnv{"HOME": empty}, LoadOptions{},
 			"k8sapi: no configuration found: no kubeconfig given, $KUBECONFIG empty, not in a cluster, and " + filepath.Join(empty, ".kube/config") + " does not exist"},
-		{"broken in-cluster", LoadOptions{Getenv: fakeEnv{"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}.get, InClusterDir: empty, HomeDir: empty},
-			"k8sapi: in-cluster config: token file " + filepath.Join(empty, "token") + ": no such file or directory"},
-		{"unknown context", LoadOptions{Kubeconfig: "testdata/kubeconfig/kind.yaml", Context: "prod"},
+		{"broken in-cluster", fakeEnv{"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1", "HOME": empty}, LoadOptions{InClusterDir: empty},
+			"k8sapi: in-cluster config: CA bundle " + filepath.Join(empty, "ca.crt") + ": no such file or directory"},
+		{"unknown context", fakeEnv{}, LoadOptions{Kubeconfig: "testdata/kubeconfig/kind.yaml", Context: "prod"},
 			`k8sapi: kubeconfig testdata/kubeconfig/kind.yaml: context "prod" not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.env.set(t)
 			_, err := Load(tt.opts)
 			if err == nil || err.Error() != tt.msg {
 				t.Errorf("error %v\nwant  %s", err, tt.msg)
