@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 )
 
 // updateBody returns what Update sends for obj. A json.RawMessage is sent
@@ -110,11 +111,9 @@ func merge3(base, was, now any) any {
 		if !ok || len(b) != len(w) {
 			return now
 		}
-		out := make([]any, len(n))
+		out := slices.Clone(n)
 		for j, i := range partners(n, w) {
-			if i < 0 {
-				out[j] = n[j]
-			} else {
+			if i >= 0 {
 				out[j] = merge3(b[i], w[i], n[j])
 			}
 		}
