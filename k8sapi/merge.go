@@ -44,9 +44,6 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource str
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 	}
-	if bytes.Equal(was, now) {
-		return base, nil
-	}
 	out, err := mergeJSON(base, was, now)
 	if err != nil {
 		return nil, op.decodeError(fmt.Errorf("object as read: %w", err))
