@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 )
 
 // updateBody returns what Update sends for obj. A json.RawMessage is sent
@@ -42,9 +43,6 @@ func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource str
 	was, err := json.Marshal(seen)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
-	}
-	if bytes.Equal(was, now) {
-		return base, nil
 	}
 	out, err := mergeJSON(base, was, now)
 	if err != nil {
@@ -110,11 +108,9 @@ func merge3(base, was, now any) any {
 		if !ok || len(b) != len(w) {
 			return now
 		}
-		out := make([]any, len(n))
+		out := slices.Clone(n)
 		for j, i := range partners(n, w) {
-			if i < 0 {
-				out[j] = n[j]
-			} else {
+			if i >= 0 {
 				out[j] = merge3(b[i], w[i], n[j])
 			}
 		}

@@ -75,9 +75,10 @@ func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 func badSegment(s string) bool { return s == "." || s == ".." }
 
 // send checks a call of verb and sends it with query q and body: nil for
-// none (a get), []byte as it is, anything else marshalled to JSON. It
-// reads an answer of at most the object limit and decodes it into a new
-// T, unless T is struct{}: then the answer is dropped.
+// none (a get), []byte as it is, the *T of an update as updateBody makes
+// it, anything else marshalled to JSON. It reads an answer of at most the
+// object limit and decodes it into a new T, unless T is struct{}: then
+// the answer is dropped.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
 	op, err := t.newOp(verb, namespace, name, sub)
 	if err != nil {
@@ -85,8 +86,14 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 	}
 	op.query, op.contentType = q, contentType
 	// Only a get sends no body; a write needs its object.
-	if obj, isT := body.(*T); body == nil && verb != "get" || isT && obj == nil {
+	obj, isT := body.(*T)
+	if body == nil && verb != "get" || isT && obj == nil {
 		return nil, op.requestError(errors.New("nil object"))
+	}
+	if isT && verb == "update" {
+		if body, err = t.updateBody(ctx, op, sub, obj); err != nil {
+			return nil, err
+		}
 	}
 	if b, ok := body.([]byte); ok {
 		op.body = b
@@ -201,18 +208,7 @@ func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts Wri
 // Apply, a list, a watch or a cache, or built by hand) Update first reads
 // the object, and an error of that read is returned as it is.
 func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, opts WriteOptions) (*T, error) {
-	op, err := t.newOp("update", namespace, name, opts.Subresource)
-	if err != nil {
-		return nil, err
-	}
-	if obj == nil {
-		return nil, op.requestError(errors.New("nil object"))
-	}
-	body, err := t.updateBody(ctx, op, opts.Subresource, obj)
-	if err != nil {
-		return nil, err
-	}
-	return t.send(ctx, "update", namespace, name, opts.Subresource, opts.query(), body, "application/json")
+	return t.send(ctx, "update", namespace, name, opts.Subresource, opts.query(), obj, "application/json")
 }
 
 // Patch changes the object with data, interpreted as pt says, and returns

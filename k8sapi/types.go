@@ -18,17 +18,17 @@ type TypeMeta struct {
 
 // ObjectMeta is the metadata every object has.
 type ObjectMeta struct {
-	Name              string           `json:"name,omitempty"`
-	Namespace         string           `json:"namespace,omitempty"`
-	UID               string           `json:"uid,omitempty"`
-	ResourceVersion   string           `json:"resourceVersion,omitempty"`
-	Generation        int64            `json:"generation,omitempty"`
-	CreationTimestamp *time.Time       `json:"creationTimestamp,omitempty"`
-	DeletionTimestamp *time.Time       `json:"deletionTimestamp,omitempty"`
-	Labels            StringMap        `json:"labels,omitempty"`
-	Annotations       StringMap        `json:"annotations,omitempty"`
-	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
-	Finalizers        []string         `json:"finalizers,omitempty"`
+	Name              string            `json:"name,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	CreationTimestamp *time.Time        `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp *time.Time        `json:"deletionTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
+	Finalizers        []string          `json:"finalizers,omitempty"`
 
 	// raw is the whole object this one was decoded from, when Get or
 	// Update returned it; see [Typed.Update].
@@ -116,7 +116,7 @@ type StatusCause struct {
 
 // LabelSelector selects objects by label.
 type LabelSelector struct {
-	MatchLabels StringMap `json:"matchLabels,omitempty"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
 // Deployment is apps/v1 Deployment, reduced.
@@ -186,10 +186,10 @@ type Service struct {
 
 // ServiceSpec is the part of a Service's spec the operator sets.
 type ServiceSpec struct {
-	Type      string        `json:"type,omitempty"`
-	Selector  StringMap     `json:"selector,omitempty"`
-	Ports     []ServicePort `json:"ports,omitempty"`
-	ClusterIP string        `json:"clusterIP,omitempty"`
+	Type      string            `json:"type,omitempty"`
+	Selector  map[string]string `json:"selector,omitempty"`
+	Ports     []ServicePort     `json:"ports,omitempty"`
+	ClusterIP string            `json:"clusterIP,omitempty"`
 }
 
 // ServicePort is one port of a Service.

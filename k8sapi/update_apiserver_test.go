@@ -71,7 +71,7 @@ func TestAPIServerUpdateKeepsUnknownFields(t *testing.T) {
 		t.Fatalf("list: %v, %v", list, err)
 	}
 	item := list.Items[0]
-	item.Labels = k8sapi.StringMap{"app": "full", "tier": "web"}
+	item.Labels = map[string]string{"app": "full", "tier": "web"}
 	if _, err := deployments.Update(ctx, ns, "full", &item, k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}

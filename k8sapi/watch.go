@@ -244,34 +244,33 @@ const (
 // the next event).
 type eventReader struct {
 	limitReader
-	kept   []byte // the stream's bytes from offset keptAt to read
-	keptAt int64
+	kept []byte // the stream's last bytes, up to offset read
 }
 
-// begin marks the start of the next event, at stream offset off.
+// begin marks the start of the next event, at stream offset off, and lets
+// the kept bytes before it go.
 func (e *eventReader) begin(off int64) {
-	drop := min(max(off-e.keptAt, 0), int64(len(e.kept)))
-	e.kept = e.kept[:copy(e.kept, e.kept[drop:])]
-	e.keptAt = e.read - int64(len(e.kept))
+	if rest := e.since(off); rest != nil {
+		e.kept = e.kept[:copy(e.kept, rest)]
+	}
 	e.start = off
 }
 
 // since returns the kept bytes from stream offset off, or nil if they
 // were not kept.
 func (e *eventReader) since(off int64) []byte {
-	if off < e.keptAt {
+	at := e.read - int64(len(e.kept))
+	if off < at {
 		return nil
 	}
-	return e.kept[off-e.keptAt:]
+	return e.kept[off-at:]
 }
 
 func (e *eventReader) Read(p []byte) (int, error) {
 	n, err := e.limitReader.Read(p)
 	if len(e.kept)+n > eventKeepMax {
-		e.kept = append(e.kept[:0], p[:n]...)
-	} else {
-		e.kept = append(e.kept, p[:n]...)
+		e.kept = e.kept[:0]
 	}
-	e.keptAt = e.read - int64(len(e.kept))
+	e.kept = append(e.kept, p[:n]...)
 	return n, err
 }

@@ -223,7 +223,7 @@ func TestCacheInformerClearsWrites(t *testing.T) {
 func TestCacheBuiltInIndexes(t *testing.T) {
 	c := NewCache(Config[thing]{Indexers: map[string]IndexFunc[thing]{IndexOwnerUID: OwnerUIDs[thing]}})
 	a := owned("a", "1", "w", true)
-	a.Labels = k8sapi.StringMap{"app": "web", "tier": "front"}
+	a.Labels = map[string]string{"app": "web", "tier": "front"}
 	c.store.replace([]*thing{a, owned("b", "1", "w", false)})
 	for _, tt := range []struct{ index, value, want string }{
 		{IndexControllerUID, "uid-w", "a"},

@@ -103,9 +103,9 @@ func TestSmallEqualities(t *testing.T) {
 		{nil, nil, true},
 		{&k8sapi.LabelSelector{}, nil, false},
 		{nil, &k8sapi.LabelSelector{}, false},
-		{&k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "1"}}, true},
-		{&k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "2"}}, false},
-		{&k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: k8sapi.StringMap{"a": "1", "b": "2"}}, false},
+		{&k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "1"}}, true},
+		{&k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "2"}}, false},
+		{&k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "1"}}, &k8sapi.LabelSelector{MatchLabels: map[string]string{"a": "1", "b": "2"}}, false},
 	}
 	for i, tt := range selTests {
 		if got := selectorEqual(tt.a, tt.b); got != tt.want {
@@ -116,7 +116,7 @@ func TestSmallEqualities(t *testing.T) {
 
 func TestMetaHolds(t *testing.T) {
 	yes := true
-	want := k8sapi.ObjectMeta{Labels: k8sapi.StringMap{"app": "web"}, OwnerReferences: []k8sapi.OwnerReference{
+	want := k8sapi.ObjectMeta{Labels: map[string]string{"app": "web"}, OwnerReferences: []k8sapi.OwnerReference{
 		{APIVersion: "example.com/v1", Kind: "Widget", Name: "web", UID: "u1", Controller: &yes, BlockOwnerDeletion: &yes}}}
 	tests := []struct {
 		name   string
@@ -139,7 +139,7 @@ func TestMetaHolds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			have := k8sapi.ObjectMeta{Labels: k8sapi.StringMap{}, OwnerReferences: append([]k8sapi.OwnerReference(nil), want.OwnerReferences...)}
+			have := k8sapi.ObjectMeta{Labels: map[string]string{}, OwnerReferences: append([]k8sapi.OwnerReference(nil), want.OwnerReferences...)}
 			for k, v := range want.Labels {
 				have.Labels[k] = v
 			}

@@ -125,7 +125,7 @@ func (ch children[S]) apply(ctx context.Context, ns *namespace, spec S) error {
 	ref := reconcile.NewControllerRef(&ns.ObjectMeta, "v1", "Namespace")
 	ref.BlockOwnerDeletion = nil // the namespace controller, not the garbage collector, empties a Namespace
 	want := &object[S]{TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: ch.kind}, Spec: spec,
-		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns.Name, Name: childName, Labels: k8sapi.StringMap{managedBy: fieldManager},
+		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns.Name, Name: childName, Labels: map[string]string{managedBy: fieldManager},
 			OwnerReferences: []k8sapi.OwnerReference{ref}}}
 	_, err := reconcile.ApplyChild(ctx, ch.cache, ch.api, fieldManager, ch.kind, want)
 	if nc := (*reconcile.NotControlledError)(nil); errors.As(err, &nc) {
