@@ -34,13 +34,46 @@ const (
 	maxConns          = 100
 )
 
+// limitListener closes each connection accepted while max are open, so
+// that a flood of connections costs a bounded amount of memory. It is
+// safe for concurrent use.
+type limitListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			c.Close()
+			continue
+		}
+		return &limitConn{Conn: c, l: l}, nil
+	}
+}
+
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}
+
 // newServer returns a server with the endpoints' limits, HTTP/1.1 only.
-// It closes each connection accepted while maxConns are open, so that a
-// flood of connections costs a bounded amount of memory.
 func newServer(h http.Handler, log *slog.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	var open atomic.Int64 // connections between StateNew and their end
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -49,16 +82,6 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		Protocols:         &protocols,
-		ConnState: func(c net.Conn, state http.ConnState) {
-			switch state {
-			case http.StateNew:
-				if open.Add(1) > maxConns {
-					c.Close()
-				}
-			case http.StateHijacked, http.StateClosed:
-				open.Add(-1)
-			}
-		},
 		// TLS handshake failures and the like, at debug level: anyone
 		// who can connect can cause them.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -114,11 +137,12 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 		if !on(e.addr) {
 			continue
 		}
-		ln, err := net.Listen("tcp", e.addr)
+		inner, err := net.Listen("tcp", e.addr)
 		if err != nil {
 			shutdownServers(servers)
 			return nil, fmt.Errorf("%s endpoint: %w", e.what, err)
 		}
+		var ln net.Listener = &limitListener{Listener: inner, max: maxConns}
 		if e.tls != nil {
 			ln = tls.NewListener(ln, e.tls)
 		}

@@ -160,45 +160,60 @@ func TestServerLimitsHeaderSize(t *testing.T) {
 	})
 }
 
-func TestServerClosesConnectionsBeyondMax(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ln := startTestServer(t, okHandler())
-		var held []net.Conn
-		for range maxConns {
-			held = append(held, ln.dial())
+func TestLimitListenerClosesConnectionsBeyondMax(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &limitListener{Listener: inner, max: 2}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
 		}
-		// One more is closed at once: its client reads EOF.
-		extra := ln.dial()
-		defer extra.Close()
-		if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
-			t.Fatalf("connection %d: read %d, %v; want EOF", maxConns+1, n, err)
+	}()
+	var clients []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
 		}
-		synctest.Wait()
-		// The last of those held is still served.
-		io.WriteString(held[maxConns-1], "GET /healthz HTTP/1.1\r\nHost: op\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(held[maxConns-1]), nil)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("connection %d: %v, %v", maxConns, resp, err)
-		}
-		resp.Body.Close()
-		// Closing one makes room for one more, and only one.
-		held[1].Close()
-		synctest.Wait()
-		again := ln.dial()
-		defer again.Close()
-		io.WriteString(again, "GET /healthz HTTP/1.1\r\nHost: op\r\n\r\n")
-		if resp, err := http.ReadResponse(bufio.NewReader(again), nil); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("no room after a connection closed: %v, %v", resp, err)
-		}
-		over := ln.dial()
-		defer over.Close()
-		if n, err := over.Read(make([]byte, 1)); err != io.EOF {
-			t.Fatalf("a second one after one closed: read %d, %v; want EOF", n, err)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-	})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	first, second := <-accepted, <-accepted
+	defer second.Close()
+	// The third is closed by the listener: its client reads EOF.
+	clients[2].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := clients[2].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("third connection: read %d, %v; want EOF", n, err)
+	}
+	if got := ln.open.Load(); got != 2 {
+		t.Fatalf("%d open, want 2", got)
+	}
+	// Closing one (twice: a second Close must not free another slot)
+	// makes room for one more.
+	first.Close()
+	first.Close()
+	if got := ln.open.Load(); got != 1 {
+		t.Fatalf("%d open after a close, want 1", got)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case a := <-accepted:
+		a.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no room after a connection closed")
+	}
 }
 
 func TestReadyzWithholdsReasons(t *testing.T) {
