@@ -309,6 +309,15 @@ func TestServe(t *testing.T) {
 	if code := get(http.DefaultClient, "http://"+insecure.MetricsAddr+"/metrics"); code != http.StatusOK || len(servers) != 1 {
 		t.Errorf("insecure metrics: %d, %d servers", code, len(servers))
 	}
+	// Only GET (and HEAD) reach the registry.
+	resp, err := http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /metrics: %d, Allow %q; want 405 and GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
+	}
 	shutdownServers(servers)
 
 	// A port in use is a start-up error, and stops the server started.
