@@ -7,7 +7,7 @@
 // [Recorder.Run], writes them:
 //
 //   - Repeats are aggregated. The same note of the same type and reason
-//     about the same object, seen again within Config.Window of the last
+//     about the same object, seen again within 10 minutes of the last
 //     time, does not create a new Event: the existing one's series is
 //     patched (count and lastObservedTime) with a JSON merge patch. The
 //     first repeat sets count 2.
@@ -41,14 +41,18 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config, and the fixed settings.
 const (
-	DefaultController = "widget-operator"
-	DefaultAction     = "Reconcile"
-	DefaultQueueSize  = 1000
-	DefaultWindow     = 10 * time.Minute
-	DefaultBurst      = 25
-	DefaultRefill     = 5 * time.Minute
+	DefaultQueueSize = 1000
+	DefaultBurst     = 25
+	DefaultRefill    = 5 * time.Minute
+	// reportingController and action are what every Event says of its
+	// writer.
+	reportingController = "widget-operator"
+	action              = "Reconcile"
+	// window is how long after an event's last occurrence a repeat still
+	// joins its series.
+	window = 10 * time.Minute
 	// writeTimeout bounds one write to the API server.
 	writeTimeout = 15 * time.Second
 	// maxTracked bounds the per-object rate limiters and the aggregation
@@ -68,21 +72,12 @@ const (
 type Config struct {
 	// Client writes the Events. Required.
 	Client *k8sapi.Client
-	// Controller is the Events' reportingController. Empty means
-	// DefaultController ("widget-operator").
-	Controller string
 	// Instance is the Events' reportingInstance: which replica wrote
 	// them. Empty means the host name (in a pod, the pod's name).
 	Instance string
-	// Action is the Events' action. Empty means DefaultAction
-	// ("Reconcile").
-	Action string
 	// QueueSize bounds the events waiting to be written. Zero means
 	// DefaultQueueSize (1000).
 	QueueSize int
-	// Window is how long after an event's last occurrence a repeat still
-	// joins its series. Zero means DefaultWindow (10 minutes).
-	Window time.Duration
 	// Burst and Refill are the per-object rate limit: Burst events at
 	// once, then one per Refill. Zero means DefaultBurst (25) and
 	// DefaultRefill (5 minutes).
@@ -154,10 +149,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("events: Config.Client is required")
 	}
-	cfg.Controller = cmp.Or(cfg.Controller, DefaultController)
-	cfg.Action = cmp.Or(cfg.Action, DefaultAction)
 	cfg.QueueSize = cmp.Or(cfg.QueueSize, DefaultQueueSize)
-	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
 	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
 	cfg.Refill = cmp.Or(cfg.Refill, DefaultRefill)
 	if cfg.Instance == "" {
@@ -231,7 +223,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	ctx, cancel := context.WithTimeout(runCtx, writeTimeout)
 	defer cancel()
 	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
-	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.cfg.Window {
+	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= window {
 		count := s.count + 1
 		patch, _ := json.Marshal(map[string]k8sapi.EventSeries{"series": {Count: count, LastObservedTime: k8sapi.MicroTime{Time: it.at}}})
 		_, err := r.events.Patch(ctx, s.namespace, s.name, k8sapi.MergePatch, patch, k8sapi.PatchOptions{})
@@ -251,7 +243,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 		return
 	}
 	if len(r.series) >= maxTracked {
-		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.cfg.Window })
+		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > window })
 	}
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
@@ -273,9 +265,9 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
 		ObjectMeta:          k8sapi.ObjectMeta{Name: truncate(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
 		EventTime:           k8sapi.MicroTime{Time: it.at},
-		ReportingController: r.cfg.Controller,
+		ReportingController: reportingController,
 		ReportingInstance:   r.cfg.Instance,
-		Action:              r.cfg.Action,
+		Action:              action,
 		Reason:              it.reason,
 		Regarding:           it.regarding,
 		Note:                it.note,
