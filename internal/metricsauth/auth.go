@@ -36,14 +36,19 @@ var (
 	SubjectAccessReviews = k8sapi.Resource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
 )
 
-// Defaults of [Config].
+// Defaults of [Config], and the fixed settings of a [Filter].
 const (
-	DefaultTTL         = 30 * time.Second
 	DefaultMaxEntries  = 1024
-	DefaultMaxInFlight = 4
-	DefaultTimeout     = 10 * time.Second
 	DefaultReviewQPS   = 5
 	DefaultReviewBurst = 20
+	// ttl is how long a decision (allowed, unauthenticated or
+	// forbidden) is kept. An API error is never kept.
+	ttl = 30 * time.Second
+	// maxInFlight bounds the requests under review at once; more wait
+	// their turn, up to timeout.
+	maxInFlight = 4
+	// timeout bounds one request's wait and reviews.
+	timeout = 10 * time.Second
 )
 
 // Config configures a [Filter].
@@ -54,17 +59,8 @@ type Config struct {
 	// Path is the non-resource URL the user must be allowed to get, such
 	// as "/metrics". Required.
 	Path string
-	// TTL is how long a decision (allowed, unauthenticated or forbidden)
-	// is kept. Zero means DefaultTTL. An API error is never kept.
-	TTL time.Duration
 	// MaxEntries bounds the cache. Zero means DefaultMaxEntries.
 	MaxEntries int
-	// MaxInFlight bounds the requests under review at once; more wait
-	// their turn, up to Timeout. Zero means DefaultMaxInFlight.
-	MaxInFlight int
-	// Timeout bounds one request's wait and reviews. Zero means
-	// DefaultTimeout.
-	Timeout time.Duration
 	// ReviewQPS and ReviewBurst limit the reviews of tokens not in the
 	// cache (each costs a TokenReview, and a SubjectAccessReview when the
 	// token is valid); a request over the limit gets 429. Zero means
@@ -97,14 +93,11 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
 		return nil, errors.New("metricsauth: Config needs a Client and a Path")
 	}
-	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
 	cfg.MaxEntries = cmp.Or(max(cfg.MaxEntries, 0), DefaultMaxEntries)
-	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
-	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), DefaultTimeout)
 	cfg.ReviewQPS = cmp.Or(max(cfg.ReviewQPS, 0), DefaultReviewQPS)
 	cfg.ReviewBurst = cmp.Or(max(cfg.ReviewBurst, 0), DefaultReviewBurst)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
-	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
+	return &Filter{cfg: cfg, reviews: make(chan struct{}, maxInFlight),
 		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
 }
 
@@ -141,7 +134,7 @@ func (f *Filter) decide(r *http.Request) int {
 	if !f.rate.Allow(time.Now()) {
 		return http.StatusTooManyRequests
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), f.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	select {
 	case f.reviews <- struct{}{}:
@@ -198,7 +191,7 @@ func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 		}
 	}
 	if len(f.cache) < f.cfg.MaxEntries {
-		f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
+		f.cache[key] = decision{code: code, expires: now.Add(ttl)}
 	}
 }
 

@@ -123,7 +123,7 @@ func TestFilterDecides(t *testing.T) {
 func TestFilterCachesDecisions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeReviewer{}
-		h := newFilter(t, f, Config{TTL: 10 * time.Second})
+		h := newFilter(t, f, Config{})
 		for range 50 {
 			scrape(h, "Bearer reader")
 			scrape(h, "Bearer other")
@@ -134,7 +134,7 @@ func TestFilterCachesDecisions(t *testing.T) {
 		if tr, ar := f.tokenReviews.Load(), f.accessReviews.Load(); tr != 3 || ar != 2 {
 			t.Fatalf("150 scrapes with 3 tokens: %d token reviews, %d access reviews; want 3 and 2", tr, ar)
 		}
-		time.Sleep(10 * time.Second) // the TTL, on the bubble's clock
+		time.Sleep(ttl) // on the bubble's clock
 		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
 			t.Fatalf("after the TTL: %d", got)
 		}
@@ -168,7 +168,7 @@ func TestFilterCacheIsBounded(t *testing.T) {
 
 func TestFilterBoundsReviewsInFlight(t *testing.T) {
 	f := &fakeReviewer{gate: make(chan struct{})}
-	h := newFilter(t, f, Config{MaxInFlight: 2})
+	h := newFilter(t, f, Config{})
 	var wg sync.WaitGroup
 	codes := make(chan int, 20)
 	for i := range 20 {
@@ -185,8 +185,8 @@ func TestFilterBoundsReviewsInFlight(t *testing.T) {
 			t.Errorf("code %d, want 401", c)
 		}
 	}
-	if m := f.maxInFlight.Load(); m > 2 {
-		t.Errorf("%d reviews in flight at once, want at most 2", m)
+	if m := f.maxInFlight.Load(); m > maxInFlight {
+		t.Errorf("%d reviews in flight at once, want at most %d", m, maxInFlight)
 	}
 }
 
