@@ -83,8 +83,6 @@ type Config struct {
 	// DefaultRefill (5 minutes).
 	Burst  int
 	Refill time.Duration
-	// Now is the clock. Nil means time.Now.
-	Now func() time.Time
 	// Logger receives write failures, one line per streak. Nil means no
 	// logging.
 	Logger *slog.Logger
@@ -120,9 +118,6 @@ type Recorder struct {
 	// Owned by the Run goroutine.
 	series  map[seriesKey]*seriesState
 	failing bool
-
-	// afterWrite, when set by a test, is called by Run after each item.
-	afterWrite func()
 }
 
 // item is one queued event.
@@ -159,9 +154,6 @@ func New(cfg Config) (*Recorder, error) {
 		}
 		cfg.Instance = h
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Recorder{
 		cfg:    cfg,
@@ -182,7 +174,7 @@ func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, no
 		r.invalid.Add(1)
 		return
 	}
-	now := r.cfg.Now()
+	now := time.Now()
 	if !r.allow(objectKey(regarding), now) {
 		r.rateLimited.Add(1)
 		return
@@ -211,9 +203,6 @@ func (r *Recorder) Run(ctx context.Context) {
 			return
 		case it := <-r.queue:
 			r.write(ctx, it)
-			if r.afterWrite != nil {
-				r.afterWrite()
-			}
 		}
 	}
 }
