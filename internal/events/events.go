@@ -11,11 +11,11 @@
 //     time, does not create a new Event: the existing one's series is
 //     patched (count and lastObservedTime) with a JSON merge patch. The
 //     first repeat sets count 2.
-//   - Each object has a token bucket (Config.Burst events, one more every
-//     Config.Refill), so a Widget that fails in a loop costs at most one
-//     write per Refill once its burst is spent. Repeats count too: a
+//   - Each object has a token bucket (25 events, one more every 5
+//     minutes), so a Widget that fails in a loop costs at most one write
+//     per 5 minutes once its burst is spent. Repeats count too: a
 //     series patch is a write.
-//   - The queue is bounded (Config.QueueSize); an event that finds it
+//   - The queue is bounded (1000 events); an event that finds it
 //     full is dropped and counted.
 //   - Failures are logged once per streak: the first failed write is
 //     logged, later ones are not until a write succeeds again. A missing
@@ -41,11 +41,14 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// Defaults for the zero fields of Config, and the fixed settings.
+// The Recorder's settings.
 const (
-	DefaultQueueSize = 1000
-	DefaultBurst     = 25
-	DefaultRefill    = 5 * time.Minute
+	// queueSize bounds the events waiting to be written.
+	queueSize = 1000
+	// burst and refill are the per-object rate limit: burst events at
+	// once, then one per refill.
+	burst  = 25
+	refill = 5 * time.Minute
 	// reportingController and action are what every Event says of its
 	// writer.
 	reportingController = "widget-operator"
@@ -75,14 +78,6 @@ type Config struct {
 	// Instance is the Events' reportingInstance: which replica wrote
 	// them. Empty means the host name (in a pod, the pod's name).
 	Instance string
-	// QueueSize bounds the events waiting to be written. Zero means
-	// DefaultQueueSize (1000).
-	QueueSize int
-	// Burst and Refill are the per-object rate limit: Burst events at
-	// once, then one per Refill. Zero means DefaultBurst (25) and
-	// DefaultRefill (5 minutes).
-	Burst  int
-	Refill time.Duration
 	// Logger receives write failures, one line per streak. Nil means no
 	// logging.
 	Logger *slog.Logger
@@ -144,9 +139,6 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("events: Config.Client is required")
 	}
-	cfg.QueueSize = cmp.Or(cfg.QueueSize, DefaultQueueSize)
-	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
-	cfg.Refill = cmp.Or(cfg.Refill, DefaultRefill)
 	if cfg.Instance == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
@@ -158,7 +150,7 @@ func New(cfg Config) (*Recorder, error) {
 	return &Recorder{
 		cfg:    cfg,
 		events: k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
-		queue:  make(chan item, cfg.QueueSize),
+		queue:  make(chan item, queueSize),
 		limits: make(map[string]*k8sapi.TokenBucket),
 		series: make(map[seriesKey]*seriesState),
 	}, nil
@@ -312,7 +304,7 @@ func (r *Recorder) allow(obj string, now time.Time) bool {
 		if len(r.limits) >= maxTracked {
 			expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
 		}
-		b = k8sapi.NewTokenBucket(1/r.cfg.Refill.Seconds(), r.cfg.Burst)
+		b = k8sapi.NewTokenBucket(1/refill.Seconds(), burst)
 		r.limits[obj] = b
 	}
 	return b.Allow(now)

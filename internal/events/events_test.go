@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -316,15 +317,19 @@ func TestQueueFullDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c, QueueSize: 2, Instance: "x"})
+	r, err := New(Config{Client: c, Instance: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, note := range []string{"a", "b", "c"} {
-		r.Event(widget, "Normal", "R", note) // Run not started: nothing drains
+	// Each event about an object of its own, so that no rate limit
+	// refuses it. Run is not started: nothing drains.
+	for i := range queueSize + 1 {
+		obj := widget
+		obj.UID = fmt.Sprint("uid-", i)
+		r.Event(obj, "Normal", "R", "n")
 	}
-	if s := r.Stats(); s.Dropped != 1 {
-		t.Errorf("stats %+v", s)
+	if s := r.Stats(); s.Dropped != 1 || s.RateLimited != 0 || len(r.queue) != queueSize {
+		t.Errorf("stats %+v, queued %d", s, len(r.queue))
 	}
 }
 
