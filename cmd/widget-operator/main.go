@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/zerodep-k8s/widget-operator/internal/memlimit"
 	"github.com/zerodep-k8s/widget-operator/internal/operator"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
@@ -150,16 +151,38 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want json or text", format)
 }
 
-// setMemoryLimit sets the runtime's soft memory limit to 90% of the
-// container's, unless GOMEMLIMIT is set.
+// memoryLimitEnv names the variable that holds the container's memory
+// limit in bytes: manifests/operator.yaml sets it from the downward API's
+// limits.memory.
+const memoryLimitEnv = "CONTAINER_MEMORY_LIMIT"
+
+// setMemoryLimit sets the runtime's soft memory limit as memoryLimit
+// chooses it, and logs it.
 func setMemoryLimit(getenv func(string) string, log *slog.Logger) {
-	limit, source, err := memlimit.Choose(getenv, os.DirFS("/"))
+	limit, err := memoryLimit(getenv)
 	if err != nil {
 		log.Warn("memory limit left unset", "err", err)
 		return
 	}
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
-		log.Info("memory limit set", "bytes", limit, "from", source)
+		log.Info("memory limit set", "bytes", limit, "from", memoryLimitEnv)
 	}
+}
+
+// memoryLimit returns 90% of the container's memory limit, read from
+// memoryLimitEnv: the rest is headroom for memory the runtime does not
+// count (thread stacks, the binary's own pages) and for its lag. It
+// returns 0 when the limit should be left alone: GOMEMLIMIT is set (the
+// runtime has read it), or memoryLimitEnv is not.
+func memoryLimit(getenv func(string) string) (int64, error) {
+	v := getenv(memoryLimitEnv)
+	if v == "" || getenv("GOMEMLIMIT") != "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive number of bytes", memoryLimitEnv, v)
+	}
+	return int64(math.Floor(float64(n) * 0.9)), nil
 }

@@ -91,3 +91,35 @@ func TestMetricsSecureByDefault(t *testing.T) {
 		t.Fatalf("--metrics-cert-dir: insecure %v, dir %q, err %v", f.InsecureMetrics, f.MetricsCertDir, err)
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		getenv func(string) string
+		want   int64
+	}{
+		{"GOMEMLIMIT wins", env("GOMEMLIMIT", "50MiB", memoryLimitEnv, "134217728"), 0},
+		{"downward API, 90%", env(memoryLimitEnv, "268435456"), 241591910},
+		{"spaces around", env(memoryLimitEnv, " 1000\n"), 900},
+		{"no limit", env(), 0},
+	} {
+		if got, err := memoryLimit(tc.getenv); err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"128Mi", "-1", "0"} {
+		if got, err := memoryLimit(env(memoryLimitEnv, bad)); got != 0 || err == nil || !strings.Contains(err.Error(), memoryLimitEnv+"=") {
+			t.Errorf("%s=%q: %d, %v; want an error naming it", memoryLimitEnv, bad, got, err)
+		}
+	}
+}

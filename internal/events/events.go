@@ -7,15 +7,15 @@
 // [Recorder.Run], writes them:
 //
 //   - Repeats are aggregated. The same note of the same type and reason
-//     about the same object, seen again within Config.Window of the last
+//     about the same object, seen again within 10 minutes of the last
 //     time, does not create a new Event: the existing one's series is
 //     patched (count and lastObservedTime) with a JSON merge patch. The
 //     first repeat sets count 2.
-//   - Each object has a token bucket (Config.Burst events, one more every
-//     Config.Refill), so a Widget that fails in a loop costs at most one
-//     write per Refill once its burst is spent. Repeats count too: a
+//   - Each object has a token bucket (25 events, one more every 5
+//     minutes), so a Widget that fails in a loop costs at most one write
+//     per 5 minutes once its burst is spent. Repeats count too: a
 //     series patch is a write.
-//   - The queue is bounded (Config.QueueSize); an event that finds it
+//   - The queue is bounded (1000 events); an event that finds it
 //     full is dropped and counted.
 //   - Failures are logged once per streak: the first failed write is
 //     logged, later ones are not until a write succeeds again. A missing
@@ -41,14 +41,21 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// Defaults for the zero fields of Config.
+// The Recorder's settings.
 const (
-	DefaultController = "widget-operator"
-	DefaultAction     = "Reconcile"
-	DefaultQueueSize  = 1000
-	DefaultWindow     = 10 * time.Minute
-	DefaultBurst      = 25
-	DefaultRefill     = 5 * time.Minute
+	// queueSize bounds the events waiting to be written.
+	queueSize = 1000
+	// burst and refill are the per-object rate limit: burst events at
+	// once, then one per refill.
+	burst  = 25
+	refill = 5 * time.Minute
+	// reportingController and action are what every Event says of its
+	// writer.
+	reportingController = "widget-operator"
+	action              = "Reconcile"
+	// window is how long after an event's last occurrence a repeat still
+	// joins its series.
+	window = 10 * time.Minute
 	// writeTimeout bounds one write to the API server.
 	writeTimeout = 15 * time.Second
 	// maxTracked bounds the per-object rate limiters and the aggregation
@@ -68,28 +75,9 @@ const (
 type Config struct {
 	// Client writes the Events. Required.
 	Client *k8sapi.Client
-	// Controller is the Events' reportingController. Empty means
-	// DefaultController ("widget-operator").
-	Controller string
 	// Instance is the Events' reportingInstance: which replica wrote
 	// them. Empty means the host name (in a pod, the pod's name).
 	Instance string
-	// Action is the Events' action. Empty means DefaultAction
-	// ("Reconcile").
-	Action string
-	// QueueSize bounds the events waiting to be written. Zero means
-	// DefaultQueueSize (1000).
-	QueueSize int
-	// Window is how long after an event's last occurrence a repeat still
-	// joins its series. Zero means DefaultWindow (10 minutes).
-	Window time.Duration
-	// Burst and Refill are the per-object rate limit: Burst events at
-	// once, then one per Refill. Zero means DefaultBurst (25) and
-	// DefaultRefill (5 minutes).
-	Burst  int
-	Refill time.Duration
-	// Now is the clock. Nil means time.Now.
-	Now func() time.Time
 	// Logger receives write failures, one line per streak. Nil means no
 	// logging.
 	Logger *slog.Logger
@@ -125,9 +113,6 @@ type Recorder struct {
 	// Owned by the Run goroutine.
 	series  map[seriesKey]*seriesState
 	failing bool
-
-	// afterWrite, when set by a test, is called by Run after each item.
-	afterWrite func()
 }
 
 // item is one queued event.
@@ -154,12 +139,6 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("events: Config.Client is required")
 	}
-	cfg.Controller = cmp.Or(cfg.Controller, DefaultController)
-	cfg.Action = cmp.Or(cfg.Action, DefaultAction)
-	cfg.QueueSize = cmp.Or(cfg.QueueSize, DefaultQueueSize)
-	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
-	cfg.Burst = cmp.Or(cfg.Burst, DefaultBurst)
-	cfg.Refill = cmp.Or(cfg.Refill, DefaultRefill)
 	if cfg.Instance == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
@@ -167,14 +146,11 @@ func New(cfg Config) (*Recorder, error) {
 		}
 		cfg.Instance = h
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Recorder{
 		cfg:    cfg,
 		events: k8sapi.For[k8sapi.Event](cfg.Client, k8sapi.Events),
-		queue:  make(chan item, cfg.QueueSize),
+		queue:  make(chan item, queueSize),
 		limits: make(map[string]*k8sapi.TokenBucket),
 		series: make(map[seriesKey]*seriesState),
 	}, nil
@@ -190,7 +166,7 @@ func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, no
 		r.invalid.Add(1)
 		return
 	}
-	now := r.cfg.Now()
+	now := time.Now()
 	if !r.allow(objectKey(regarding), now) {
 		r.rateLimited.Add(1)
 		return
@@ -219,9 +195,6 @@ func (r *Recorder) Run(ctx context.Context) {
 			return
 		case it := <-r.queue:
 			r.write(ctx, it)
-			if r.afterWrite != nil {
-				r.afterWrite()
-			}
 		}
 	}
 }
@@ -231,7 +204,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	ctx, cancel := context.WithTimeout(runCtx, writeTimeout)
 	defer cancel()
 	key := seriesKey{object: objectKey(it.regarding), eventType: it.eventType, reason: it.reason, note: it.note}
-	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= r.cfg.Window {
+	if s := r.series[key]; s != nil && it.at.Sub(s.last) <= window {
 		count := s.count + 1
 		patch, _ := json.Marshal(map[string]k8sapi.EventSeries{"series": {Count: count, LastObservedTime: k8sapi.MicroTime{Time: it.at}}})
 		_, err := r.events.Patch(ctx, s.namespace, s.name, k8sapi.MergePatch, patch, k8sapi.PatchOptions{})
@@ -251,7 +224,7 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 		return
 	}
 	if len(r.series) >= maxTracked {
-		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > r.cfg.Window })
+		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > window })
 	}
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
@@ -273,9 +246,9 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
 		ObjectMeta:          k8sapi.ObjectMeta{Name: truncate(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
 		EventTime:           k8sapi.MicroTime{Time: it.at},
-		ReportingController: r.cfg.Controller,
+		ReportingController: reportingController,
 		ReportingInstance:   r.cfg.Instance,
-		Action:              r.cfg.Action,
+		Action:              action,
 		Reason:              it.reason,
 		Regarding:           it.regarding,
 		Note:                it.note,
@@ -331,7 +304,7 @@ func (r *Recorder) allow(obj string, now time.Time) bool {
 		if len(r.limits) >= maxTracked {
 			expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
 		}
-		b = k8sapi.NewTokenBucket(1/r.cfg.Refill.Seconds(), r.cfg.Burst)
+		b = k8sapi.NewTokenBucket(1/refill.Seconds(), burst)
 		r.limits[obj] = b
 	}
 	return b.Allow(now)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -25,26 +26,27 @@ type seen struct {
 	body                      []byte
 }
 
-// eventServer is a fake API server for Events only: an httptest TLS
-// server that stores created Events by name, applies series merge
-// patches, and reports every request on a channel. With forbid set it
-// answers every request 403.
+// eventServer is a fake API server for Events only, served in-process
+// through the client's Transport seam: it stores created Events by name,
+// applies series merge patches, and reports every request on a channel.
+// With forbid set it answers every request 403.
 type eventServer struct {
-	*httptest.Server
 	forbid atomic.Bool
 	reqs   chan seen
 	mu     sync.Mutex
 	stored map[string]k8sapi.Event
 }
 
-func newEventServer(t *testing.T) *eventServer {
-	s := &eventServer{reqs: make(chan seen, 100), stored: map[string]k8sapi.Event{}}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.EnableHTTP2 = true
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
+func (s *eventServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	s.serve(rec, r)
+	return rec.Result(), nil
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func (s *eventServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -100,244 +102,214 @@ func (s *eventServer) next(t *testing.T) seen {
 	}
 }
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// harness builds a Recorder on a real k8sapi.Client talking TLS to an
-// eventServer, starts Run, and returns a channel ticked after each write.
-func harness(t *testing.T, cfg Config) (*Recorder, *eventServer, *fakeClock, <-chan struct{}) {
+// harness builds a Recorder on a real k8sapi.Client whose requests go to
+// an eventServer, and starts Run. Call it in a synctest bubble, whose clock
+// starts at 2000-01-01 00:00:00 UTC: tests move time with time.Sleep and
+// wait for a write to finish with synctest.Wait.
+func harness(t *testing.T, cfg Config) (*Recorder, *eventServer) {
 	t.Helper()
-	srv := newEventServer(t)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	c, err := k8sapi.New(&k8sapi.Config{Host: srv.URL, CAData: ca, MaxRetries: -1})
+	srv := &eventServer{reqs: make(chan seen, 100), stored: map[string]k8sapi.Event{}}
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: srv, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &fakeClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-	cfg.Client, cfg.Now, cfg.Instance = c, clk.Now, "pod-1"
+	cfg.Client, cfg.Instance = c, "pod-1"
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	written := make(chan struct{}, 100)
-	r.afterWrite = func() { written <- struct{}{} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return r, srv, clk, written
-}
-
-func waitWritten(t *testing.T, written <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-written:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no write finished within 10s")
-	}
+	return r, srv
 }
 
 var widget = k8sapi.ObjectReference{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "prod", Name: "web", UID: "uid-1"}
 
 func TestCreateThenPatchSeries(t *testing.T) {
-	r, srv, clk, written := harness(t, Config{})
-	r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
-	create := srv.next(t)
-	waitWritten(t, written)
-	if create.method != http.MethodPost || create.path != "/apis/events.k8s.io/v1/namespaces/prod/events" {
-		t.Fatalf("first request %s %s", create.method, create.path)
-	}
-	var ev k8sapi.Event
-	if err := json.Unmarshal(create.body, &ev); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(ev.Name, "web.") || len(ev.Name) != len("web.")+16 || ev.Series != nil ||
-		ev.ReportingController != "widget-operator" || ev.ReportingInstance != "pod-1" || ev.Action != "Reconcile" ||
-		ev.Type != "Warning" || ev.Reason != "DeployFailed" || ev.Note != "quota exceeded" || ev.Regarding != widget ||
-		!ev.EventTime.Equal(clk.Now()) || ev.APIVersion != "events.k8s.io/v1" || ev.Kind != "Event" {
-		t.Errorf("created event %+v", ev)
-	}
-	if !bytes.Contains(create.body, []byte(`"eventTime":"2025-03-01T12:00:00.000000Z"`)) {
-		t.Errorf("eventTime not in MicroTime form: %s", create.body)
-	}
-
-	for i, want := range []string{
-		`{"series":{"count":2,"lastObservedTime":"2025-03-01T12:01:00.000000Z"}}`,
-		`{"series":{"count":3,"lastObservedTime":"2025-03-01T12:10:00.000000Z"}}`,
-	} {
-		clk.Add([]time.Duration{time.Minute, 9 * time.Minute}[i])
+	synctest.Test(t, func(t *testing.T) {
+		r, srv := harness(t, Config{})
+		start := time.Now()
 		r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
-		p := srv.next(t)
-		waitWritten(t, written)
-		if p.method != http.MethodPatch || p.path != "/apis/events.k8s.io/v1/namespaces/prod/events/"+ev.Name ||
-			p.contentType != "application/merge-patch+json" || string(p.body) != want {
-			t.Errorf("repeat %d: %s %s %s %s", i+1, p.method, p.path, p.contentType, p.body)
+		create := srv.next(t)
+		synctest.Wait()
+		if create.method != http.MethodPost || create.path != "/apis/events.k8s.io/v1/namespaces/prod/events" {
+			t.Fatalf("first request %s %s", create.method, create.path)
 		}
-	}
+		var ev k8sapi.Event
+		if err := json.Unmarshal(create.body, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(ev.Name, "web.") || len(ev.Name) != len("web.")+16 || ev.Series != nil ||
+			ev.ReportingController != "widget-operator" || ev.ReportingInstance != "pod-1" || ev.Action != "Reconcile" ||
+			ev.Type != "Warning" || ev.Reason != "DeployFailed" || ev.Note != "quota exceeded" || ev.Regarding != widget ||
+			!ev.EventTime.Equal(start) || ev.APIVersion != "events.k8s.io/v1" || ev.Kind != "Event" {
+			t.Errorf("created event %+v", ev)
+		}
+		if !bytes.Contains(create.body, []byte(`"eventTime":"2000-01-01T00:00:00.000000Z"`)) {
+			t.Errorf("eventTime not in MicroTime form: %s", create.body)
+		}
 
-	// A different note is a new Event; so is a repeat past the window.
-	r.Event(widget, "Warning", "DeployFailed", "image missing")
-	if p := srv.next(t); p.method != http.MethodPost {
-		t.Errorf("different note: %s", p.method)
-	}
-	waitWritten(t, written)
-	clk.Add(10*time.Minute + time.Second)
-	r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
-	if p := srv.next(t); p.method != http.MethodPost {
-		t.Errorf("repeat after the window: %s", p.method)
-	}
-	waitWritten(t, written)
-	if s := r.Stats(); s.Created != 3 || s.Patched != 2 || s.Failed != 0 {
-		t.Errorf("stats %+v", s)
-	}
+		for i, want := range []string{
+			`{"series":{"count":2,"lastObservedTime":"2000-01-01T00:01:00.000000Z"}}`,
+			`{"series":{"count":3,"lastObservedTime":"2000-01-01T00:10:00.000000Z"}}`,
+		} {
+			time.Sleep([]time.Duration{time.Minute, 9 * time.Minute}[i])
+			r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
+			p := srv.next(t)
+			synctest.Wait()
+			if p.method != http.MethodPatch || p.path != "/apis/events.k8s.io/v1/namespaces/prod/events/"+ev.Name ||
+				p.contentType != "application/merge-patch+json" || string(p.body) != want {
+				t.Errorf("repeat %d: %s %s %s %s", i+1, p.method, p.path, p.contentType, p.body)
+			}
+		}
+
+		// A different note is a new Event; so is a repeat past the window.
+		r.Event(widget, "Warning", "DeployFailed", "image missing")
+		if p := srv.next(t); p.method != http.MethodPost {
+			t.Errorf("different note: %s", p.method)
+		}
+		synctest.Wait()
+		time.Sleep(10*time.Minute + time.Second)
+		r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
+		if p := srv.next(t); p.method != http.MethodPost {
+			t.Errorf("repeat after the window: %s", p.method)
+		}
+		synctest.Wait()
+		if s := r.Stats(); s.Created != 3 || s.Patched != 2 || s.Failed != 0 {
+			t.Errorf("stats %+v", s)
+		}
+	})
 }
 
 func TestPatchOfVanishedEventCreates(t *testing.T) {
-	r, srv, clk, written := harness(t, Config{})
-	r.Event(widget, "Normal", "Ready", "all good")
-	srv.next(t)
-	waitWritten(t, written)
-	srv.mu.Lock()
-	clear(srv.stored) // the API server's TTL removed it
-	srv.mu.Unlock()
-	clk.Add(time.Minute)
-	r.Event(widget, "Normal", "Ready", "all good")
-	if p := srv.next(t); p.method != http.MethodPatch {
-		t.Fatalf("want a patch first, got %s", p.method)
-	}
-	if p := srv.next(t); p.method != http.MethodPost || bytes.Contains(p.body, []byte("series")) {
-		t.Fatalf("want a fresh create, got %s %s", p.method, p.body)
-	}
-	waitWritten(t, written)
-	if s := r.Stats(); s.Created != 2 || s.Failed != 0 {
-		t.Errorf("stats %+v", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r, srv := harness(t, Config{})
+		r.Event(widget, "Normal", "Ready", "all good")
+		srv.next(t)
+		synctest.Wait()
+		srv.mu.Lock()
+		clear(srv.stored) // the API server's TTL removed it
+		srv.mu.Unlock()
+		time.Sleep(time.Minute)
+		r.Event(widget, "Normal", "Ready", "all good")
+		if p := srv.next(t); p.method != http.MethodPatch {
+			t.Fatalf("want a patch first, got %s", p.method)
+		}
+		if p := srv.next(t); p.method != http.MethodPost || bytes.Contains(p.body, []byte("series")) {
+			t.Fatalf("want a fresh create, got %s %s", p.method, p.body)
+		}
+		synctest.Wait()
+		if s := r.Stats(); s.Created != 2 || s.Failed != 0 {
+			t.Errorf("stats %+v", s)
+		}
+	})
 }
 
 func TestRateLimitPerObject(t *testing.T) {
-	r, srv, clk, written := harness(t, Config{})
-	for i := range 30 {
-		r.Event(widget, "Warning", "Failed", "attempt "+string(rune('A'+i)))
-	}
-	if s := r.Stats(); s.RateLimited != 5 {
-		t.Errorf("rate limited %d, want 5 past the burst of 25", s.RateLimited)
-	}
-	// Another object has its own bucket.
-	other := widget
-	other.UID, other.Name = "uid-2", "other"
-	r.Event(other, "Normal", "Created", "hello")
-	for range 26 {
-		srv.next(t)
-		waitWritten(t, written)
-	}
-	// Four minutes later: still no token; at five: one.
-	clk.Add(4 * time.Minute)
-	r.Event(widget, "Warning", "Failed", "later")
-	clk.Add(time.Minute)
-	r.Event(widget, "Warning", "Failed", "later still")
-	r.Event(widget, "Warning", "Failed", "and again")
-	if p := srv.next(t); !bytes.Contains(p.body, []byte(`"note":"later still"`)) {
-		t.Errorf("after refill: %s", p.body)
-	}
-	waitWritten(t, written)
-	if s := r.Stats(); s.RateLimited != 7 || s.Created != 27 {
-		t.Errorf("stats %+v", s)
-	}
-	select {
-	case p := <-srv.reqs:
-		t.Errorf("unexpected request %s %s", p.method, p.body)
-	default:
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r, srv := harness(t, Config{})
+		for i := range 30 {
+			r.Event(widget, "Warning", "Failed", "attempt "+string(rune('A'+i)))
+		}
+		if s := r.Stats(); s.RateLimited != 5 {
+			t.Errorf("rate limited %d, want 5 past the burst of 25", s.RateLimited)
+		}
+		// Another object has its own bucket.
+		other := widget
+		other.UID, other.Name = "uid-2", "other"
+		r.Event(other, "Normal", "Created", "hello")
+		for range 26 {
+			srv.next(t)
+			synctest.Wait()
+		}
+		// Four minutes later: still no token; at five: one.
+		time.Sleep(4 * time.Minute)
+		r.Event(widget, "Warning", "Failed", "later")
+		time.Sleep(time.Minute)
+		r.Event(widget, "Warning", "Failed", "later still")
+		r.Event(widget, "Warning", "Failed", "and again")
+		if p := srv.next(t); !bytes.Contains(p.body, []byte(`"note":"later still"`)) {
+			t.Errorf("after refill: %s", p.body)
+		}
+		synctest.Wait()
+		if s := r.Stats(); s.RateLimited != 7 || s.Created != 27 {
+			t.Errorf("stats %+v", s)
+		}
+		select {
+		case p := <-srv.reqs:
+			t.Errorf("unexpected request %s %s", p.method, p.body)
+		default:
+		}
+	})
 }
 
 func TestForbiddenLoggedOnce(t *testing.T) {
-	var logs logbuf.Buffer
-	r, srv, _, written := harness(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	srv.forbid.Store(true)
-	for i := range 3 {
-		r.Event(widget, "Warning", "Failed", "n"+string(rune('0'+i)))
+	synctest.Test(t, func(t *testing.T) {
+		var logs logbuf.Buffer
+		r, srv := harness(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		srv.forbid.Store(true)
+		for i := range 3 {
+			r.Event(widget, "Warning", "Failed", "n"+string(rune('0'+i)))
+			srv.next(t)
+			synctest.Wait()
+		}
+		if lines := strings.Count(logs.String(), "\n"); lines != 1 || !strings.Contains(logs.String(), "not allowed to write Events") {
+			t.Errorf("want one log line about permission, got %d:\n%s", lines, logs.String())
+		}
+		if s := r.Stats(); s.Failed != 3 || s.Created != 0 {
+			t.Errorf("stats %+v", s)
+		}
+		// Once writes work again, the next failure streak is logged anew.
+		srv.forbid.Store(false)
+		r.Event(widget, "Warning", "Failed", "ok")
 		srv.next(t)
-		waitWritten(t, written)
-	}
-	if lines := strings.Count(logs.String(), "\n"); lines != 1 || !strings.Contains(logs.String(), "not allowed to write Events") {
-		t.Errorf("want one log line about permission, got %d:\n%s", lines, logs.String())
-	}
-	if s := r.Stats(); s.Failed != 3 || s.Created != 0 {
-		t.Errorf("stats %+v", s)
-	}
-	// Once writes work again, the next failure streak is logged anew.
-	srv.forbid.Store(false)
-	r.Event(widget, "Warning", "Failed", "ok")
-	srv.next(t)
-	waitWritten(t, written)
-	srv.forbid.Store(true)
-	r.Event(widget, "Warning", "Failed", "no again")
-	srv.next(t)
-	waitWritten(t, written)
-	if lines := strings.Count(logs.String(), "\n"); lines != 2 {
-		t.Errorf("want a second line after recovery, got %d:\n%s", lines, logs.String())
-	}
+		synctest.Wait()
+		srv.forbid.Store(true)
+		r.Event(widget, "Warning", "Failed", "no again")
+		srv.next(t)
+		synctest.Wait()
+		if lines := strings.Count(logs.String(), "\n"); lines != 2 {
+			t.Errorf("want a second line after recovery, got %d:\n%s", lines, logs.String())
+		}
+	})
 }
 
 // TestStopCutsWriteQuietly stops Run while a write hangs: the write is
 // counted as dropped, not failed, and nothing is logged, so a clean
 // shutdown leaves no warning behind.
 func TestStopCutsWriteQuietly(t *testing.T) {
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		io.Copy(io.Discard, req.Body)
-		select {
-		case arrived <- struct{}{}:
-		default:
+	synctest.Test(t, func(t *testing.T) {
+		arrived := make(chan struct{}, 1)
+		hang := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			arrived <- struct{}{}
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		})
+		c, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: hang, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
 		}
-		select {
-		case <-req.Context().Done():
-		case <-release:
+		var logs logbuf.Buffer
+		r, err := New(Config{Client: c, Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}))
-	t.Cleanup(func() { close(release); srv.Close() })
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	c, err := k8sapi.New(&k8sapi.Config{Host: srv.URL, CAData: ca, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs logbuf.Buffer
-	r, err := New(Config{Client: c, Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
-	r.Event(widget, "Normal", "Created", "Created Deployment prod/web")
-	select {
-	case <-arrived:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no request within 10s")
-	}
-	cancel()
-	<-done
-	if s := r.Stats(); s.Failed != 0 || s.Dropped != 1 {
-		t.Errorf("stats %+v, want one dropped, none failed", s)
-	}
-	if logs.String() != "" {
-		t.Errorf("logged on a clean stop:\n%s", logs.String())
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		r.Event(widget, "Normal", "Created", "Created Deployment prod/web")
+		<-arrived
+		cancel()
+		<-done
+		if s := r.Stats(); s.Failed != 0 || s.Dropped != 1 {
+			t.Errorf("stats %+v, want one dropped, none failed", s)
+		}
+		if logs.String() != "" {
+			t.Errorf("logged on a clean stop:\n%s", logs.String())
+		}
+	})
 }
 
 func TestQueueFullDrops(t *testing.T) {
@@ -345,15 +317,19 @@ func TestQueueFullDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c, QueueSize: 2, Instance: "x"})
+	r, err := New(Config{Client: c, Instance: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, note := range []string{"a", "b", "c"} {
-		r.Event(widget, "Normal", "R", note) // Run not started: nothing drains
+	// Each event about an object of its own, so that no rate limit
+	// refuses it. Run is not started: nothing drains.
+	for i := range queueSize + 1 {
+		obj := widget
+		obj.UID = fmt.Sprint("uid-", i)
+		r.Event(obj, "Normal", "R", "n")
 	}
-	if s := r.Stats(); s.Dropped != 1 {
-		t.Errorf("stats %+v", s)
+	if s := r.Stats(); s.Dropped != 1 || s.RateLimited != 0 || len(r.queue) != queueSize {
+		t.Errorf("stats %+v, queued %d", s, len(r.queue))
 	}
 }
 

@@ -7,14 +7,14 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// A quiet object earns its burst back and no more: after an hour of
-// silence it may write Burst Events at once, then waits a Refill again.
+// A quiet object earns its burst back and no more: after a day of silence
+// it may write burst Events at once, then waits a refill again.
 func TestRefillCappedAtBurst(t *testing.T) {
 	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c, Burst: 3, Refill: time.Minute})
+	r, err := New(Config{Client: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,16 +27,17 @@ func TestRefillCappedAtBurst(t *testing.T) {
 		}
 		return n
 	}
-	if n := take(t0); n != 3 {
-		t.Fatalf("first burst: %d Events allowed, want 3", n)
+	if n := take(t0); n != burst {
+		t.Fatalf("first burst: %d Events allowed, want %d", n, burst)
 	}
-	if n := take(t0.Add(30 * time.Second)); n != 0 {
+	if n := take(t0.Add(refill / 2)); n != 0 {
 		t.Fatalf("half a refill later: %d allowed, want 0", n)
 	}
-	if n := take(t0.Add(time.Hour)); n != 3 {
-		t.Fatalf("an hour later: %d allowed, want the burst of 3 (60 refills must not pile up)", n)
+	day := t0.Add(24 * time.Hour)
+	if n := take(day); n != burst {
+		t.Fatalf("a day later: %d allowed, want the burst of %d (288 refills must not pile up)", n, burst)
 	}
-	if n := take(t0.Add(time.Hour + time.Minute)); n != 1 {
+	if n := take(day.Add(refill)); n != 1 {
 		t.Fatalf("one refill after that: %d allowed, want 1", n)
 	}
 }

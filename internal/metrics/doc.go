@@ -7,7 +7,7 @@
 //	reg := metrics.NewRegistry()
 //	reqs := metrics.NewCounterVec("app_requests_total", "Requests served.", "code")
 //	reg.MustRegister(reqs, metrics.NewRuntimeCollector(time.Now()))
-//	http.Handle("/metrics", reg)
+//	http.Handle("GET /metrics", reg)
 //	...
 //	reqs.WithLabelValues("200").Inc()
 //

@@ -98,13 +98,10 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// ServeHTTP serves the exposition with [ContentType].
-func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "metrics: method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
+// ServeHTTP serves the exposition with [ContentType], whatever the
+// request's method: route only GET (and so HEAD) to it, as a
+// [http.ServeMux] pattern "GET /metrics" does.
+func (r *Registry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	var buf bytes.Buffer
 	r.WriteTo(&buf) // a bytes.Buffer does not fail
 	w.Header().Set("Content-Type", ContentType)

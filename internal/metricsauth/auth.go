@@ -9,9 +9,9 @@
 // a burst of scrapes costs one pair of reviews. Reviews are rate limited
 // and the reviews in flight are bounded, so that a stream of new tokens
 // cannot become a stream of API requests: a request over the rate gets
-// 429. A full cache never drops an allowed decision that has not expired
-// to make room for a refusal, so a flood of bad tokens does not push out
-// the scraper's.
+// 429. The rate also bounds the decisions that have not expired well below
+// the cache's size, so a full cache makes room by dropping expired ones
+// alone: a flood of bad tokens does not push out the scraper's.
 package metricsauth
 
 import (
@@ -36,14 +36,23 @@ var (
 	SubjectAccessReviews = k8sapi.Resource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
 )
 
-// Defaults of [Config].
+// The settings of a [Filter].
 const (
-	DefaultTTL         = 30 * time.Second
-	DefaultMaxEntries  = 1024
-	DefaultMaxInFlight = 4
-	DefaultTimeout     = 10 * time.Second
-	DefaultReviewQPS   = 5
-	DefaultReviewBurst = 20
+	// maxEntries bounds the cache.
+	maxEntries = 1024
+	// reviewQPS and reviewBurst limit the reviews of tokens not in the
+	// cache (each costs a TokenReview, and a SubjectAccessReview when the
+	// token is valid); a request over the limit gets 429.
+	reviewQPS   = 5
+	reviewBurst = 20
+	// ttl is how long a decision (allowed, unauthenticated or
+	// forbidden) is kept. An API error is never kept.
+	ttl = 30 * time.Second
+	// maxInFlight bounds the requests under review at once; more wait
+	// their turn, up to timeout.
+	maxInFlight = 4
+	// timeout bounds one request's wait and reviews.
+	timeout = 10 * time.Second
 )
 
 // Config configures a [Filter].
@@ -54,23 +63,6 @@ type Config struct {
 	// Path is the non-resource URL the user must be allowed to get, such
 	// as "/metrics". Required.
 	Path string
-	// TTL is how long a decision (allowed, unauthenticated or forbidden)
-	// is kept. Zero means DefaultTTL. An API error is never kept.
-	TTL time.Duration
-	// MaxEntries bounds the cache. Zero means DefaultMaxEntries.
-	MaxEntries int
-	// MaxInFlight bounds the requests under review at once; more wait
-	// their turn, up to Timeout. Zero means DefaultMaxInFlight.
-	MaxInFlight int
-	// Timeout bounds one request's wait and reviews. Zero means
-	// DefaultTimeout.
-	Timeout time.Duration
-	// ReviewQPS and ReviewBurst limit the reviews of tokens not in the
-	// cache (each costs a TokenReview, and a SubjectAccessReview when the
-	// token is valid); a request over the limit gets 429. Zero means
-	// DefaultReviewQPS (5 a second) and DefaultReviewBurst (20).
-	ReviewQPS   float64
-	ReviewBurst int
 	// Log gets one debug line per decision made (not per cache hit) and
 	// the API errors. Nil means no log.
 	Log *slog.Logger
@@ -97,15 +89,9 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
 		return nil, errors.New("metricsauth: Config needs a Client and a Path")
 	}
-	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
-	cfg.MaxEntries = cmp.Or(max(cfg.MaxEntries, 0), DefaultMaxEntries)
-	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
-	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), DefaultTimeout)
-	cfg.ReviewQPS = cmp.Or(max(cfg.ReviewQPS, 0), DefaultReviewQPS)
-	cfg.ReviewBurst = cmp.Or(max(cfg.ReviewBurst, 0), DefaultReviewBurst)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
-	return &Filter{cfg: cfg, reviews: make(chan struct{}, cfg.MaxInFlight),
-		rate: k8sapi.NewTokenBucket(cfg.ReviewQPS, cfg.ReviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
+	return &Filter{cfg: cfg, reviews: make(chan struct{}, maxInFlight),
+		rate: k8sapi.NewTokenBucket(reviewQPS, reviewBurst), cache: map[[sha256.Size]byte]decision{}}, nil
 }
 
 // Wrap returns a handler that answers 401 to a request without a valid
@@ -141,7 +127,7 @@ func (f *Filter) decide(r *http.Request) int {
 	if !f.rate.Allow(time.Now()) {
 		return http.StatusTooManyRequests
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), f.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	select {
 	case f.reviews <- struct{}{}:
@@ -177,28 +163,20 @@ func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (int, bool) {
 	return d.code, ok && now.Before(d.expires)
 }
 
-// remember keeps a decision. A full cache drops its expired entries, and
-// then, if still full, an arbitrary refusal; only an allowed decision may
-// then drop an arbitrary allowed one. A refusal that finds the cache full
-// of allowed decisions is not kept.
+// remember keeps a decision. A full cache first drops its expired
+// entries, which always makes room without dropping a decision that has
+// not expired, an allowed scraper's included: the review rate bounds the
+// decisions made within a TTL, and so the unexpired ones, to reviewBurst +
+// reviewQPS × (ttl + timeout) = 220, well below maxEntries. The check
+// below keeps the bound hard all the same.
 func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.cache) >= f.cfg.MaxEntries {
+	if len(f.cache) >= maxEntries {
 		maps.DeleteFunc(f.cache, func(_ [sha256.Size]byte, d decision) bool { return !now.Before(d.expires) })
 	}
-	for pass := 0; pass < 2 && len(f.cache) >= f.cfg.MaxEntries; pass++ {
-		for k, d := range f.cache {
-			if len(f.cache) < f.cfg.MaxEntries {
-				break
-			}
-			if d.code != http.StatusOK || pass == 1 && code == http.StatusOK {
-				delete(f.cache, k)
-			}
-		}
-	}
-	if len(f.cache) < f.cfg.MaxEntries {
-		f.cache[key] = decision{code: code, expires: now.Add(f.cfg.TTL)}
+	if len(f.cache) < maxEntries {
+		f.cache[key] = decision{code: code, expires: now.Add(ttl)}
 	}
 }
 

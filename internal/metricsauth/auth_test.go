@@ -74,18 +74,19 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newFilter(t *testing.T, f *fakeReviewer, cfg Config) http.Handler {
+// newFilter returns a Filter for /metrics that reviews with f, and the
+// handler it wraps around a metrics handler.
+func newFilter(t *testing.T, f *fakeReviewer) (*Filter, http.Handler) {
 	t.Helper()
 	c, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Client, cfg.Path = c, "/metrics"
-	filter, err := New(cfg)
+	filter, err := New(Config{Client: c, Path: "/metrics"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filter.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics\n") }))
+	return filter, filter.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics\n") }))
 }
 
 func scrape(h http.Handler, authorization string) int {
@@ -100,7 +101,7 @@ func scrape(h http.Handler, authorization string) int {
 
 func TestFilterDecides(t *testing.T) {
 	f := &fakeReviewer{}
-	h := newFilter(t, f, Config{})
+	_, h := newFilter(t, f)
 	for _, tc := range []struct {
 		authorization string
 		want          int
@@ -123,7 +124,7 @@ func TestFilterDecides(t *testing.T) {
 func TestFilterCachesDecisions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeReviewer{}
-		h := newFilter(t, f, Config{TTL: 10 * time.Second})
+		_, h := newFilter(t, f)
 		for range 50 {
 			scrape(h, "Bearer reader")
 			scrape(h, "Bearer other")
@@ -134,7 +135,7 @@ func TestFilterCachesDecisions(t *testing.T) {
 		if tr, ar := f.tokenReviews.Load(), f.accessReviews.Load(); tr != 3 || ar != 2 {
 			t.Fatalf("150 scrapes with 3 tokens: %d token reviews, %d access reviews; want 3 and 2", tr, ar)
 		}
-		time.Sleep(10 * time.Second) // the TTL, on the bubble's clock
+		time.Sleep(ttl) // on the bubble's clock
 		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
 			t.Fatalf("after the TTL: %d", got)
 		}
@@ -150,25 +151,45 @@ func TestFilterCachesDecisions(t *testing.T) {
 	})
 }
 
+// New tokens at the review rate, for long enough to fill the cache with
+// expired decisions: it never holds more than maxEntries, and goes on
+// keeping new decisions.
 func TestFilterCacheIsBounded(t *testing.T) {
-	f := &fakeReviewer{}
-	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: f})
-	filter, err := New(Config{Client: c, Path: "/metrics", MaxEntries: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := filter.Wrap(http.NotFoundHandler())
-	for i := range 100 {
-		scrape(h, fmt.Sprintf("Bearer random-%d", i))
-		if n := filter.size(); n > 10 {
-			t.Fatalf("%d cached decisions, want at most 10", n)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeReviewer{}
+		filter, h := newFilter(t, f)
+		for i := range maxEntries + 100 {
+			time.Sleep(time.Second / reviewQPS) // on the bubble's clock
+			if got := scrape(h, fmt.Sprintf("Bearer random-%d", i)); got != http.StatusUnauthorized {
+				t.Fatalf("token %d: %d, want 401", i, got)
+			}
+			if n := filter.size(); n > maxEntries {
+				t.Fatalf("%d cached decisions, want at most %d", n, maxEntries)
+			}
 		}
+		// The cache, full of expired decisions, still keeps new ones.
+		time.Sleep(time.Second / reviewQPS)
+		before := f.tokenReviews.Load()
+		scrape(h, "Bearer reader")
+		scrape(h, "Bearer reader")
+		if n := f.tokenReviews.Load() - before; n != 1 {
+			t.Errorf("two scrapes of a new token after the cache filled: %d token reviews, want 1", n)
+		}
+	})
+}
+
+// The review rate bounds the decisions that have not expired below the
+// cache's size, so that a full cache can make room by dropping expired
+// ones alone (see remember).
+func TestUnexpiredDecisionsFitInCache(t *testing.T) {
+	if most := reviewBurst + reviewQPS*(ttl+timeout)/time.Second; most >= maxEntries {
+		t.Fatalf("up to %d decisions may be unexpired at once; the cache holds %d", most, maxEntries)
 	}
 }
 
 func TestFilterBoundsReviewsInFlight(t *testing.T) {
 	f := &fakeReviewer{gate: make(chan struct{})}
-	h := newFilter(t, f, Config{MaxInFlight: 2})
+	_, h := newFilter(t, f)
 	var wg sync.WaitGroup
 	codes := make(chan int, 20)
 	for i := range 20 {
@@ -185,8 +206,8 @@ func TestFilterBoundsReviewsInFlight(t *testing.T) {
 			t.Errorf("code %d, want 401", c)
 		}
 	}
-	if m := f.maxInFlight.Load(); m > 2 {
-		t.Errorf("%d reviews in flight at once, want at most 2", m)
+	if m := f.maxInFlight.Load(); m > maxInFlight {
+		t.Errorf("%d reviews in flight at once, want at most %d", m, maxInFlight)
 	}
 }
 
@@ -201,52 +222,47 @@ func TestNewNeedsClientAndPath(t *testing.T) {
 func TestFilterRateLimitsReviews(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeReviewer{}
-		h := newFilter(t, f, Config{ReviewQPS: 1, ReviewBurst: 3})
+		_, h := newFilter(t, f)
 		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
 			t.Fatalf("reader: %d", got)
 		}
 		codes := map[int]int{}
-		for i := range 10 {
+		for i := range reviewBurst + 5 {
 			codes[scrape(h, fmt.Sprintf("Bearer random-%d", i))]++
 		}
-		if codes[http.StatusUnauthorized] != 2 || codes[http.StatusTooManyRequests] != 8 {
-			t.Fatalf("10 new tokens after one review, burst 3: %v; want 2 reviewed (401) and 8 refused (429)", codes)
+		if codes[http.StatusUnauthorized] != reviewBurst-1 || codes[http.StatusTooManyRequests] != 6 {
+			t.Fatalf("%d new tokens after one review, burst %d: %v; want %d reviewed (401) and 6 refused (429)",
+				reviewBurst+5, reviewBurst, codes, reviewBurst-1)
 		}
-		if tr := f.tokenReviews.Load(); tr != 3 {
-			t.Fatalf("%d token reviews, want 3", tr)
+		if tr := f.tokenReviews.Load(); tr != reviewBurst {
+			t.Fatalf("%d token reviews, want %d", tr, reviewBurst)
 		}
 		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
 			t.Fatalf("a cached token over the rate: %d, want 200", got)
 		}
-		time.Sleep(time.Second) // one token refilled, on the bubble's clock
+		time.Sleep(time.Second / reviewQPS) // one token refilled, on the bubble's clock
 		if got := scrape(h, "Bearer random-x"); got != http.StatusUnauthorized {
-			t.Fatalf("a second later: %d, want a review and 401", got)
+			t.Fatalf("a refill later: %d, want a review and 401", got)
 		}
 	})
 }
 
-// A full cache keeps an allowed decision rather than a refusal: a flood of
-// bad tokens cannot push the scraper's token out.
+// A flood of bad tokens at full rate for a whole TTL does not push the
+// scraper's allowed decision out of the cache.
 func TestFilterCacheKeepsAllowed(t *testing.T) {
-	f := &fakeReviewer{}
-	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: f})
-	filter, err := New(Config{Client: c, Path: "/metrics", MaxEntries: 4, ReviewQPS: 1000, ReviewBurst: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := filter.Wrap(http.NotFoundHandler())
-	scrape(h, "Bearer reader")
-	for i := range 50 {
-		scrape(h, fmt.Sprintf("Bearer random-%d", i))
-	}
-	before := f.tokenReviews.Load()
-	scrape(h, "Bearer reader")
-	if f.tokenReviews.Load() != before {
-		t.Error("the allowed decision was dropped from a full cache to keep refusals")
-	}
-	if n := filter.size(); n > 4 {
-		t.Errorf("%d cached decisions, want at most 4", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeReviewer{}
+		_, h := newFilter(t, f)
+		scrape(h, "Bearer reader")
+		for i := range 50 * int((ttl-time.Second)/time.Second) {
+			time.Sleep(time.Second / 50) // on the bubble's clock
+			scrape(h, fmt.Sprintf("Bearer random-%d", i))
+		}
+		before := f.tokenReviews.Load()
+		if got := scrape(h, "Bearer reader"); got != http.StatusOK || f.tokenReviews.Load() != before {
+			t.Errorf("reader after the flood: %d, %d more reviews; want 200 from the cache", got, f.tokenReviews.Load()-before)
+		}
+	})
 }
 
 // size returns the number of cached decisions.

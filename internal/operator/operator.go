@@ -121,19 +121,16 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
 	}
 
-	// Listen before anything else, so that a port in use is a start-up
-	// error, not a log line.
-	eps, err := openEndpoints(opts, unlimited, log)
-	if err != nil {
-		return err
-	}
 	op, err := newOperator(ctx, client, unlimited, opts, identity, log, reg)
 	if err != nil {
-		eps.close()
 		return err
 	}
 	reg.MustRegister(apiMetrics)
-	servers := op.serve(eps)
+	// A port in use is a start-up error, not a log line.
+	servers, err := op.serve(opts, unlimited)
+	if err != nil {
+		return err
+	}
 	// The controller runs the event writer and the ResourceQuota informer
 	// until the very end, after the workers.
 	err = op.ctrl.Run(ctx)

@@ -34,67 +34,6 @@ const (
 	maxConns          = 100
 )
 
-// endpoints are the operator's listeners: nil when an endpoint is off.
-type endpoints struct {
-	metrics, probe net.Listener
-	auth           *metricsauth.Filter // nil: /metrics over plain HTTP for anyone
-}
-
-// openEndpoints listens for the metrics and probe endpoints. With secure
-// metrics it loads or makes the serving certificate, and builds the
-// filter that reviews each scrape with reviewer, a client without a rate
-// limit, so that a scrape does not wait behind reconciles (the filter
-// bounds its requests).
-func openEndpoints(opts Options, reviewer *k8sapi.Client, log *slog.Logger) (*endpoints, error) {
-	e := &endpoints{}
-	var err error
-	if e.metrics, err = listen(opts.MetricsAddr, "metrics"); err != nil {
-		return nil, err
-	}
-	if e.probe, err = listen(opts.ProbeAddr, "health probe"); err != nil {
-		e.close()
-		return nil, err
-	}
-	if e.metrics == nil || opts.InsecureMetrics {
-		return e, nil
-	}
-	host, _ := os.Hostname()
-	certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, host)
-	if err != nil {
-		e.close()
-		return nil, fmt.Errorf("metrics endpoint: %w", err)
-	}
-	e.auth, err = metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: log})
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	e.metrics = tls.NewListener(e.metrics, certs.TLSConfig())
-	return e, nil
-}
-
-func (e *endpoints) close() {
-	for _, ln := range []net.Listener{e.metrics, e.probe} {
-		if ln != nil {
-			ln.Close()
-		}
-	}
-}
-
-// listen opens addr for an endpoint, with at most maxConns connections
-// open at once; "" and "0" mean the endpoint is off and return a nil
-// listener.
-func listen(addr, what string) (net.Listener, error) {
-	if addr == "" || addr == "0" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s endpoint: %w", what, err)
-	}
-	return &limitListener{Listener: ln, max: maxConns}, nil
-}
-
 // limitListener closes each connection accepted while max are open, so
 // that a flood of connections costs a bounded amount of memory. It is
 // safe for concurrent use.
@@ -149,29 +88,30 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// serve starts the metrics and probe servers on the listeners that are not
-// nil. Each server answers its own paths and nothing else.
-func (op *operator) serve(e *endpoints) []*http.Server {
-	var servers []*http.Server
-	start := func(ln net.Listener, h http.Handler) {
-		if ln == nil {
-			return
+// serve starts the metrics and probe servers, each answering its own
+// paths and nothing else; an address of "" or "0" turns one off. Secure
+// metrics are served over TLS with the certificate from
+// opts.MetricsCertDir or a self-signed one, and each scrape is reviewed
+// with reviewer, a client without a rate limit, so that a scrape does not
+// wait behind reconciles (the filter bounds its requests). An error, such
+// as a port in use, leaves no server running.
+func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server, error) {
+	var metricsHandler http.Handler = op.registry
+	var tlsConfig *tls.Config
+	if !opts.InsecureMetrics && on(opts.MetricsAddr) {
+		host, _ := os.Hostname()
+		certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, host)
+		if err != nil {
+			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
-		srv := newServer(h, op.log)
-		servers = append(servers, srv)
-		go func() {
-			if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-				op.log.Error("endpoint stopped", "addr", ln.Addr().String(), "err", err)
-			}
-		}()
+		auth, err := metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: op.log})
+		if err != nil {
+			return nil, err
+		}
+		metricsHandler, tlsConfig = auth.Wrap(metricsHandler), certs.TLSConfig()
 	}
 	mm := http.NewServeMux()
-	var metricsHandler http.Handler = op.registry
-	if e.auth != nil {
-		metricsHandler = e.auth.Wrap(metricsHandler)
-	}
 	mm.Handle("GET /metrics", metricsHandler)
-	start(e.metrics, mm)
 
 	pm := http.NewServeMux()
 	pm.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -184,8 +124,42 @@ func (op *operator) serve(e *endpoints) []*http.Server {
 		rl.note(op.log, checks, now)
 		writeReadyz(w, checks)
 	})
-	start(e.probe, pm)
-	return servers
+
+	var servers []*http.Server
+	for _, e := range []struct {
+		addr, what string
+		h          http.Handler
+		tls        *tls.Config // nil for plain HTTP
+	}{
+		{opts.MetricsAddr, "metrics", mm, tlsConfig},
+		{opts.ProbeAddr, "health probe", pm, nil},
+	} {
+		if !on(e.addr) {
+			continue
+		}
+		inner, err := net.Listen("tcp", e.addr)
+		if err != nil {
+			shutdownServers(servers)
+			return nil, fmt.Errorf("%s endpoint: %w", e.what, err)
+		}
+		var ln net.Listener = &limitListener{Listener: inner, max: maxConns}
+		if e.tls != nil {
+			ln = tls.NewListener(ln, e.tls)
+		}
+		srv := newServer(e.h, op.log)
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+				op.log.Error("endpoint stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
+	return servers, nil
+}
+
+// on reports whether an endpoint's address turns it on: "" and "0" do not.
+func on(addr string) bool {
+	return addr != "" && addr != "0"
 }
 
 func shutdownServers(servers []*http.Server) {

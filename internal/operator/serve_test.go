@@ -3,18 +3,21 @@ package operator
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/internal/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
@@ -251,37 +254,91 @@ func TestReadyzLogsReasonsOnChange(t *testing.T) {
 	}
 }
 
-func TestOpenEndpoints(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestServe(t *testing.T) {
 	reviewer, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A certificate folder without a certificate is a start-up error,
-	// and leaves no port open.
-	opts := Options{MetricsAddr: "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", MetricsCertDir: t.TempDir()}
-	if e, err := openEndpoints(opts, reviewer, log); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
-		t.Fatalf("missing certificate: %v, %v", e, err)
+	op := &operator{log: slog.New(slog.DiscardHandler), registry: metrics.NewRegistry(), ctrl: &reconcile.Controller{}}
+	get := func(client *http.Client, url string) int {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	// Secure by default: TLS and a review filter.
+
+	// A certificate folder without a certificate is a start-up error.
+	opts := Options{MetricsAddr: freeAddr(t), ProbeAddr: freeAddr(t), MetricsCertDir: t.TempDir()}
+	if _, err := op.serve(opts, reviewer); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
+		t.Fatalf("missing certificate: %v", err)
+	}
+
+	// Secure by default: TLS, and a scrape without a token is refused.
 	opts.MetricsCertDir = ""
-	e, err := openEndpoints(opts, reviewer, log)
+	servers, err := op.serve(opts, reviewer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.close()
-	if e.auth == nil {
-		t.Error("secure metrics without a filter")
+	insecureTLS := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if code := get(insecureTLS, "https://"+opts.MetricsAddr+"/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("secure metrics without a token: %d, want 401", code)
 	}
-	if _, ok := e.probe.(*limitListener); !ok {
-		t.Errorf("probe listener %T, want a limitListener", e.probe)
+	if code := get(http.DefaultClient, "http://"+opts.ProbeAddr+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz: %d", code)
 	}
-	insecure, err := openEndpoints(Options{MetricsAddr: "127.0.0.1:0", InsecureMetrics: true}, reviewer, log)
+	shutdownServers(servers)
+
+	// Plain HTTP for anyone with --metrics-secure=false; the probe off.
+	insecure := Options{MetricsAddr: freeAddr(t), ProbeAddr: "0", InsecureMetrics: true}
+	servers, err = op.serve(insecure, reviewer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer insecure.close()
-	if _, ok := insecure.metrics.(*limitListener); !ok || insecure.auth != nil || insecure.probe != nil {
-		t.Errorf("insecure metrics: listener %T, filter %v, probe %v", insecure.metrics, insecure.auth, insecure.probe)
+	if code := get(http.DefaultClient, "http://"+insecure.MetricsAddr+"/metrics"); code != http.StatusOK || len(servers) != 1 {
+		t.Errorf("insecure metrics: %d, %d servers", code, len(servers))
+	}
+	// Only GET (and HEAD) reach the registry.
+	resp, err := http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /metrics: %d, Allow %q; want 405 and GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	shutdownServers(servers)
+
+	// A port in use is a start-up error, and stops the server started.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	insecure.ProbeAddr = busy.Addr().String()
+	if _, err := op.serve(insecure, reviewer); err == nil || !strings.Contains(err.Error(), "health probe endpoint") {
+		t.Fatalf("probe port in use: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ln, err := net.Listen("tcp", insecure.MetricsAddr)
+		if err == nil {
+			ln.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics port is still in use: %v", err)
+		}
+		runtime.Gosched()
 	}
 }
