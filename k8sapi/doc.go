@@ -8,11 +8,13 @@
 // namespaced or not). The generic [Typed] wraps a Client and a Resource with
 // the verbs, decoding into the caller's own struct type; use
 // [encoding/json.RawMessage] as the type to pass objects through untouched.
-// [Typed.In] binds the verbs to a namespace; [Typed.All] and [Typed.Events]
-// are iterators over every object, page by page, and over a watch's events.
+// [Typed.ListAll] follows a list's continue tokens, and [Watcher.Events]
+// iterates over an open watch's events.
 // [Typed.Update] never erases the fields a reduced struct lacks.
 // [Client.Stream] is a raw GET for the rest; the subpackages discovery
-// (names to Resources) and podlogs (pod logs) are built on it.
+// (names to Resources) and podlogs (pod logs) are built on it. The
+// subpackage namespaced binds the verbs to a namespace and adds iterators
+// over every object of a paged list and over a watch's events.
 //
 // Every failed call returns an error that wraps an [*APIError] when the
 // server answered; test it with [IsNotFound], [IsConflict], [IsGone] and the

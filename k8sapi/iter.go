@@ -8,31 +8,9 @@ import (
 	"iter"
 )
 
-// All returns an iterator over every object in namespace (empty: all
-// namespaces), reading one page of opts.Limit objects (zero means 500)
-// at a time, as the loop asks for more. Each object is yielded with a nil
-// error; a failure ends the loop with one (nil, err) pair, such as the
-// server's 410 when a continue token expired (see [IsGone]). The objects
-// point into the current page and may be kept.
-func (t Typed[T]) All(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*T, error] {
-	return func(yield func(*T, error) bool) {
-		for page, err := range t.pages(ctx, namespace, opts) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for i := range page.Items {
-				if !yield(&page.Items[i], nil) {
-					return
-				}
-			}
-		}
-	}
-}
-
 // pages iterates over the pages of a list, opts.Limit (zero means 500)
-// objects each, following the continue tokens. A failure ends it with one
-// (nil, err) pair.
+// objects each, following the continue tokens, for [Typed.ListAll]. A
+// failure ends it with one (nil, err) pair.
 func (t Typed[T]) pages(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[*List[T], error] {
 	opts.Limit = cmp.Or(max(opts.Limit, 0), 500)
 	return func(yield func(*List[T], error) bool) {
@@ -54,22 +32,6 @@ func (t Typed[T]) pages(ctx context.Context, namespace string, opts ListOptions)
 			// The token carries the version; the server rejects both.
 			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = next, "", ""
 		}
-	}
-}
-
-// Events opens a watch, as [Typed.Watch] does, and returns an iterator over
-// its events; the watch is closed when the loop ends. See [Watcher.Events]
-// for how the iteration ends. A failure to open the watch is one
-// (zero event, err) pair.
-func (t Typed[T]) Events(ctx context.Context, namespace string, opts ListOptions) iter.Seq2[WatchEvent[T], error] {
-	return func(yield func(WatchEvent[T], error) bool) {
-		w, err := t.Watch(ctx, namespace, opts)
-		if err != nil {
-			yield(WatchEvent[T]{}, err)
-			return
-		}
-		defer w.Close()
-		w.Events()(yield)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/namespaced"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
@@ -32,7 +33,7 @@ func TestKget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployments := k8sapi.For[json.RawMessage](c, k8sapi.Deployments).In(ns)
+	deployments := namespaced.In(k8sapi.For[json.RawMessage](c, k8sapi.Deployments), ns)
 	web := json.RawMessage(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"selector":{"matchLabels":{"app":"web"}},
 	 "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1"}]}}}}`)
 	if _, err := deployments.Create(ctx, &web, k8sapi.WriteOptions{}); err != nil {

@@ -3,8 +3,8 @@
 //
 //	kget [-n NAMESPACE] [-A] [-w] [-o json|name] KIND [NAME]
 //
-// It is an example of k8sapi, k8sapi/discovery and the iterators, on the
-// standard library alone.
+// It is an example of k8sapi, k8sapi/discovery and k8sapi/namespaced's
+// iterators, on the standard library alone.
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/k8sapi/discovery"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/namespaced"
 )
 
 func main() {
@@ -81,7 +82,7 @@ func get(ctx context.Context, out io.Writer, kubeconfig, kubecontext, namespace 
 	if m.Group != "" {
 		p.prefix += "." + m.Group
 	}
-	objects := k8sapi.For[json.RawMessage](c, m.Resource).In(namespace)
+	objects := namespaced.In(k8sapi.For[json.RawMessage](c, m.Resource), namespace)
 	if name != "" && !watch {
 		obj, err := objects.Get(ctx, name, k8sapi.GetOptions{})
 		if err != nil {
