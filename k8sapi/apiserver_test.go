@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/namespaced"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
@@ -405,7 +406,7 @@ func TestAPIServerPagination(t *testing.T) {
 		t.Fatalf("got %v in %d pages, want %v in 3", names, pages, want)
 	}
 
-	all, err := cms.ListAll(ctx, ns, k8sapi.ListOptions{LabelSelector: "set=paged", Limit: 2})
+	all, err := namespaced.In(cms, ns).ListAll(ctx, k8sapi.ListOptions{LabelSelector: "set=paged", Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

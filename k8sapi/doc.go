@@ -8,8 +8,7 @@
 // namespaced or not). The generic [Typed] wraps a Client and a Resource with
 // the verbs, decoding into the caller's own struct type; use
 // [encoding/json.RawMessage] as the type to pass objects through untouched.
-// [Typed.ListAll] follows a list's continue tokens, and [Watcher.Events]
-// iterates over an open watch's events.
+// [Watcher.Events] iterates over an open watch's events.
 // [Typed.Update] never erases the fields a reduced struct lacks.
 // [Client.Stream] is a raw GET for the rest; the subpackages discovery
 // (names to Resources) and podlogs (pod logs) are built on it. The

@@ -44,8 +44,8 @@ type ListOptions struct {
 	// must be; for a watch, ResourceVersion is where the stream starts.
 	// Empty means the latest.
 	ResourceVersion, ResourceVersionMatch string
-	// Limit is the page size for a list. Zero means no limit for List and
-	// 500 for ListAll.
+	// Limit is the page size for a list. Zero means no limit for List (the
+	// namespaced package's ListAll and All read 500 a page).
 	Limit int64
 	// Continue is the token from the previous page's metadata. Empty
 	// means the first page.

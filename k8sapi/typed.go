@@ -164,25 +164,6 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 	return out, nil
 }
 
-// ListAll reads every page, opts.Limit (default 500) objects at a time,
-// and returns all items in one List whose Metadata.ResourceVersion is the
-// last page's. If a continue token expires part way, it returns the
-// server's 410 error (see [IsGone]); start again without opts.Continue.
-func (t Typed[T]) ListAll(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	var all *List[T]
-	for page, err := range t.pages(ctx, namespace, opts) {
-		if err != nil {
-			return nil, err
-		}
-		if all != nil {
-			page.Items = append(all.Items, page.Items...)
-		}
-		all = page
-	}
-	all.Metadata.Continue = ""
-	return all, nil
-}
-
 // Create creates obj and returns the server's copy. With opts.Subresource
 // set (such as "eviction"), the object's own name is used, so *T must
 // implement [Object].

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/namespaced"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
@@ -169,7 +170,7 @@ func deleteCM(t *testing.T, cms k8sapi.Typed[configMap], ns, name string) {
 // consistent list returns, by key and resourceVersion.
 func sameAsFreshList(t *testing.T, cms k8sapi.Typed[configMap], ns string, s *Store[configMap]) (bool, string) {
 	t.Helper()
-	list, err := cms.ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+	list, err := namespaced.In(cms, ns).ListAll(ctxFor(t, 30*time.Second), k8sapi.ListOptions{})
 	if err != nil {
 		return false, err.Error()
 	}

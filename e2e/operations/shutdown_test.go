@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/namespaced"
 	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
@@ -112,15 +113,15 @@ func TestShutdownDuringBurst(t *testing.T) {
 	deployments := k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments)
 	services := k8sapi.For[k8sapi.Service](c, k8sapi.Services)
 	converged := func() (done, ready int) {
-		ws, err := widgets(c).ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		ws, err := namespaced.In(widgets(c), ns).ListAll(ctxFor(t, 30*time.Second), k8sapi.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ds, err := deployments.ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		ds, err := namespaced.In(deployments, ns).ListAll(ctxFor(t, 30*time.Second), k8sapi.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ss, err := services.ListAll(ctxFor(t, 30*time.Second), ns, k8sapi.ListOptions{})
+		ss, err := namespaced.In(services, ns).ListAll(ctxFor(t, 30*time.Second), k8sapi.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,9 +43,23 @@ func (h Handle[T]) List(ctx context.Context, opts k8sapi.ListOptions) (*k8sapi.L
 	return h.Typed.List(ctx, h.Namespace, opts)
 }
 
-// ListAll reads every page; see [k8sapi.Typed.ListAll].
+// ListAll reads every page, as All does, and returns all items in one
+// List whose Metadata.ResourceVersion is the last page's. If a continue
+// token expires part way, it returns the server's 410 error (see
+// [k8sapi.IsGone]); start again without opts.Continue.
 func (h Handle[T]) ListAll(ctx context.Context, opts k8sapi.ListOptions) (*k8sapi.List[T], error) {
-	return h.Typed.ListAll(ctx, h.Namespace, opts)
+	var all *k8sapi.List[T]
+	for page, err := range h.pages(ctx, opts) {
+		if err != nil {
+			return nil, err
+		}
+		if all != nil {
+			page.Items = append(all.Items, page.Items...)
+		}
+		all = page
+	}
+	all.Metadata.Continue = ""
+	return all, nil
 }
 
 // All returns an iterator over every object, reading one page of
@@ -56,10 +70,8 @@ func (h Handle[T]) ListAll(ctx context.Context, opts k8sapi.ListOptions) (*k8sap
 // [*k8sapi.DecodeError] when the server returns the same continue token
 // twice. The objects point into the current page and may be kept.
 func (h Handle[T]) All(ctx context.Context, opts k8sapi.ListOptions) iter.Seq2[*T, error] {
-	opts.Limit = cmp.Or(max(opts.Limit, 0), 500)
 	return func(yield func(*T, error) bool) {
-		for {
-			page, err := h.List(ctx, opts)
+		for page, err := range h.pages(ctx, opts) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -69,8 +81,24 @@ func (h Handle[T]) All(ctx context.Context, opts k8sapi.ListOptions) iter.Seq2[*
 					return
 				}
 			}
+		}
+	}
+}
+
+// pages iterates over the pages of a list, opts.Limit (zero means 500)
+// objects each, following the continue tokens. A failure ends it with one
+// (nil, err) pair.
+func (h Handle[T]) pages(ctx context.Context, opts k8sapi.ListOptions) iter.Seq2[*k8sapi.List[T], error] {
+	opts.Limit = cmp.Or(max(opts.Limit, 0), 500)
+	return func(yield func(*k8sapi.List[T], error) bool) {
+		for {
+			page, err := h.List(ctx, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
 			next := page.Metadata.Continue
-			if next == "" {
+			if !yield(page, nil) || next == "" {
 				return
 			}
 			if next == opts.Continue {

@@ -112,6 +112,50 @@ func TestAllFollowsContinueLazily(t *testing.T) {
 	}
 }
 
+func TestListAll(t *testing.T) {
+	c, reqs := fakeAPIServer(t, twoPages(recorded(t, "deployments-page1.json"), recorded(t, "deployments-page2.json")))
+	shop := In(k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments), "shop")
+	l, err := shop.ListAll(t.Context(), k8sapi.ListOptions{LabelSelector: "app=web", ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range l.Items {
+		names = append(names, d.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"api", "cart", "web"}) || l.Metadata.ResourceVersion != "48220" || l.Metadata.Continue != "" {
+		t.Errorf("got items %v metadata %+v", names, l.Metadata)
+	}
+	if got := reqs(); len(got) != 2 || !strings.Contains(got[0], "resourceVersion=0") || !strings.Contains(got[1], "continue=") || strings.Contains(got[1], "resourceVersion") {
+		t.Errorf("requests %q, want the version on the first and the token alone on the second", got)
+	}
+}
+
+func TestListAllContinueExpired(t *testing.T) {
+	page1, gone := recorded(t, "deployments-page1.json"), recorded(t, "status-410-expired.json")
+	c, _ := fakeAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("continue") == "" {
+			w.Write(page1)
+			return
+		}
+		serve(http.StatusGone, gone)(w, r)
+	})
+	_, err := In(k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments), "shop").ListAll(t.Context(), k8sapi.ListOptions{})
+	var ae *k8sapi.APIError
+	if !k8sapi.IsGone(err) || !errors.As(err, &ae) || ae.Op != "list" || ae.Status.Reason != "Expired" {
+		t.Fatalf("got %v, want 410 Expired *APIError", err)
+	}
+}
+
+func TestListAllRepeatedToken(t *testing.T) {
+	c, reqs := fakeAPIServer(t, serve(200, recorded(t, "deployments-page1.json")))
+	_, err := In(k8sapi.For[k8sapi.Deployment](c, k8sapi.Deployments), "shop").ListAll(t.Context(), k8sapi.ListOptions{})
+	var de *k8sapi.DecodeError
+	if !errors.As(err, &de) || len(reqs()) != 2 {
+		t.Fatalf("got %v after %d requests, want *DecodeError after 2", err, len(reqs()))
+	}
+}
+
 func TestAllStopsOnError(t *testing.T) {
 	page1 := recorded(t, "deployments-page1.json")
 	gone := recorded(t, "status-410-expired.json")
