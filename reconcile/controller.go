@@ -230,8 +230,8 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 	return wc
 }
 
-// init makes the queue, the metrics and the Leases holder. It runs once;
-// the queue exists even when it fails.
+// init makes the queue, the metrics and the holder of the Leases. It
+// runs once; the queue exists even when it fails.
 func (c *Controller) init() error {
 	c.initOnce.Do(func() {
 		c.log = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
@@ -244,40 +244,29 @@ func (c *Controller) init() error {
 		cm := metrics.NewControllerMetrics()
 		c.series = cm.Controller(c.Name, c.workers())
 		c.watches = metrics.NewWatchMetrics(time.Now)
-		if c.Metrics != nil {
-			for _, m := range []metrics.Collector{cm, wq, c.watches} {
-				c.initErr = cmp.Or(c.initErr, c.Metrics.Register(m))
+		collectors := []metrics.Collector{cm, wq, c.watches}
+		if le := c.LeaderElection; le != nil {
+			c.shards, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
+				Shards: le.Shards, Identity: le.Identity, Logger: c.Logger, Work: c.holdShard})
+			n := max(le.Shards, 1)
+			c.shardCtx, c.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
+			if n > 1 {
+				collectors = append(collectors, metrics.NewGaugeFunc("widget_operator_shards_held",
+					"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) }),
+					metrics.NewCounterFunc("widget_operator_shard_transitions_total",
+						"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) }))
 			}
 		}
-		if le := c.LeaderElection; le != nil && c.initErr == nil {
-			c.initErr = c.initShards(le)
+		for _, m := range collectors {
+			if c.Metrics != nil && c.initErr == nil {
+				c.initErr = c.Metrics.Register(m)
+			}
 		}
 	})
 	return c.initErr
 }
 
 func (c *Controller) workers() int { return max(c.Workers, 1) }
-
-// initShards makes the holder of the Leases, and with more than one
-// shard, their metrics.
-func (c *Controller) initShards(le *LeaderElection) error {
-	var err error
-	c.shards, err = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
-		Shards: le.Shards, Identity: le.Identity, Logger: c.Logger, Work: c.holdShard})
-	if err != nil {
-		return err
-	}
-	n := max(le.Shards, 1)
-	c.shardCtx, c.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
-	if c.Metrics == nil || n == 1 {
-		return nil
-	}
-	return errors.Join(
-		c.Metrics.Register(metrics.NewGaugeFunc("widget_operator_shards_held",
-			"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) })),
-		c.Metrics.Register(metrics.NewCounterFunc("widget_operator_shard_transitions_total",
-			"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) })))
-}
 
 // holdShard runs while this replica holds shard k (ctx ends when it must
 // stop): it queues the shard's keys, and when ctx ends, it waits for the
