@@ -284,9 +284,9 @@ func (s *Shards) holderOf(ctx context.Context, sl *slot) string {
 	return ""
 }
 
-// member renews this replica's membership Lease, or takes a free one,
-// and reports whether it holds one. With one shard there is no
-// membership, and every replica may take the shard.
+// member renews this replica's membership Lease, or takes one that is
+// missing, free or expired, and reports whether it holds one. With one
+// shard there is no membership, and every replica may take the shard.
 func (s *Shards) member(ctx context.Context) bool {
 	for _, sl := range s.members {
 		if sl.ours() && s.keep(ctx, sl) {
@@ -295,7 +295,7 @@ func (s *Shards) member(ctx context.Context) bool {
 		sl.lastRenew = time.Time{} // not ours, or no longer
 	}
 	for _, sl := range s.members {
-		if s.take(ctx, sl) {
+		if s.read(ctx, sl) == nil && !s.live(sl) && s.write(ctx, sl) {
 			return true
 		}
 	}

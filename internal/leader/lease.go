@@ -58,13 +58,6 @@ func (s *Shards) live(sl *slot) bool {
 	return !canAcquire(sl.observed, sl.observedAt, s.cfg.Clock.Now(), s.cfg.Identity, s.cfg.LeaseDuration)
 }
 
-// take reads sl's Lease and, if it is missing, free, ours or expired,
-// writes it for this replica. It reports whether this replica holds the
-// Lease now.
-func (s *Shards) take(ctx context.Context, sl *slot) bool {
-	return s.read(ctx, sl) == nil && !s.live(sl) && s.write(ctx, sl)
-}
-
 // keep renews a Lease this replica holds and reports whether it still
 // may act on it: renewed now, or not renewed but still within the renew
 // deadline and not taken by anyone else. A renewal writes from the copy
