@@ -468,7 +468,7 @@ func (c *Controller) drainTimeout() time.Duration {
 	if c.LeaderElection == nil {
 		return d
 	}
-	return min(d, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
+	return min(d, leader.RenewDeadline-leader.RetryPeriod)
 }
 
 // reconcileKey reconciles key, logs and measures it, and tells the

@@ -296,7 +296,7 @@ func TestDrainTimeout(t *testing.T) {
 		{3 * time.Second, false, 3 * time.Second},
 		// With leader election, in-flight work ends within the renew
 		// deadline less a retry period, and then the Lease is released.
-		{30 * time.Second, true, leader.DefaultRenewDeadline - leader.DefaultRetryPeriod},
+		{30 * time.Second, true, leader.RenewDeadline - leader.RetryPeriod},
 		{3 * time.Second, true, 3 * time.Second},
 	} {
 		c := &Controller{ShutdownTimeout: tc.shutdown}

@@ -23,8 +23,8 @@
 // holder, a one-second duration), so that another replica takes over
 // within about one RetryPeriod instead of a whole LeaseDuration.
 //
-// The defaults are controller-runtime's: a 15s lease, a 10s renew
-// deadline, a 2s retry period.
+// The timings are controller-runtime's defaults: a 15s lease, a 10s
+// renew deadline, a 2s retry period.
 package leader
 
 import (
@@ -44,11 +44,17 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// Defaults for the zero fields of Config.
+// The timings of every Lease: controller-runtime's defaults.
 const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	// LeaseDuration is how long others wait, after they last saw a Lease
+	// change, before they take it over.
+	LeaseDuration = 15 * time.Second
+	// RenewDeadline is how long a holder keeps trying to renew a Lease
+	// before it loses it: less than LeaseDuration.
+	RenewDeadline = 10 * time.Second
+	// RetryPeriod is the wait between two rounds of renewing and taking:
+	// less than RenewDeadline.
+	RetryPeriod = 2 * time.Second
 )
 
 // Config configures Shards. Client, Name and Work are required; the zero
@@ -69,18 +75,6 @@ type Config struct {
 	// Identity names this replica in the Leases' holderIdentity. It must
 	// be unique among the replicas. Empty means DefaultIdentity().
 	Identity string
-	// LeaseDuration is how long others wait, after they last saw a Lease
-	// change, before they take it over. Zero means 15s. At least 1s.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long a holder keeps trying to renew a Lease
-	// before it loses it. Zero means 10s. It must be less than
-	// LeaseDuration.
-	RenewDeadline time.Duration
-	// RetryPeriod is the wait between two rounds of renewing and taking.
-	// Zero means 2s. It must be less than RenewDeadline.
-	RetryPeriod time.Duration
-	// Clock is the time source. Nil means the real clock.
-	Clock k8sapi.Clock
 	// Logger receives a line each time a Lease is taken, given up, lost
 	// or released, and the first failure of each streak of failed
 	// requests. Nil means no logging.
@@ -120,10 +114,6 @@ func New(cfg Config) (*Shards, error) {
 		return nil, errors.New("leader: Config.Client is required")
 	}
 	cfg.Namespace = cmp.Or(cfg.Namespace, cfg.Client.Namespace())
-	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
-	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultRenewDeadline)
-	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultRetryPeriod)
-	cfg.Clock = cmp.Or[k8sapi.Clock](cfg.Clock, k8sapi.RealClock{})
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	// The longest Lease name stands for all of them: the one Lease's with
 	// one shard, the last membership Lease's with more. A bad name would
@@ -142,12 +132,6 @@ func New(cfg Config) (*Shards, error) {
 		return nil, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", longest)
 	case !isDNSSubdomain(cfg.Namespace) || strings.Contains(cfg.Namespace, "."):
 		return nil, fmt.Errorf("leader: lease namespace %q is not a valid namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", cfg.Namespace)
-	case cfg.LeaseDuration < time.Second:
-		return nil, fmt.Errorf("leader: LeaseDuration %v is under the API's 1s resolution", cfg.LeaseDuration)
-	case cfg.RenewDeadline >= cfg.LeaseDuration:
-		return nil, fmt.Errorf("leader: RenewDeadline %v must be less than LeaseDuration %v", cfg.RenewDeadline, cfg.LeaseDuration)
-	case cfg.RetryPeriod <= 0 || cfg.RetryPeriod >= cfg.RenewDeadline:
-		return nil, fmt.Errorf("leader: RetryPeriod %v must be positive and less than RenewDeadline %v", cfg.RetryPeriod, cfg.RenewDeadline)
 	}
 	if cfg.Identity == "" {
 		id, err := DefaultIdentity()
@@ -319,7 +303,7 @@ func (s *Shards) shutdown() {
 			sl.stop()
 		}
 	}
-	deadline := s.after(s.cfg.RenewDeadline)
+	deadline := time.After(RenewDeadline)
 	for _, sl := range s.shards {
 		if sl.ours() && !sl.idle() {
 			select {
@@ -330,7 +314,7 @@ func (s *Shards) shutdown() {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryPeriod)
+	ctx, cancel := context.WithTimeout(context.Background(), RetryPeriod)
 	defer cancel()
 	for _, sl := range s.shards {
 		if s.release(ctx, sl) {

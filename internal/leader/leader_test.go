@@ -235,8 +235,8 @@ func TestReleaseHandsOverWithinRetryPeriod(t *testing.T) {
 		if !b.leads() {
 			t.Fatalf("b did not take over within 3s of the release")
 		}
-		if d := at(b.started.Load()).Sub(released); d > DefaultRetryPeriod {
-			t.Errorf("b took over %v after the release, want within the %v retry period", d, DefaultRetryPeriod)
+		if d := at(b.started.Load()).Sub(released); d > RetryPeriod {
+			t.Errorf("b took over %v after the release, want within the %v retry period", d, RetryPeriod)
 		}
 		h := srv.history()
 		var rel *write
@@ -285,11 +285,11 @@ func TestTakeOverByLocalObservation(t *testing.T) {
 				if b.leads() {
 					t.Fatalf("took the lease before it had been unchanged for %v", tc.expect)
 				}
-				time.Sleep(DefaultRetryPeriod + time.Millisecond)
+				time.Sleep(RetryPeriod + time.Millisecond)
 				if !b.leads() {
 					t.Fatalf("did not take the lease within a retry period after %v", tc.expect)
 				}
-				if d := at(b.started.Load()).Sub(begin); d < tc.expect || d > tc.expect+DefaultRetryPeriod {
+				if d := at(b.started.Load()).Sub(begin); d < tc.expect || d > tc.expect+RetryPeriod {
 					t.Errorf("took over after %v", d)
 				}
 				if l := srv.current(); *l.Spec.LeaseTransitions != 8 {
@@ -338,13 +338,13 @@ func TestStepDownWhenRenewalFails(t *testing.T) {
 		srv.down.Store(true)
 		h := srv.history()
 		lastOK := h[len(h)-1].at
-		time.Sleep(DefaultLeaseDuration)
+		time.Sleep(LeaseDuration)
 		synctest.Wait()
 		if a.leads() || a.workDone.Load() == 0 {
-			t.Fatalf("still leading %v after the API server went down", DefaultLeaseDuration)
+			t.Fatalf("still leading %v after the API server went down", LeaseDuration)
 		}
-		if d := at(a.workDone.Load()).Sub(lastOK); d > DefaultRenewDeadline {
-			t.Errorf("work stopped %v after the last renewal, want within the %v renew deadline", d, DefaultRenewDeadline)
+		if d := at(a.workDone.Load()).Sub(lastOK); d > RenewDeadline {
+			t.Errorf("work stopped %v after the last renewal, want within the %v renew deadline", d, RenewDeadline)
 		}
 		if !strings.Contains(a.log.String(), `msg="leader: lost the lease"`) {
 			t.Errorf("no line for the loss:\n%s", a.log)
@@ -356,9 +356,9 @@ func TestStepDownWhenRenewalFails(t *testing.T) {
 		}
 		back := time.Now()
 		srv.down.Store(false)
-		time.Sleep(DefaultRetryPeriod)
+		time.Sleep(RetryPeriod)
 		synctest.Wait()
-		if !a.leads() || a.starts.Load() != 2 || at(a.started.Load()).Sub(back) > DefaultRetryPeriod {
+		if !a.leads() || a.starts.Load() != 2 || at(a.started.Load()).Sub(back) > RetryPeriod {
 			t.Errorf("leading %v (work started %d times) a retry period after the API server came back; want leading again", a.leads(), a.starts.Load())
 		}
 	})
@@ -376,12 +376,12 @@ func TestStepDownWhenTakenOver(t *testing.T) {
 		l.Spec.HolderIdentity = &other
 		srv.put(l)
 		took := time.Now()
-		time.Sleep(DefaultRetryPeriod)
+		time.Sleep(RetryPeriod)
 		synctest.Wait()
 		if a.leads() || a.workDone.Load() == 0 {
 			t.Fatal("still leading a retry period after the takeover")
 		}
-		if d := at(a.workDone.Load()).Sub(took); d > DefaultRetryPeriod {
+		if d := at(a.workDone.Load()).Sub(took); d > RetryPeriod {
 			t.Errorf("stopped %v after the takeover, want within one retry period", d)
 		}
 		if h := *srv.current().Spec.HolderIdentity; h != "usurper" {
@@ -434,9 +434,6 @@ func TestNewChecksConfig(t *testing.T) {
 		{"no name", Config{Client: c, Work: work}},
 		{"no work", Config{Client: c, Name: "x"}},
 		{"negative shards", Config{Client: c, Name: "x", Shards: -1, Work: work}},
-		{"deadline not under duration", Config{Client: c, Name: "x", Work: work, LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}},
-		{"retry not under deadline", Config{Client: c, Name: "x", Work: work, RetryPeriod: 10 * time.Second}},
-		{"sub-second lease", Config{Client: c, Name: "x", Work: work, LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}},
 		{"name with an underscore", Config{Client: c, Name: "my_lease", Work: work}},
 		{"upper-case name", Config{Client: c, Name: "Lease", Work: work}},
 		{"upper-case name, shards", Config{Client: c, Name: "W", Shards: 2, Work: work}},
@@ -462,8 +459,12 @@ func TestNewChecksConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Namespace != "default" || s.cfg.LeaseDuration != 15*time.Second || s.cfg.RenewDeadline != 10*time.Second || s.cfg.RetryPeriod != 2*time.Second {
+	if s.cfg.Namespace != "default" || s.cfg.Shards != 1 {
 		t.Errorf("defaults: %+v", s.cfg)
+	}
+	// The timings the README promises.
+	if LeaseDuration != 15*time.Second || RenewDeadline != 10*time.Second || RetryPeriod != 2*time.Second {
+		t.Errorf("timings %v, %v, %v; want 15s, 10s, 2s", LeaseDuration, RenewDeadline, RetryPeriod)
 	}
 	if len(s.shards) != 1 || s.shards[0].name != "x" || len(s.members) != 0 {
 		t.Errorf("one shard: Leases %v and members %v, want x alone", s.shards, s.members)
@@ -496,8 +497,8 @@ func TestStuckLeaderDoesNotRelease(t *testing.T) {
 		if err := <-result; err != nil {
 			t.Errorf("Run = %v", err)
 		}
-		if d := time.Since(begin); d != DefaultRenewDeadline {
-			t.Errorf("Run returned %v after cancel, want the %v renew deadline", d, DefaultRenewDeadline)
+		if d := time.Since(begin); d != RenewDeadline {
+			t.Errorf("Run returned %v after cancel, want the %v renew deadline", d, RenewDeadline)
 		}
 		if l := srv.current(); *l.Spec.HolderIdentity != "a" {
 			t.Errorf("lease released while the leader was still working")
@@ -517,7 +518,7 @@ func TestDeletedLeaseIsRecreated(t *testing.T) {
 		srv.mu.Lock()
 		srv.lease = nil
 		srv.mu.Unlock()
-		time.Sleep(2 * DefaultRetryPeriod)
+		time.Sleep(2 * RetryPeriod)
 		synctest.Wait()
 		if !a.leads() || a.starts.Load() != 2 || a.workDone.Load() == 0 {
 			t.Fatalf("leading %v, work started %d times, stopped %v; want stopped once, then leading again", a.leads(), a.starts.Load(), a.workDone.Load())

@@ -55,7 +55,7 @@ func isDNSSubdomain(s string) bool {
 // live reports whether sl, as last read, is held by another replica that
 // has renewed it within its lease duration.
 func (s *Shards) live(sl *slot) bool {
-	return !canAcquire(sl.observed, sl.observedAt, s.cfg.Clock.Now(), s.cfg.Identity, s.cfg.LeaseDuration)
+	return !canAcquire(sl.observed, sl.observedAt, time.Now(), s.cfg.Identity, LeaseDuration)
 }
 
 // keep renews a Lease this replica holds and reports whether it still
@@ -65,7 +65,7 @@ func (s *Shards) live(sl *slot) bool {
 // someone else wrote the Lease), it reads the Lease and tries again if it
 // is still ours.
 func (s *Shards) keep(ctx context.Context, sl *slot) bool {
-	ctx, cancel := context.WithDeadline(ctx, sl.lastRenew.Add(s.cfg.RenewDeadline))
+	ctx, cancel := context.WithDeadline(ctx, sl.lastRenew.Add(RenewDeadline))
 	defer cancel()
 	if sl.seen != nil && s.write(ctx, sl) {
 		return true
@@ -73,7 +73,7 @@ func (s *Shards) keep(ctx context.Context, sl *slot) bool {
 	if ctx.Err() == nil && s.read(ctx, sl) == nil && sl.observed.holder == s.cfg.Identity && s.write(ctx, sl) {
 		return true
 	}
-	return sl.observed.holder == s.cfg.Identity && !mustStepDown(sl.lastRenew, s.cfg.Clock.Now(), s.cfg.RenewDeadline)
+	return sl.observed.holder == s.cfg.Identity && !mustStepDown(sl.lastRenew, time.Now(), RenewDeadline)
 }
 
 // read gets sl's Lease and notes when it changed (a new resourceVersion,
@@ -88,7 +88,7 @@ func (s *Shards) read(ctx context.Context, sl *slot) error {
 		return err
 	}
 	if got == nil || sl.seen == nil || got.ResourceVersion != sl.seen.ResourceVersion {
-		sl.observed, sl.observedAt = recordOf(got), s.cfg.Clock.Now()
+		sl.observed, sl.observedAt = recordOf(got), time.Now()
 	}
 	sl.seen = got
 	return nil
@@ -98,17 +98,17 @@ func (s *Shards) read(ctx context.Context, sl *slot) error {
 // (creating it when there was none), conditional on its resourceVersion.
 // The renew deadline counts from the start of the write.
 func (s *Shards) write(ctx context.Context, sl *slot) bool {
-	now := s.cfg.Clock.Now()
+	now := time.Now()
 	var got *k8sapi.Lease
 	var err error
 	if sl.seen == nil {
-		l := first(s.cfg.Identity, now, s.cfg.LeaseDuration).apply(k8sapi.Lease{
+		l := first(s.cfg.Identity, now, LeaseDuration).apply(k8sapi.Lease{
 			TypeMeta:   k8sapi.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 			ObjectMeta: k8sapi.ObjectMeta{Name: sl.name, Namespace: s.cfg.Namespace},
 		})
 		got, err = s.leases.Create(ctx, s.cfg.Namespace, &l, k8sapi.WriteOptions{})
 	} else {
-		upd := next(recordOf(sl.seen), s.cfg.Identity, now, s.cfg.LeaseDuration).apply(*sl.seen)
+		upd := next(recordOf(sl.seen), s.cfg.Identity, now, LeaseDuration).apply(*sl.seen)
 		got, err = s.leases.Update(ctx, s.cfg.Namespace, sl.name, &upd, k8sapi.WriteOptions{})
 	}
 	if s.note("writing the lease", err) != nil {
@@ -132,7 +132,7 @@ func (s *Shards) release(ctx context.Context, sl *slot) bool {
 	if sl.seen == nil || sl.observed.holder != s.cfg.Identity {
 		return false // gone, or not ours any more
 	}
-	upd := released(sl.observed, s.cfg.Clock.Now()).apply(*sl.seen)
+	upd := released(sl.observed, time.Now()).apply(*sl.seen)
 	if _, err := s.leases.Update(ctx, s.cfg.Namespace, sl.name, &upd, k8sapi.WriteOptions{}); err != nil {
 		s.cfg.Logger.Warn("leader: releasing the lease failed; it will expire", "lease", sl.name, "err", err)
 		return false
@@ -156,10 +156,10 @@ func (s *Shards) note(what string, err error) error {
 // earliest returns the earliest renew deadline of the shards held, and
 // at most RenewDeadline from now.
 func (s *Shards) earliest() time.Time {
-	t := s.cfg.Clock.Now().Add(s.cfg.RenewDeadline)
+	t := time.Now().Add(RenewDeadline)
 	for _, sl := range s.shards {
-		if sl.ours() && sl.lastRenew.Add(s.cfg.RenewDeadline).Before(t) {
-			t = sl.lastRenew.Add(s.cfg.RenewDeadline)
+		if sl.ours() && sl.lastRenew.Add(RenewDeadline).Before(t) {
+			t = sl.lastRenew.Add(RenewDeadline)
 		}
 	}
 	return t
@@ -172,7 +172,7 @@ func (s *Shards) pause(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-s.after(max(min(s.cfg.RetryPeriod, s.earliest().Sub(s.cfg.Clock.Now())), 0)):
+	case <-time.After(max(min(RetryPeriod, time.Until(s.earliest())), 0)):
 		return true
 	}
 }
@@ -188,11 +188,4 @@ func (s *Shards) start(ctx context.Context, sl *slot, k int) {
 		defer close(done)
 		s.cfg.Work(wctx, k)
 	}()
-}
-
-// after returns a channel that is closed once d has elapsed on the clock.
-func (s *Shards) after(d time.Duration) <-chan struct{} {
-	c := make(chan struct{})
-	s.cfg.Clock.AfterFunc(d, func() { close(c) })
-	return c
 }

@@ -309,11 +309,11 @@ func TestShardsOfACutOffReplicaAreTaken(t *testing.T) {
 		// within two retry periods more. The workLog fails the test if
 		// a shard is worked on twice at once.
 		waitFor(t, time.Minute, "c stops", func() bool { return c.s.Held() == 0 })
-		if d := time.Since(cut); d > DefaultRenewDeadline {
-			t.Errorf("c stopped work %v after it was cut off; want within the renew deadline %v", d, DefaultRenewDeadline)
+		if d := time.Since(cut); d > RenewDeadline {
+			t.Errorf("c stopped work %v after it was cut off; want within the renew deadline %v", d, RenewDeadline)
 		}
 		waitFor(t, time.Minute, "a and b take all", func() bool { return a.s.Held()+b.s.Held() == testShards })
-		if d, most := time.Since(cut), DefaultLeaseDuration+2*DefaultRetryPeriod; d > most {
+		if d, most := time.Since(cut), LeaseDuration+2*RetryPeriod; d > most {
 			t.Errorf("shards taken %v after the cut; want within %v", d, most)
 		}
 		if got := held(a, b); !slices.Equal(got, []int{3, 3}) {
@@ -347,7 +347,7 @@ func TestShardsScaleOutAndIn(t *testing.T) {
 		<-b.done
 		<-c.done
 		d := waitFor(t, time.Minute, "a holds all again", func() bool { return a.s.Held() == testShards })
-		if most := DefaultLeaseDuration; d >= most {
+		if most := LeaseDuration; d >= most {
 			t.Errorf("released shards taken back after %v; want well within a lease duration", d)
 		}
 	})
