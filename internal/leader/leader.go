@@ -127,7 +127,7 @@ func New(cfg Config) (*Shards, error) {
 	case cfg.Name == "":
 		return nil, errors.New("leader: Config.Name is required")
 	case cfg.Work == nil || cfg.Shards < 0:
-		return nil, errors.New("leader: Config.Work and a Shards count of at least 0 are required")
+		return nil, errors.New("leader: Config.Work is required, and Config.Shards may not be negative")
 	case !isDNSSubdomain(longest):
 		return nil, fmt.Errorf("leader: lease name %q is not a valid object name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)", longest)
 	case !isDNSSubdomain(cfg.Namespace) || strings.Contains(cfg.Namespace, "."):
