@@ -39,31 +39,24 @@ const DefaultShutdownTimeout = 30 * time.Second
 
 // LeaderElection configures leader election with a Lease
 // (coordination.k8s.io/v1): only the replica that holds it reconciles.
-type LeaderElection struct {
-	// Client reads and writes the Lease. Required. Give it no rate limit
-	// of its own (k8sapi.Config QPS zero): a renewal must not wait behind
-	// a burst of reconciles.
-	Client *k8sapi.Client
-	// Namespace and Name locate the Lease. Empty Namespace means the
-	// client's default namespace; Name is required.
-	Namespace, Name string
-}
-
-// Sharding configures sharding: the keys are split into Shards shards by
-// a stable hash of the key, each shard a Lease (coordination.k8s.io/v1)
+// With Shards above 1 it configures sharding instead: the keys are split
+// into Shards shards by a stable hash of the key, each shard a Lease
 // named <Name>-shard-<k>, and each replica holds a membership Lease
 // <Name>-member-<j> (j < Shards) besides. A replica reconciles a key only
 // while it holds the key's shard; the live replicas share the shards
 // evenly, and take those of a replica that stops renewing, with the API
 // server as their only coordinator.
-type Sharding struct {
-	// Client reads and writes the Leases, as LeaderElection.Client.
-	// Required.
+type LeaderElection struct {
+	// Client reads and writes the Leases. Required. Give it no rate limit
+	// of its own (k8sapi.Config QPS zero): a renewal must not wait behind
+	// a burst of reconciles.
 	Client *k8sapi.Client
-	// Namespace and Name: as in LeaderElection.
+	// Namespace and Name locate the Lease (with shards, name its Leases).
+	// Empty Namespace means the client's default namespace; Name is
+	// required.
 	Namespace, Name string
-	// Shards is the number of shards, at least 1. Replicas beyond it
-	// hold no shard and wait.
+	// Shards is the number of shards; zero or 1 means one Lease, named
+	// Name: leader election. Replicas beyond it hold no shard and wait.
 	Shards int
 	// Identity names this replica in the Leases. Empty means the host
 	// name and a random suffix.
@@ -108,22 +101,19 @@ type Controller struct {
 	// the workqueue_* series of its queue and the widget_operator_watch_*
 	// series of its caches. Nil means no metrics.
 	Metrics *metrics.Registry
-	// LeaderElection, when not nil, makes the controller reconcile only
-	// while it holds the Lease. Caches run and sync either way, so that
-	// a takeover is fast. Nil means no leader election.
+	// LeaderElection, when not nil, makes the controller reconcile a key
+	// only while it holds the Lease of the key's shard (with one shard,
+	// the Lease). Caches run and sync either way, so that a takeover is
+	// fast. A Lease is handed over only after the reconciles of its keys
+	// in flight have ended: they are cancelled when it is given to
+	// another replica, or when it could not be renewed in time; the
+	// replica then campaigns again. Nil means no leader election.
 	LeaderElection *LeaderElection
-	// Sharding, when not nil, makes the controller reconcile a key only
-	// while it holds the key's shard. A shard is handed over only after
-	// the reconciles of its keys in flight have ended: they are cancelled
-	// when it is given to another replica, or when its Lease could not be
-	// renewed in time. Set LeaderElection or Sharding, not both. Nil means
-	// no sharding.
-	Sharding *Sharding
 	// ShutdownTimeout bounds how long reconciles in flight may go on
 	// once Run's ctx ends; zero means DefaultShutdownTimeout. With leader
 	// election the bound is at most the Lease's renew deadline less its
-	// retry period (8s), so that the Lease is released after them, not
-	// left to expire. Reconciles are cut at once when the Lease is lost.
+	// retry period (8s), after which the Lease is released. Reconciles are
+	// cut at once when the Lease is lost.
 	ShutdownTimeout time.Duration
 	// Background holds functions that Run runs as it runs the caches,
 	// such as an Event writer, or a watch that only queues keys and that
@@ -137,8 +127,7 @@ type Controller struct {
 	queue    *queue.Queue
 	series   *metrics.ControllerSeries
 	watches  *metrics.WatchMetrics
-	elector  *leader.Elector // nil without leader election
-	shards   *leader.Shards  // nil without sharding
+	shards   *leader.Shards // nil without leader election
 	// shardCtx[k] is the context of the shard k while this replica holds
 	// it, nil otherwise, guarded by smu; inFlight[k] counts the reconciles
 	// of its keys running, each added under smu while shardCtx[k] is set.
@@ -241,8 +230,8 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 	return wc
 }
 
-// init makes the queue and the metrics, and the elector. It runs once;
-// the queue exists even when it fails.
+// init makes the queue, the metrics and the holder of the Leases. It
+// runs once; the queue exists even when it fails.
 func (c *Controller) init() error {
 	c.initOnce.Do(func() {
 		c.log = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
@@ -255,44 +244,29 @@ func (c *Controller) init() error {
 		cm := metrics.NewControllerMetrics()
 		c.series = cm.Controller(c.Name, c.workers())
 		c.watches = metrics.NewWatchMetrics(time.Now)
-		if c.Metrics != nil {
-			for _, m := range []metrics.Collector{cm, wq, c.watches} {
-				c.initErr = cmp.Or(c.initErr, c.Metrics.Register(m))
+		collectors := []metrics.Collector{cm, wq, c.watches}
+		if le := c.LeaderElection; le != nil {
+			c.shards, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
+				Shards: le.Shards, Identity: le.Identity, Logger: c.Logger, Work: c.holdShard})
+			n := max(le.Shards, 1)
+			c.shardCtx, c.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
+			if n > 1 {
+				collectors = append(collectors, metrics.NewGaugeFunc("widget_operator_shards_held",
+					"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) }),
+					metrics.NewCounterFunc("widget_operator_shard_transitions_total",
+						"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) }))
 			}
 		}
-		if le := c.LeaderElection; le != nil && c.initErr == nil {
-			c.elector, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name, Logger: c.Logger})
-		}
-		if sh := c.Sharding; sh != nil && c.initErr == nil {
-			c.initErr = c.initShards(sh)
+		for _, m := range collectors {
+			if c.Metrics != nil && c.initErr == nil {
+				c.initErr = c.Metrics.Register(m)
+			}
 		}
 	})
 	return c.initErr
 }
 
 func (c *Controller) workers() int { return max(c.Workers, 1) }
-
-// initShards makes the shards' Leases holder and their metrics.
-func (c *Controller) initShards(sh *Sharding) error {
-	if c.LeaderElection != nil {
-		return errors.New("reconcile: set Controller.LeaderElection or Controller.Sharding, not both")
-	}
-	var err error
-	c.shards, err = leader.NewShards(leader.ShardConfig{Client: sh.Client, Namespace: sh.Namespace, Name: sh.Name,
-		Shards: sh.Shards, Identity: sh.Identity, Logger: c.Logger, Work: c.holdShard})
-	if err != nil {
-		return err
-	}
-	c.shardCtx, c.inFlight = make([]context.Context, sh.Shards), make([]sync.WaitGroup, sh.Shards)
-	if c.Metrics == nil {
-		return nil
-	}
-	return errors.Join(
-		c.Metrics.Register(metrics.NewGaugeFunc("widget_operator_shards_held",
-			"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) })),
-		c.Metrics.Register(metrics.NewCounterFunc("widget_operator_shard_transitions_total",
-			"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) })))
-}
 
 // holdShard runs while this replica holds shard k (ctx ends when it must
 // stop): it queues the shard's keys, and when ctx ends, it waits for the
@@ -343,17 +317,11 @@ func (c *Controller) Enqueue(key string) {
 }
 
 // IsLeader reports whether the controller may reconcile: always true
-// without leader election or sharding; with leader election, whether it
-// holds the Lease; with sharding, whether it holds a shard.
+// without leader election; with it, whether it holds the Lease, or with
+// shards, whether it holds one.
 func (c *Controller) IsLeader() bool {
 	c.init()
-	switch {
-	case c.shards != nil:
-		return c.shards.Held() > 0
-	case c.elector != nil:
-		return c.elector.IsLeader()
-	}
-	return true
+	return c.shards == nil || c.shards.Held() > 0
 }
 
 // Checks returns the readiness of each cache, in the order they were made:
@@ -380,10 +348,9 @@ var errNotSynced = errors.New("not synced")
 // Workers workers (once it leads, with leader election) until ctx ends.
 // Then it stops taking keys, lets the reconciles in flight finish for up
 // to ShutdownTimeout (their ctx is cancelled after that), and stops the
-// caches last. It returns nil after such a shutdown, and an error when
-// the configuration is incomplete, the metrics cannot be registered, or
-// the Lease was lost (the process should exit, and a fresh start campaign
-// again).
+// caches and releases the Leases last. It returns nil after such a
+// shutdown, and an error when the configuration is incomplete or the
+// metrics cannot be registered.
 func (c *Controller) Run(ctx context.Context) error {
 	switch {
 	case c.Name == "":
@@ -414,7 +381,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, f := range c.Background {
 		wg.Go(func() { f(bgCtx) })
 	}
-	if !waitForSync(ctx, caches) {
+	synced := func() bool { return !slices.ContainsFunc(caches, func(w named) bool { return !w.HasSynced() }) }
+	if !waitUntil(ctx, synced) {
 		return nil
 	}
 	var counts []any
@@ -424,30 +392,28 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("caches synced", counts...)
 
 	if c.shards != nil {
-		// The shards are held until the workers have drained, and
+		// The Leases are held until the workers have drained, and
 		// released with the caches.
-		c.log.Info("sharding", "shards", len(c.shardCtx), "identity", c.shards.Identity())
+		msg := "waiting for leadership"
+		if len(c.shardCtx) > 1 {
+			msg = "sharding"
+		}
+		c.log.Info(msg, "lease", c.LeaderElection.Name, "shards", len(c.shardCtx), "identity", c.shards.Identity())
 		wg.Go(func() { c.shards.Run(bgCtx) })
 	}
-	if c.elector == nil {
-		c.lead(ctx, ctx)
-		return nil
+	if waitUntil(ctx, c.IsLeader) {
+		c.lead(ctx)
 	}
-	c.log.Info("waiting for leadership", "lease", c.LeaderElection.Name, "identity", c.elector.Identity())
-	err := c.elector.Run(ctx, func(lctx context.Context) { c.lead(ctx, lctx) }, nil)
-	if errors.Is(err, leader.ErrLeaseLost) {
-		return errors.New("lost the leader-election lease; exiting so that a fresh start can campaign again")
-	}
-	return err
+	return nil
 }
 
-// waitForSync waits until every cache has delivered its first list, or
-// ctx ends. It polls: syncing is a one-off at start-up.
-func waitForSync(ctx context.Context, caches []named) bool {
+// waitUntil waits until cond holds, or ctx ends, and reports which came
+// first. It polls: syncing and the first leadership are one-offs.
+func waitUntil(ctx context.Context, cond func() bool) bool {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if !slices.ContainsFunc(caches, func(w named) bool { return !w.HasSynced() }) {
+		if cond() {
 			return true
 		}
 		select {
@@ -458,13 +424,13 @@ func waitForSync(ctx context.Context, caches []named) bool {
 	}
 }
 
-// lead runs the workers until lctx ends. When the process is shutting down
-// (ctx ended), reconciles in flight get up to the drain timeout to finish;
-// when leadership was lost, they are cancelled at once, since another
-// replica may already be acting.
-func (c *Controller) lead(ctx, lctx context.Context) {
+// lead runs the workers until ctx ends, when reconciles in flight get up
+// to the drain timeout to finish. With leader election, a key is
+// reconciled only while its shard is held, and cancelled at once when
+// the shard is lost, since another replica may then act on it.
+func (c *Controller) lead(ctx context.Context) {
 	c.log.Info("starting workers", "workers", c.workers())
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(lctx))
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	runner := &queue.Runner{
 		Queue:   c.queue,
@@ -480,36 +446,29 @@ func (c *Controller) lead(ctx, lctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = runner.Run(lctx)
+		_ = runner.Run(ctx)
 	}()
-	<-lctx.Done()
-	if ctx.Err() == nil {
-		c.log.Warn("leadership lost: cancelling reconciles in flight")
+	<-ctx.Done()
+	drain := c.drainTimeout()
+	c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
+	timer := time.AfterFunc(drain, func() {
+		c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
 		cancelWork()
-	} else {
-		drain := c.drainTimeout()
-		c.log.Info("shutting down: finishing reconciles in flight", "timeout", drain)
-		timer := time.AfterFunc(drain, func() {
-			c.log.Warn("shutdown timeout passed with reconciles still in flight; cancelling them")
-			cancelWork()
-		})
-		defer timer.Stop()
-	}
+	})
+	defer timer.Stop()
 	<-done
 }
 
 // drainTimeout is how long reconciles in flight may run once the process
 // is stopping: ShutdownTimeout, but with leader election no longer than
-// the renew deadline less a retry period. The lease is not renewed while
-// they finish, and the elector waits only the renew deadline for them
-// before it gives up releasing the lease; work going on past that could
-// outlive the lease and overlap the next leader's.
+// the renew deadline less a retry period, so that another replica takes
+// the Leases over sooner than if this one had died.
 func (c *Controller) drainTimeout() time.Duration {
 	d := cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
-	if c.LeaderElection == nil && c.Sharding == nil {
+	if c.LeaderElection == nil {
 		return d
 	}
-	return min(d, leader.DefaultRenewDeadline-leader.DefaultRetryPeriod)
+	return min(d, leader.RenewDeadline-leader.RetryPeriod)
 }
 
 // reconcileKey reconciles key, logs and measures it, and tells the

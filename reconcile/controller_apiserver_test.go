@@ -78,11 +78,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // A Controller on a real API server: a primary resource (a custom one)
 // and its owned children (ConfigMaps), created, restored when changed,
-// and refused when someone else's object holds the name.
+// and refused when someone else's object holds the name; with leader
+// election, one Lease, named as configured, held while it runs and
+// released when it stops.
 func TestControllerAgainstAPIServer(t *testing.T) {
 	tc, ns, ctx := setup(t)
 	cms := k8sapi.For[configMap](tc.Client, k8sapi.ConfigMaps)
-	c := &reconcile.Controller{Name: "kit", Workers: 2}
+	c := &reconcile.Controller{Name: "kit", Workers: 2,
+		LeaderElection: &reconcile.LeaderElection{Client: tc.Client, Namespace: ns, Name: "kit-leader", Identity: "kit-test"}}
 	r := &thingReconciler{client: cms, refused: make(chan error, 10)}
 	r.things = reconcile.WatchPrimary(c, watch.Config[thing]{Source: watch.ClientSource[thing](tc.Client, things), Namespace: ns, Name: "things"})
 	r.children = reconcile.WatchOwned(c, watch.Config[configMap]{Source: watch.ClientSource[configMap](tc.Client, k8sapi.ConfigMaps),
@@ -106,6 +109,21 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	eventually(t, "the child of a", func() bool { cm := get("a-cm"); return cm != nil && cm.Data["from"] == "a" })
 	if !reconcile.IsControlledBy(&get("a-cm").ObjectMeta, a.UID) {
 		t.Error("the child is not controlled by its thing")
+	}
+	leases := k8sapi.For[k8sapi.Lease](tc.Client, k8sapi.Leases)
+	holders := func() map[string]string {
+		l, err := leases.List(ctx, ns, k8sapi.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, le := range l.Items {
+			out[le.Name] = *le.Spec.HolderIdentity
+		}
+		return out
+	}
+	if h := holders(); len(h) != 1 || h["kit-leader"] != "kit-test" || !c.IsLeader() {
+		t.Errorf("Leases while leading %v, IsLeader %v; want kit-leader alone, held by kit-test", h, c.IsLeader())
 	}
 	for _, ch := range c.Checks(time.Now()) {
 		if ch.Err != nil {
@@ -144,6 +162,9 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+	if h := holders(); len(h) != 1 || h["kit-leader"] != "" {
+		t.Errorf("Leases after Run returned %v; want kit-leader alone, released", h)
 	}
 
 	// The child's own object, outside the cache (no label yet): the

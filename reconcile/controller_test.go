@@ -294,9 +294,9 @@ func TestDrainTimeout(t *testing.T) {
 		{0, false, DefaultShutdownTimeout},
 		{30 * time.Second, false, 30 * time.Second},
 		{3 * time.Second, false, 3 * time.Second},
-		// With leader election, in-flight work must end before the
-		// elector stops waiting to release the lease.
-		{30 * time.Second, true, leader.DefaultRenewDeadline - leader.DefaultRetryPeriod},
+		// With leader election, in-flight work ends within the renew
+		// deadline less a retry period, and then the Lease is released.
+		{30 * time.Second, true, leader.RenewDeadline - leader.RetryPeriod},
 		{3 * time.Second, true, 3 * time.Second},
 	} {
 		c := &Controller{ShutdownTimeout: tc.shutdown}
@@ -399,28 +399,6 @@ func TestBackgroundOutlivesWorkers(t *testing.T) {
 	})
 }
 
-// Lost leadership cuts the reconciles in flight at once.
-func TestLeadershipLostCuts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBlocking()
-		c := &Controller{Name: "t", Reconciler: b, ShutdownTimeout: time.Minute}
-		c.Enqueue("ns/a")
-		lctx, lose := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			c.lead(t.Context(), lctx)
-			close(done)
-		}()
-		<-b.started
-		start := time.Now()
-		lose()
-		<-done
-		if err := <-b.ended; err == nil || time.Since(start) != 0 {
-			t.Errorf("reconcile ended with %v after %v; want cancelled at once", err, time.Since(start))
-		}
-	})
-}
-
 func TestRunRefusesIncompleteConfig(t *testing.T) {
 	client, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
 	if err != nil {
@@ -444,17 +422,20 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
-// With sharding, a key is reconciled only while its shard is held, under
-// a context that ends with the shard; taking a shard queues its keys; and
-// giving a shard up waits for its reconciles in flight, which it cuts.
+// With leader election, a key is reconciled only while its shard is held,
+// under a context that ends with the shard; taking a shard queues its
+// keys; and giving a shard up (or losing it) waits for its reconciles in
+// flight, which it cuts at once.
 func TestShardFencing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A reconcile that takes a second to stop once cut, so that
 		// returning before it would show.
 		started, ended := make(chan string, 1), make(chan error, 1)
+		var cut time.Time // when the reconcile's ctx ended
 		slow := ReconcilerFunc(func(ctx context.Context, key string) (queue.Result, error) {
 			started <- key
 			<-ctx.Done()
+			cut = time.Now()
 			time.Sleep(time.Second)
 			ended <- ctx.Err()
 			return queue.Result{}, nil
@@ -509,14 +490,15 @@ func TestShardFencing(t *testing.T) {
 		reconciled := make(chan struct{})
 		go func() { defer close(reconciled); c.reconcileShard(t.Context(), keys[1][0]) }()
 		<-started
+		gaveUp := time.Now()
 		giveUp()
 		<-held
 		// The reconcile has ended by then (its goroutine may not yet have
 		// closed reconciled: that comes after).
 		select {
 		case err := <-ended:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("the reconcile in flight ended with %v, want it cut", err)
+			if !errors.Is(err, context.Canceled) || !cut.Equal(gaveUp) {
+				t.Errorf("the reconcile in flight ended with %v, cut %v after the shard was given up; want it cut at once", err, cut.Sub(gaveUp))
 			}
 		default:
 			t.Fatal("holdShard returned before the shard's reconcile in flight")

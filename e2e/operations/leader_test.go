@@ -270,9 +270,11 @@ func TestLeaderElection(t *testing.T) {
 }
 
 // TestLeaderStepsDownWhenRenewFails takes from the leader, and only the
-// leader, the right to write the Lease: it must stop reconciling (and
-// exit) within the renew deadline of its last renewal, before its lease
-// can expire, and the other replica takes over only after that.
+// leader, the right to read and write the Lease: it must stop reconciling
+// within the renew deadline of its last renewal, before its lease can
+// expire, write nothing after that, and campaign again (it stays up and
+// keeps reading the Lease); the other replica takes over only after it
+// stopped.
 func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 	p := env.Plane.Get(t)
 	ns := p.TestNamespace(t)
@@ -308,14 +310,12 @@ func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 
 	revoked := time.Now()
 	kubectl(t, p, "-n", harness.OperatorNamespace, "delete", "rolebinding", saB+"-leader-election", grantB)
-	b.waitExit(t, 60*time.Second)
-	if code := b.o.ExitCode(); code == 0 {
-		t.Errorf("the leader that lost its lease exited 0; want a failure, so that it is restarted")
-	}
-	stepDown, ok := firstLog(t, b.o, "leader: stopped leading")
-	if !ok {
-		t.Fatal(`no "leader: stopped leading" line`)
-	}
+	var stepDown logRecord
+	eventually(t, 60*time.Second, func() (bool, string) {
+		var ok bool
+		stepDown, ok = firstLog(t, b.o, "leader: lost the lease")
+		return ok, `no "leader: lost the lease" line`
+	})
 	// Its last successful renewal, from the audit log.
 	var lastRenew time.Time
 	events, err := p.AuditEvents()
@@ -365,4 +365,27 @@ func TestLeaderStepsDownWhenRenewFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, c, ns, "after", 1)
+	// The old leader is still up, campaigning (reading the Lease, refused
+	// now), and wrote nothing since it stepped down, the new Widget's
+	// objects included, which its caches saw too.
+	if b.o.Exited() {
+		t.Errorf("the leader that lost its lease exited (code %d); want it to campaign again", b.o.ExitCode())
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		events, err := p.AuditEvents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.User == b.user && e.Namespace == ns && harness.IsWrite(e) && e.Received.After(stepDown.Time) {
+				t.Fatalf("a write by the old leader after it stepped down: %s %s/%s at %v", e.Verb, e.Resource, e.Name, e.Received)
+			}
+		}
+		for _, e := range events {
+			if e.User == b.user && e.Resource == "leases" && e.Name == lease && e.Verb == "get" && e.Received.After(took) {
+				return true, ""
+			}
+		}
+		return false, "the old leader has not read the Lease since the follower took it over"
+	})
 }

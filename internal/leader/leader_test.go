@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 const leasePath = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/widget-operator"
@@ -29,7 +30,7 @@ type write struct {
 }
 
 // leaseServer is a fake API server, in memory, that stores a single
-// Lease: an http.RoundTripper serving GET, POST (create) and PUT (update,
+// Lease, named widget-operator: an http.RoundTripper serving GET, POST (create) and PUT (update,
 // conditional on resourceVersion, as the API server does it). It keeps
 // no goroutine and no connection, so it runs inside a synctest bubble.
 // With down set it answers every request 500.
@@ -63,7 +64,7 @@ func (s *leaseServer) RoundTrip(req *http.Request) (*http.Response, error) {
 			return s.status(req, http.StatusConflict, "AlreadyExists"), nil
 		}
 		var l k8sapi.Lease
-		if err := json.Unmarshal(body, &l); err != nil || l.ResourceVersion != "" {
+		if err := json.Unmarshal(body, &l); err != nil || l.ResourceVersion != "" || l.Name != "widget-operator" {
 			return s.status(req, http.StatusBadRequest, "BadRequest"), nil
 		}
 		return s.store(req, "create", &l, http.StatusCreated), nil
@@ -116,6 +117,16 @@ func (s *leaseServer) current() k8sapi.Lease {
 	return *s.lease
 }
 
+// holder returns the Lease's holder; "" when it has none or is missing.
+func (s *leaseServer) holder() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease == nil || s.lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *s.lease.Spec.HolderIdentity
+}
+
 func (s *leaseServer) object(req *http.Request, code int, v any) *http.Response {
 	b, _ := json.Marshal(v)
 	return &http.Response{StatusCode: code, Header: http.Header{"Content-Type": {"application/json"}},
@@ -126,14 +137,15 @@ func (s *leaseServer) status(req *http.Request, code int, reason string) *http.R
 	return s.object(req, code, k8sapi.Status{Status: "Failure", Reason: reason, Code: int32(code), Message: reason})
 }
 
-// candidate is one replica under test: its elector and what its
-// callbacks saw.
+// candidate is one replica under test with one shard (leader election):
+// its Shards and what its Work saw.
 type candidate struct {
-	e        *Elector
-	started  atomic.Int64 // fake-clock UnixNano when leading started, 0 before
-	stopped  atomic.Int64 // when onStoppedLeading ran
-	workDone atomic.Int64 // when the leading function returned
-	ctxDone  atomic.Bool  // the leading context was cancelled before onStoppedLeading
+	s        *Shards
+	log      *logbuf.Buffer
+	starts   atomic.Int32 // how many times Work started
+	started  atomic.Int64 // fake-clock UnixNano when Work last started, 0 before
+	workDone atomic.Int64 // when Work last returned
+	holderAt atomic.Value // string: the Lease's holder when Work last returned
 	result   chan error
 	cancel   context.CancelFunc
 }
@@ -144,39 +156,43 @@ func startCandidate(t *testing.T, srv *leaseServer, id string) *candidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: id})
+	cand := &candidate{log: &logbuf.Buffer{}, result: make(chan error, 1)}
+	cand.s, err = New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: id,
+		Logger: slog.New(slog.NewTextHandler(cand.log, nil)),
+		Work: func(ctx context.Context, shard int) {
+			if shard != 0 {
+				t.Errorf("Work on shard %d of one", shard)
+			}
+			cand.starts.Add(1)
+			cand.started.Store(time.Now().UnixNano())
+			<-ctx.Done()
+			cand.holderAt.Store(srv.holder())
+			cand.workDone.Store(time.Now().UnixNano())
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cand := &candidate{e: e, result: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cand.cancel = cancel
-	var leadCtx context.Context
-	go func() {
-		cand.result <- e.Run(ctx, func(ctx context.Context) {
-			leadCtx = ctx
-			cand.started.Store(time.Now().UnixNano())
-			<-ctx.Done()
-			cand.workDone.Store(time.Now().UnixNano())
-		}, func() {
-			cand.ctxDone.Store(leadCtx != nil && leadCtx.Err() != nil)
-			cand.stopped.Store(time.Now().UnixNano())
-		})
-	}()
+	go func() { cand.result <- cand.s.Run(ctx) }()
 	t.Cleanup(cancel)
 	return cand
 }
 
+func (c *candidate) leads() bool { return c.s.held[0].Load() }
+
 func at(ns int64) time.Time { return time.Unix(0, ns) }
 
+// TestCreateAndRenew: with one shard there is one Lease, named Name and
+// no other, created at once and renewed every retry period.
 func TestCreateAndRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &leaseServer{}
 		begin := time.Now()
 		a := startCandidate(t, srv, "a")
 		synctest.Wait()
-		if !a.e.IsLeader() || a.e.Leader() != "a" || a.started.Load() != begin.UnixNano() {
-			t.Fatalf("not leading at once on a missing lease: leader=%v holder=%q", a.e.IsLeader(), a.e.Leader())
+		if !a.leads() || a.started.Load() != begin.UnixNano() {
+			t.Fatalf("not leading at once on a missing lease")
 		}
 		time.Sleep(7 * time.Second)
 		var got []string
@@ -187,8 +203,8 @@ func TestCreateAndRenew(t *testing.T) {
 			t.Errorf("writes %s\nwant   %s", strings.Join(got, " "), want)
 		}
 		l := srv.current()
-		if *l.Spec.LeaseDurationSeconds != 15 || *l.Spec.LeaseTransitions != 0 || !l.Spec.AcquireTime.Equal(begin) || !l.Spec.RenewTime.Equal(begin.Add(6*time.Second)) {
-			t.Errorf("lease spec %+v", l.Spec)
+		if l.Name != "widget-operator" || *l.Spec.LeaseDurationSeconds != 15 || *l.Spec.LeaseTransitions != 0 || !l.Spec.AcquireTime.Equal(begin) || !l.Spec.RenewTime.Equal(begin.Add(6*time.Second)) {
+			t.Errorf("lease %s, spec %+v", l.Name, l.Spec)
 		}
 		a.cancel()
 		if err := <-a.result; err != nil {
@@ -204,23 +220,23 @@ func TestReleaseHandsOverWithinRetryPeriod(t *testing.T) {
 		synctest.Wait()
 		b := startCandidate(t, srv, "b")
 		time.Sleep(time.Minute)
-		if !a.e.IsLeader() || b.e.IsLeader() || b.e.Leader() != "a" {
-			t.Fatalf("a=%v b=%v b sees %q", a.e.IsLeader(), b.e.IsLeader(), b.e.Leader())
+		if !a.leads() || b.leads() || b.starts.Load() != 0 {
+			t.Fatalf("a=%v b=%v", a.leads(), b.leads())
 		}
 		released := time.Now()
 		a.cancel()
 		if err := <-a.result; err != nil {
 			t.Errorf("a: Run = %v", err)
 		}
-		if !a.ctxDone.Load() || a.workDone.Load() == 0 || at(a.stopped.Load()).Before(at(a.workDone.Load())) {
-			t.Errorf("a: leading context cancelled %v, work done %v, stop called %v", a.ctxDone.Load(), a.workDone.Load(), a.stopped.Load())
+		if a.workDone.Load() == 0 || a.holderAt.Load() != "a" {
+			t.Errorf("a: work done %v, the lease's holder then %q; want the work ended before the release", a.workDone.Load(), a.holderAt.Load())
 		}
 		time.Sleep(3 * time.Second)
-		if !b.e.IsLeader() {
+		if !b.leads() {
 			t.Fatalf("b did not take over within 3s of the release")
 		}
-		if d := at(b.started.Load()).Sub(released); d > DefaultRetryPeriod {
-			t.Errorf("b took over %v after the release, want within the %v retry period", d, DefaultRetryPeriod)
+		if d := at(b.started.Load()).Sub(released); d > RetryPeriod {
+			t.Errorf("b took over %v after the release, want within the %v retry period", d, RetryPeriod)
 		}
 		h := srv.history()
 		var rel *write
@@ -234,6 +250,9 @@ func TestReleaseHandsOverWithinRetryPeriod(t *testing.T) {
 		}
 		if l := srv.current(); *l.Spec.LeaseTransitions != 1 || *l.Spec.HolderIdentity != "b" {
 			t.Errorf("after hand-over: %+v", l.Spec)
+		}
+		if !strings.Contains(a.log.String(), `msg="leader: released the lease" identity=a lease=widget-operator`) {
+			t.Errorf("a logged no release:\n%s", a.log)
 		}
 	})
 }
@@ -263,18 +282,21 @@ func TestTakeOverByLocalObservation(t *testing.T) {
 				begin := time.Now()
 				b := startCandidate(t, srv, "b")
 				time.Sleep(tc.expect - time.Millisecond)
-				if b.e.IsLeader() {
+				if b.leads() {
 					t.Fatalf("took the lease before it had been unchanged for %v", tc.expect)
 				}
-				time.Sleep(DefaultRetryPeriod + time.Millisecond)
-				if !b.e.IsLeader() {
+				time.Sleep(RetryPeriod + time.Millisecond)
+				if !b.leads() {
 					t.Fatalf("did not take the lease within a retry period after %v", tc.expect)
 				}
-				if d := at(b.started.Load()).Sub(begin); d < tc.expect || d > tc.expect+DefaultRetryPeriod {
+				if d := at(b.started.Load()).Sub(begin); d < tc.expect || d > tc.expect+RetryPeriod {
 					t.Errorf("took over after %v", d)
 				}
 				if l := srv.current(); *l.Spec.LeaseTransitions != 8 {
 					t.Errorf("transitions %d, want 8", *l.Spec.LeaseTransitions)
+				}
+				if !strings.Contains(b.log.String(), `msg="leader: took the lease" identity=b lease=widget-operator held=1 from=gone`) {
+					t.Errorf("no takeover line naming the holder it was taken from:\n%s", b.log)
 				}
 			})
 		})
@@ -298,12 +320,16 @@ func TestRenewedLeaseIsNotTaken(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			renew()
 		}
-		if b.e.IsLeader() || b.e.Leader() != "alive" {
+		if b.leads() || b.starts.Load() != 0 || *srv.current().Spec.HolderIdentity != "alive" {
 			t.Errorf("took a lease that was being renewed")
 		}
 	})
 }
 
+// TestStepDownWhenRenewalFails: a leader that cannot renew stops its work
+// within the renew deadline of its last renewal, before its lease could
+// expire, and campaigns again: it leads again once the API server is
+// back.
 func TestStepDownWhenRenewalFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &leaseServer{}
@@ -312,24 +338,34 @@ func TestStepDownWhenRenewalFails(t *testing.T) {
 		srv.down.Store(true)
 		h := srv.history()
 		lastOK := h[len(h)-1].at
+		time.Sleep(LeaseDuration)
+		synctest.Wait()
+		if a.leads() || a.workDone.Load() == 0 {
+			t.Fatalf("still leading %v after the API server went down", LeaseDuration)
+		}
+		if d := at(a.workDone.Load()).Sub(lastOK); d > RenewDeadline {
+			t.Errorf("work stopped %v after the last renewal, want within the %v renew deadline", d, RenewDeadline)
+		}
+		if !strings.Contains(a.log.String(), `msg="leader: lost the lease"`) {
+			t.Errorf("no line for the loss:\n%s", a.log)
+		}
 		select {
 		case err := <-a.result:
-			if !errors.Is(err, ErrLeaseLost) {
-				t.Errorf("Run = %v, want ErrLeaseLost", err)
-			}
-		case <-time.After(time.Minute):
-			t.Fatal("still leading a minute after the API server went down")
+			t.Fatalf("Run returned %v on the loss; want it to campaign again", err)
+		default:
 		}
-		stopped := at(a.stopped.Load())
-		if d := stopped.Sub(lastOK); d > DefaultRenewDeadline || d >= DefaultLeaseDuration {
-			t.Errorf("stopped %v after the last renewal, want within the %v renew deadline", d, DefaultRenewDeadline)
-		}
-		if !a.ctxDone.Load() || a.e.IsLeader() {
-			t.Errorf("leading context not cancelled before onStoppedLeading")
+		back := time.Now()
+		srv.down.Store(false)
+		time.Sleep(RetryPeriod)
+		synctest.Wait()
+		if !a.leads() || a.starts.Load() != 2 || at(a.started.Load()).Sub(back) > RetryPeriod {
+			t.Errorf("leading %v (work started %d times) a retry period after the API server came back; want leading again", a.leads(), a.starts.Load())
 		}
 	})
 }
 
+// TestStepDownWhenTakenOver: a leader that finds another holder stops its
+// work within a retry period, and goes on campaigning.
 func TestStepDownWhenTakenOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &leaseServer{}
@@ -340,12 +376,21 @@ func TestStepDownWhenTakenOver(t *testing.T) {
 		l.Spec.HolderIdentity = &other
 		srv.put(l)
 		took := time.Now()
-		err := <-a.result
-		if !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), `"usurper"`) {
-			t.Errorf("Run = %v", err)
+		time.Sleep(RetryPeriod)
+		synctest.Wait()
+		if a.leads() || a.workDone.Load() == 0 {
+			t.Fatal("still leading a retry period after the takeover")
 		}
-		if d := at(a.stopped.Load()).Sub(took); d > DefaultRetryPeriod {
+		if d := at(a.workDone.Load()).Sub(took); d > RetryPeriod {
 			t.Errorf("stopped %v after the takeover, want within one retry period", d)
+		}
+		if h := *srv.current().Spec.HolderIdentity; h != "usurper" {
+			t.Errorf("the lease was written back by %q", h)
+		}
+		select {
+		case err := <-a.result:
+			t.Fatalf("Run returned %v on the loss; want it to campaign again", err)
+		default:
 		}
 	})
 }
@@ -358,7 +403,7 @@ func TestOneLeaderAmongRacers(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			n := 0
 			for _, c := range cs {
-				if c.e.IsLeader() {
+				if c.leads() {
 					n++
 				}
 			}
@@ -380,72 +425,80 @@ func TestOneLeaderAmongRacers(t *testing.T) {
 
 func TestNewChecksConfig(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: &leaseServer{}})
+	work := func(context.Context, int) {}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 	}{
-		{"no client", Config{Name: "x"}},
-		{"no name", Config{Client: c}},
-		{"deadline not under duration", Config{Client: c, Name: "x", LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second}},
-		{"retry not under deadline", Config{Client: c, Name: "x", RetryPeriod: 10 * time.Second}},
-		{"sub-second lease", Config{Client: c, Name: "x", LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}},
-		{"name with an underscore", Config{Client: c, Name: "my_lease"}},
-		{"upper-case name", Config{Client: c, Name: "Lease"}},
-		{"name with an empty label", Config{Client: c, Name: "a..b"}},
-		{"name ending in a dash", Config{Client: c, Name: "lease-"}},
-		{"name too long", Config{Client: c, Name: strings.Repeat("a", 254)}},
-		{"namespace with a dot", Config{Client: c, Name: "x", Namespace: "a.b"}},
+		{"no client", Config{Name: "x", Work: work}},
+		{"no name", Config{Client: c, Work: work}},
+		{"no work", Config{Client: c, Name: "x"}},
+		{"negative shards", Config{Client: c, Name: "x", Shards: -1, Work: work}},
+		{"name with an underscore", Config{Client: c, Name: "my_lease", Work: work}},
+		{"upper-case name", Config{Client: c, Name: "Lease", Work: work}},
+		{"upper-case name, shards", Config{Client: c, Name: "W", Shards: 2, Work: work}},
+		{"name with an empty label", Config{Client: c, Name: "a..b", Work: work}},
+		{"name ending in a dash", Config{Client: c, Name: "lease-", Work: work}},
+		{"name too long", Config{Client: c, Name: strings.Repeat("a", 254), Work: work}},
+		{"name too long for its shard Leases", Config{Client: c, Name: strings.Repeat("a", 253), Shards: 2, Work: work}},
+		{"namespace with a dot", Config{Client: c, Name: "x", Namespace: "a.b", Work: work}},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.HasPrefix(err.Error(), "leader: ") {
 			t.Errorf("%s: New = %v", tc.name, err)
 		}
 	}
-	if _, err := New(Config{Client: c}); err == nil || err.Error() != "leader: Config.Name is required" {
+	if _, err := New(Config{Client: c, Work: work}); err == nil || err.Error() != "leader: Config.Name is required" {
 		t.Errorf("New with no name = %v, want the required field named", err)
 	}
 	for _, name := range []string{"widget-operator.example.com", "a", "0-9", strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)} {
-		if _, err := New(Config{Client: c, Name: name}); err != nil {
+		if _, err := New(Config{Client: c, Name: name, Work: work}); err != nil {
 			t.Errorf("New with name %q: %v", name, err)
 		}
 	}
-	e, err := New(Config{Client: c, Name: "x"})
+	s, err := New(Config{Client: c, Name: "x", Work: work})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.cfg.Namespace != "default" || e.cfg.LeaseDuration != 15*time.Second || e.cfg.RenewDeadline != 10*time.Second || e.cfg.RetryPeriod != 2*time.Second {
-		t.Errorf("defaults: %+v", e)
+	if s.cfg.Namespace != "default" || s.cfg.Shards != 1 {
+		t.Errorf("defaults: %+v", s.cfg)
 	}
-	host, _ := strings.CutSuffix(e.Identity(), e.Identity()[strings.LastIndexByte(e.Identity(), '_'):])
-	if len(e.Identity())-len(host) != 33 {
-		t.Errorf("identity %q", e.Identity())
+	// The timings the README promises.
+	if LeaseDuration != 15*time.Second || RenewDeadline != 10*time.Second || RetryPeriod != 2*time.Second {
+		t.Errorf("timings %v, %v, %v; want 15s, 10s, 2s", LeaseDuration, RenewDeadline, RetryPeriod)
+	}
+	if len(s.shards) != 1 || s.shards[0].name != "x" || len(s.members) != 0 {
+		t.Errorf("one shard: Leases %v and members %v, want x alone", s.shards, s.members)
+	}
+	host, _ := strings.CutSuffix(s.Identity(), s.Identity()[strings.LastIndexByte(s.Identity(), '_'):])
+	if len(s.Identity())-len(host) != 33 {
+		t.Errorf("identity %q", s.Identity())
 	}
 }
 
-// TestStuckLeaderDoesNotRelease: a leading function that ignores its
-// context keeps the lease from being released; Run still returns, after
-// the renew deadline, and the lease is left to expire.
+// TestStuckLeaderDoesNotRelease: a Work that ignores its context keeps
+// the lease from being released; Run still returns, after the renew
+// deadline, and the lease is left to expire.
 func TestStuckLeaderDoesNotRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &leaseServer{}
 		c, _ := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: srv})
-		e, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: "a"})
+		release := make(chan struct{})
+		s, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Identity: "a",
+			Work: func(context.Context, int) { <-release }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		release := make(chan struct{})
 		result := make(chan error, 1)
-		go func() {
-			result <- e.Run(ctx, func(context.Context) { <-release }, nil)
-		}()
+		go func() { result <- s.Run(ctx) }()
 		time.Sleep(3 * time.Second)
 		cancel()
 		begin := time.Now()
 		if err := <-result; err != nil {
 			t.Errorf("Run = %v", err)
 		}
-		if d := time.Since(begin); d != DefaultRenewDeadline {
-			t.Errorf("Run returned %v after cancel, want the %v renew deadline", d, DefaultRenewDeadline)
+		if d := time.Since(begin); d != RenewDeadline {
+			t.Errorf("Run returned %v after cancel, want the %v renew deadline", d, RenewDeadline)
 		}
 		if l := srv.current(); *l.Spec.HolderIdentity != "a" {
 			t.Errorf("lease released while the leader was still working")
@@ -455,7 +508,8 @@ func TestStuckLeaderDoesNotRelease(t *testing.T) {
 }
 
 // TestDeletedLeaseIsRecreated: the leader whose Lease is deleted by hand
-// creates it again at its next renewal and goes on leading.
+// loses it (its work stops), creates it again and leads again, within two
+// retry periods.
 func TestDeletedLeaseIsRecreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &leaseServer{}
@@ -464,10 +518,10 @@ func TestDeletedLeaseIsRecreated(t *testing.T) {
 		srv.mu.Lock()
 		srv.lease = nil
 		srv.mu.Unlock()
-		time.Sleep(DefaultRetryPeriod)
+		time.Sleep(2 * RetryPeriod)
 		synctest.Wait()
-		if !a.e.IsLeader() || a.stopped.Load() != 0 {
-			t.Fatal("stopped leading when its Lease was deleted")
+		if !a.leads() || a.starts.Load() != 2 || a.workDone.Load() == 0 {
+			t.Fatalf("leading %v, work started %d times, stopped %v; want stopped once, then leading again", a.leads(), a.starts.Load(), a.workDone.Load())
 		}
 		if l := srv.current(); *l.Spec.HolderIdentity != "a" {
 			t.Errorf("Lease not recreated for a: %+v", l.Spec)

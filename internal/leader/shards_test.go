@@ -237,7 +237,7 @@ func startReplica(t *testing.T, store *leaseStore, wl *workLog, id string) *repl
 		t.Fatal(err)
 	}
 	log := &logbuf.Buffer{}
-	s, err := NewShards(ShardConfig{Client: c, Namespace: "ops", Name: "widget-operator", Shards: testShards,
+	s, err := New(Config{Client: c, Namespace: "ops", Name: "widget-operator", Shards: testShards,
 		Identity: id, Work: wl.work(id), Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -309,24 +309,24 @@ func TestShardsOfACutOffReplicaAreTaken(t *testing.T) {
 		// within two retry periods more. The workLog fails the test if
 		// a shard is worked on twice at once.
 		waitFor(t, time.Minute, "c stops", func() bool { return c.s.Held() == 0 })
-		if d := time.Since(cut); d > DefaultRenewDeadline {
-			t.Errorf("c stopped work %v after it was cut off; want within the renew deadline %v", d, DefaultRenewDeadline)
+		if d := time.Since(cut); d > RenewDeadline {
+			t.Errorf("c stopped work %v after it was cut off; want within the renew deadline %v", d, RenewDeadline)
 		}
 		waitFor(t, time.Minute, "a and b take all", func() bool { return a.s.Held()+b.s.Held() == testShards })
-		if d, most := time.Since(cut), DefaultLeaseDuration+2*DefaultRetryPeriod; d > most {
+		if d, most := time.Since(cut), LeaseDuration+2*RetryPeriod; d > most {
 			t.Errorf("shards taken %v after the cut; want within %v", d, most)
 		}
 		if got := held(a, b); !slices.Equal(got, []int{3, 3}) {
 			t.Errorf("a and b hold %v; want 3 each", got)
 		}
 		// Each shard moved says from whom.
-		if n := strings.Count(a.log.String()+b.log.String(), `msg="shard: took" identity=`); n < testShards {
-			t.Errorf("%d \"shard: took\" lines; want at least %d", n, testShards)
+		if n := strings.Count(a.log.String()+b.log.String(), `msg="leader: took the lease" identity=`); n < testShards {
+			t.Errorf("%d \"leader: took the lease\" lines; want at least %d", n, testShards)
 		}
 		if n := strings.Count(a.log.String()+b.log.String(), "from=c\n"); n != 2 {
 			t.Errorf("%d shards logged as taken from c; want its 2:\n%s%s", n, a.log, b.log)
 		}
-		if n := strings.Count(c.log.String(), `msg="shard: lost"`); n != 2 {
+		if n := strings.Count(c.log.String(), `msg="leader: lost the lease"`); n != 2 {
 			t.Errorf("c logged %d lost shards; want 2:\n%s", n, c.log)
 		}
 	})
@@ -347,7 +347,7 @@ func TestShardsScaleOutAndIn(t *testing.T) {
 		<-b.done
 		<-c.done
 		d := waitFor(t, time.Minute, "a holds all again", func() bool { return a.s.Held() == testShards })
-		if most := DefaultLeaseDuration; d >= most {
+		if most := LeaseDuration; d >= most {
 			t.Errorf("released shards taken back after %v; want well within a lease duration", d)
 		}
 	})
@@ -365,7 +365,7 @@ func TestShardsDeletedLeaseIsRecovered(t *testing.T) {
 			store.mu.Lock()
 			l := store.leases["widget-operator-shard-0"]
 			store.mu.Unlock()
-			return l != nil && a.s.Held()+b.s.Held() == testShards && (a.s.Holds(0) || b.s.Holds(0))
+			return l != nil && a.s.Held()+b.s.Held() == testShards && (a.s.held[0].Load() || b.s.held[0].Load())
 		})
 		// Its holder does not quietly recreate it: it stops work on the
 		// shard, which is then taken again as a free one.
@@ -393,22 +393,4 @@ func TestShardsShutdownReleases(t *testing.T) {
 			t.Errorf("%d leases; want %d shards and one membership", len(store.leases), testShards)
 		}
 	})
-}
-
-func TestNewShardsChecksConfig(t *testing.T) {
-	c, err := k8sapi.New(&k8sapi.Config{Host: "https://leases.test", Transport: &leaseStore{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := func(context.Context, int) {}
-	for _, cfg := range []ShardConfig{
-		{Client: c, Namespace: "ops", Name: "w", Shards: 0, Work: work},
-		{Client: c, Namespace: "ops", Name: "w", Shards: 2},
-		{Client: c, Namespace: "ops", Name: "W", Shards: 2, Work: work},
-		{Namespace: "ops", Name: "w", Shards: 2, Work: work},
-	} {
-		if _, err := NewShards(cfg); err == nil {
-			t.Errorf("NewShards(%+v) = nil error", cfg)
-		}
-	}
 }

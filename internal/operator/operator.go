@@ -52,8 +52,8 @@ type Options struct {
 	LeaderElectionNamespace, LeaderElectionID string
 	// Shards, above 1, splits the Widgets into that many shards, each a
 	// Lease <LeaderElectionID>-shard-<k> in LeaderElectionNamespace, and
-	// the replicas share them (reconcile.Sharding) instead of electing
-	// one leader. Zero or 1 means no sharding.
+	// the replicas share them (reconcile.LeaderElection.Shards) instead
+	// of electing one leader. Zero or 1 means no sharding.
 	Shards int
 	// QPS and Burst limit the client's request rate; zero means no limit.
 	QPS   float64
@@ -191,12 +191,9 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 	}
 	op := &operator{log: log, registry: reg}
 	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, ShutdownTimeout: opts.ShutdownTimeout}
-	switch {
-	case opts.Shards > 1:
-		op.ctrl.Sharding = &reconcile.Sharding{Client: leaseClient, Namespace: opts.LeaderElectionNamespace,
+	if opts.LeaderElect || opts.Shards > 1 {
+		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace,
 			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
-	case opts.LeaderElect:
-		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID}
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
