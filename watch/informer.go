@@ -213,23 +213,17 @@ type runner[T any] struct {
 	inf *Informer[T]
 	s   state[T]
 
+	// The open watch: its stream, the cancel of the context it was opened
+	// with, and the timer that ends it when it stays silent too long.
 	stream Stream[T]
-	cancel context.CancelFunc // ends the stream's context and its reader goroutine
-	events chan input[T]      // inEvent inputs from the stream's reader goroutine
+	cancel context.CancelFunc
+	timer  *time.Timer
 }
 
 func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
-	idleAfter := func() time.Duration { return r.s.watchTimeout + r.inf.cfg.IdleMargin }
-	idle := time.NewTimer(time.Hour)
-	idle.Stop()
-	defer idle.Stop()
-
 	next := input[T]{kind: inStart}
-	for {
-		if ctx.Err() != nil {
-			return
-		}
+	for ctx.Err() == nil {
 		r.inf.record(next)
 		next.now = time.Now()
 		next.rand = rand.Float64()
@@ -241,9 +235,6 @@ func (r *runner[T]) run(ctx context.Context) {
 			next, have = r.do(ctx, a)
 		}
 		if have {
-			if next.kind == inOpened && next.err == nil {
-				idle.Reset(idleAfter())
-			}
 			continue
 		}
 		if r.s.phase != phaseWatch {
@@ -252,19 +243,7 @@ func (r *runner[T]) run(ctx context.Context) {
 			<-ctx.Done()
 			return
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case next = <-r.events:
-			if next.err == nil {
-				idle.Reset(idleAfter())
-				if next.typ == k8sapi.Bookmark {
-					r.inf.count(&r.inf.stats.Bookmarks)
-				}
-			}
-		case <-idle.C:
-			next = input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", idleAfter())}
-		}
+		next = r.next()
 	}
 }
 
@@ -291,8 +270,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
 		}
-		// The stream lives as long as wctx; opening it must not take
-		// longer than the silence a watch is allowed.
+		// The stream lives as long as wctx. Opening it must not take
+		// longer than the silence a watch is allowed; once it is open,
+		// the same timer ends it when it stays silent (see next).
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
@@ -308,10 +288,12 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		if err != nil {
 			cancel()
-		} else {
-			r.startStream(wctx, st, cancel)
+			return input[T]{kind: inOpened, err: err}, true
 		}
-		return input[T]{kind: inOpened, err: err}, true
+		context.AfterFunc(wctx, func() { st.Close() })
+		timer.Reset(r.idleAfter())
+		r.stream, r.cancel, r.timer = st, cancel, timer
+		return input[T]{kind: inOpened}, true
 	case actClose:
 		r.closeStream()
 	case actWait:
@@ -378,34 +360,35 @@ func (inf *Informer[T]) requestLimit() time.Duration {
 	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
 }
 
-// startStream starts a goroutine that reads st into r.events until ctx,
-// the context st was opened with, ends. cancel ends ctx.
-func (r *runner[T]) startStream(ctx context.Context, st Stream[T], cancel context.CancelFunc) {
-	events := make(chan input[T])
-	r.stream, r.cancel, r.events = st, cancel, events
-	go func() {
-		for {
-			ev, err := st.Next()
-			select {
-			case events <- input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+// next reads the next event of the open watch. A watch silent for longer
+// than its timeout plus the margin is closed by its timer and reported
+// idle, whatever its last read returned.
+func (r *runner[T]) next() input[T] {
+	ev, err := r.stream.Next()
+	if !r.timer.Reset(r.idleAfter()) {
+		return input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+	}
+	if err == nil && ev.Type == k8sapi.Bookmark {
+		r.inf.count(&r.inf.stats.Bookmarks)
+	}
+	return input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
 }
 
-// closeStream closes the open stream, if any, and releases its reader.
+// idleAfter is how long the open watch may stay silent: its timeout plus
+// the margin.
+func (r *runner[T]) idleAfter() time.Duration {
+	return r.s.watchTimeout + r.inf.cfg.IdleMargin
+}
+
+// closeStream closes the open stream, if any, and stops its timer.
 func (r *runner[T]) closeStream() {
 	if r.stream == nil {
 		return
 	}
 	r.stream.Close()
 	r.cancel()
-	r.stream, r.events, r.cancel = nil, nil, nil
+	r.timer.Stop()
+	r.stream, r.cancel, r.timer = nil, nil, nil
 }
 
 // StatsSnapshot counts what an informer did, as of one moment; see
