@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -91,14 +90,9 @@ type Informer[T any] struct {
 	running atomic.Bool
 	synced  atomic.Bool
 
-	mu        sync.Mutex // guards the fields below
-	stats     StatsSnapshot
-	lastEvent time.Time
-	// failingSince is when the current streak of failed lists and watches
-	// began, zero while the last attempt succeeded; lastErr is the streak's
-	// latest error.
-	failingSince time.Time
-	lastErr      error
+	mu     sync.Mutex // guards the fields below
+	stats  StatsSnapshot
+	health health // the machine's, as of its last step
 }
 
 // New returns an informer for cfg. P is the pointer type of T; it is
@@ -133,7 +127,7 @@ func (inf *Informer[T]) HasSynced() bool { return inf.synced.Load() }
 func (inf *Informer[T]) LastEvent() time.Time {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	return inf.lastEvent
+	return inf.health.heard
 }
 
 // Healthy returns nil while the informer's list and watch work: the last
@@ -143,35 +137,15 @@ func (inf *Informer[T]) LastEvent() time.Time {
 func (inf *Informer[T]) Healthy(now time.Time) error {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	if !inf.failingSince.IsZero() {
-		return fmt.Errorf("watch: failing for %v: %v", now.Sub(inf.failingSince).Round(time.Second), inf.lastErr)
+	if h := inf.health; !h.failingSince.IsZero() {
+		return fmt.Errorf("watch: failing for %v: %v", now.Sub(h.failingSince).Round(time.Second), h.err)
 	}
 	// The longest a healthy watch stays silent: its timeout (at most twice
 	// WatchTimeout) plus the margin.
-	if last := inf.lastEvent; !last.IsZero() && now.Sub(last) > inf.requestLimit() {
+	if last := inf.health.heard; !last.IsZero() && now.Sub(last) > inf.requestLimit() {
 		return fmt.Errorf("watch: silent for %v", now.Sub(last).Round(time.Second))
 	}
 	return nil
-}
-
-// record notes, for Healthy and LastEvent, what in says of the server: an
-// answer (a list, a watch opening, an event or a bookmark), which ends a
-// streak of failures, or a failure. The start, the end of a backoff and
-// the clean end of a watch say nothing.
-func (inf *Informer[T]) record(in input[T]) {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	switch {
-	case in.kind == inStart, in.kind == inTimer, errors.Is(in.err, io.EOF):
-	case in.err != nil:
-		inf.lastErr = in.err
-		if inf.failingSince.IsZero() {
-			inf.failingSince = time.Now()
-		}
-	default:
-		inf.lastEvent = time.Now()
-		inf.failingSince = time.Time{}
-	}
 }
 
 // Stats returns a snapshot of the informer's counters.
@@ -224,11 +198,13 @@ func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
 	next := input[T]{kind: inStart}
 	for ctx.Err() == nil {
-		r.inf.record(next)
 		next.now = time.Now()
 		next.rand = rand.Float64()
 		var acts []action[T]
 		r.s, acts = r.inf.m.step(r.s, next)
+		r.inf.mu.Lock()
+		r.inf.health = r.s.health
+		r.inf.mu.Unlock()
 		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {

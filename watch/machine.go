@@ -82,9 +82,20 @@ type state[T any] struct {
 	// Backoff.
 	after        phase     // what phaseWait leads to: phaseList or phaseOpen
 	failures     int       // consecutive failures, for the backoff delay
-	retrying     bool      // a failure episode is in progress (logged once)
 	relistLogged bool      // the relist in progress has been logged
 	healthySince time.Time // start of the current run of successes
+
+	health
+}
+
+// health is what the machine knows of the server's answers, as
+// [Informer.Healthy] and [Informer.LastEvent] report it.
+type health struct {
+	heard time.Time // the last answer: a list page, a watch opening or event
+	// failingSince is when the failure episode in progress began (it is
+	// logged once), zero if none; err is its latest failure.
+	failingSince time.Time
+	err          error
 }
 
 // inputKind says what happened.
@@ -226,6 +237,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		s.watchEvents++
+		s.heard = in.now
 		meta := m.meta(in.obj)
 		if meta.ResourceVersion != "" {
 			s.rv = meta.ResourceVersion
@@ -316,7 +328,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
 	if m.cfg.StreamingList && !s.streamRefused && !s.big {
 		s.initial = true
-		return m.watch(s, in, s.retrying, acts)
+		return m.watch(s, in, !s.failingSince.IsZero(), acts)
 	}
 	return m.list(s, acts)
 }
@@ -377,10 +389,11 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 	case s.gone && !s.relistLogged:
 		level, msg = slog.LevelInfo, "resourceVersion expired; relisting"
 		s.relistLogged = true
-	case !s.retrying:
+	case s.failingSince.IsZero():
 		level = slog.LevelWarn
 	}
-	s.retrying = true
+	s.failingSince = cmp.Or(s.failingSince, in.now)
+	s.err = in.err
 	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: in.err})
 
 	if s.gone || s.big {
@@ -396,12 +409,13 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 	return append(acts, action[T]{kind: actWait, delay: delay})
 }
 
-// healthy records a success.
+// healthy records a success: an answer that ends a failure episode.
 func (m *machine[T]) healthy(s *state[T], now time.Time) {
 	if s.healthySince.IsZero() {
 		s.healthySince = now
 	}
-	s.retrying = false
+	s.heard = now
+	s.failingSince = time.Time{}
 }
 
 // listOptions returns the options of the next list page.
