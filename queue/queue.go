@@ -54,15 +54,13 @@ type Queue struct {
 	// they were set.
 	seq uint64
 	// timer calls q.fire; nil until the first delayed add. When waiting is
-	// non-empty and the queue is not shut down, the timer is armed for
-	// timerAt, which is not after waiting[0].due. timerAt is zero when the
-	// timer is not armed.
-	timer   k8sapi.Timer
-	timerAt time.Time
-	// nprocessing counts the entries with processing set.
-	nprocessing int
+	// non-empty and the queue is not shut down, the timer is armed for a
+	// time not after waiting[0].due: it is armed for that deadline whenever
+	// an entry becomes waiting[0], and fire re-arms it.
+	timer k8sapi.Timer
 	// shuttingDown is set once by ShutDown. Afterwards ready and waiting
-	// are empty, no entry is dirty and only processing entries remain.
+	// are empty, no entry is dirty and only processing entries remain, so
+	// len(entries) counts the held keys.
 	shuttingDown bool
 	// free holds zeroed entries for reuse, so a steady workload does not
 	// allocate. It never grows beyond the largest number of keys that
@@ -142,8 +140,7 @@ func (q *Queue) add(key string, d time.Duration) {
 		q.makeDirty(e)
 		return
 	}
-	now := q.clock.Now()
-	due := now.Add(d)
+	due := q.clock.Now().Add(d)
 	if e.heapIdx >= 0 && !due.Before(e.due) {
 		return
 	}
@@ -154,8 +151,8 @@ func (q *Queue) add(key string, d time.Duration) {
 	} else {
 		heap.Push(&q.waiting, e)
 	}
-	if q.timerAt.IsZero() || q.waiting[0].due.Before(q.timerAt) {
-		q.arm(q.waiting[0].due.Sub(now))
+	if e.heapIdx == 0 {
+		q.arm(d)
 	}
 }
 
@@ -203,7 +200,6 @@ func (q *Queue) take() string {
 	e := q.ready.pop()
 	e.dirty = false
 	e.processing = true
-	q.nprocessing++
 	if q.metrics != nil {
 		e.startedAt = q.clock.Now()
 		q.metrics.Depth(q.ready.n)
@@ -223,14 +219,13 @@ func (q *Queue) Done(key string) {
 		return
 	}
 	e.processing = false
-	q.nprocessing--
 	if q.metrics != nil {
 		q.metrics.Worked(q.clock.Now().Sub(e.startedAt))
 	}
 	switch {
 	case q.shuttingDown:
 		q.release(e)
-		if q.nprocessing == 0 {
+		if len(q.entries) == 0 {
 			q.cond.Broadcast()
 		}
 	case e.dirty:
@@ -257,7 +252,7 @@ func (q *Queue) Len() int {
 func (q *Queue) Unfinished() (total, longest time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nprocessing == 0 || q.metrics == nil {
+	if q.metrics == nil {
 		return 0, 0
 	}
 	now := q.clock.Now()
@@ -299,7 +294,6 @@ func (q *Queue) shutDown() {
 	q.waiting = nil
 	if q.timer != nil {
 		q.timer.Stop()
-		q.timerAt = time.Time{}
 	}
 	if q.metrics != nil {
 		q.metrics.Depth(0)
@@ -313,7 +307,7 @@ func (q *Queue) shutDown() {
 func (q *Queue) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.shutDown()
-	for q.nprocessing > 0 {
+	for len(q.entries) > 0 {
 		q.cond.Wait()
 	}
 	q.mu.Unlock()
@@ -373,7 +367,6 @@ func (q *Queue) pushReady(e *entry) {
 
 // arm makes the timer call fire after d.
 func (q *Queue) arm(d time.Duration) {
-	q.timerAt = q.waiting[0].due
 	if q.timer == nil {
 		q.timer = q.clock.AfterFunc(d, q.fire)
 	} else {
@@ -386,7 +379,6 @@ func (q *Queue) arm(d time.Duration) {
 func (q *Queue) fire() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.timerAt = time.Time{}
 	if q.shuttingDown {
 		return
 	}
