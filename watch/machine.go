@@ -189,7 +189,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		if in.err != nil || in.list == nil {
-			acts = m.fail(&s, in, phaseList, "list failed", acts)
+			acts = m.fail(&s, in, "list failed", acts)
 			break
 		}
 		m.healthy(&s, in.now)
@@ -219,7 +219,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				acts = m.list(&s, acts)
 				break
 			}
-			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
+			acts = m.fail(&s, in, "watch failed", acts)
 			break
 		}
 		m.healthy(&s, in.now)
@@ -258,7 +258,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 
 	case inIdle:
 		acts = append(acts, action[T]{kind: actClose})
-		acts = m.fail(&s, in, phaseOpen, "watch silent; reconnecting", acts)
+		acts = m.fail(&s, in, "watch silent; reconnecting", acts)
 
 	case inTimer:
 		switch {
@@ -293,13 +293,13 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 		lived := in.now.Sub(s.watchStart)
 		if lived < minWatchLife || s.watchEvents == 0 && lived < s.watchTimeout/2 {
 			in.err = fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents)
-			return m.fail(s, in, phaseOpen, "watch ended at once", acts)
+			return m.fail(s, in, "watch ended at once", acts)
 		}
 		// The server ended the watch at its timeout: watch on from the
 		// last resourceVersion, at once, without relisting.
 		return m.watch(s, in, false, acts)
 	}
-	return m.fail(s, in, phaseOpen, "watch failed", acts)
+	return m.fail(s, in, "watch failed", acts)
 }
 
 // pageTooLarge handles a list page over the client's size limit: the
@@ -320,7 +320,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 	}
 	s.cont, s.pending, s.pageSize = "", nil, 0
 	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
-	return m.fail(s, in, phaseList, "list failed", acts)
+	return m.fail(s, in, "list failed", acts)
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
@@ -360,8 +360,8 @@ func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []acti
 }
 
 // fail records a failure, whose cause is in.err, and schedules a retry of
-// after once the backoff has passed.
-func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, acts []action[T]) []action[T] {
+// what failed once the backoff has passed: the list page, or the watch.
+func (m *machine[T]) fail(s *state[T], in input[T], msg string, acts []action[T]) []action[T] {
 	if k8sapi.IsGone(in.err) {
 		// The resourceVersion or continue token expired: sync again,
 		// consistently, from the first page.
@@ -396,16 +396,14 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 	s.err = in.err
 	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: in.err})
 
-	if s.gone || s.big {
-		after = phaseList // sync again, consistently
-	}
-	if after == phaseList {
-		// A paginated list resumes from its continue token; a streaming
-		// list starts over.
-		s.initial = false
+	s.after = phaseOpen
+	if s.phase == phaseList || s.gone || s.big {
+		// A paginated list resumes from its continue token; after a 410
+		// or an oversized answer the sync is a consistent list; a
+		// streaming list starts over.
+		s.after, s.initial = phaseList, false
 	}
 	s.phase = phaseWait
-	s.after = after
 	return append(acts, action[T]{kind: actWait, delay: delay})
 }
 
