@@ -92,13 +92,8 @@ func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]Index
 // Get returns the object with the given namespace and name. Do not mutate
 // it.
 func (s *Store[T]) Get(namespace, name string) (*T, bool) {
-	return s.GetKey(k8sapi.Key(namespace, name))
-}
-
-// GetKey returns the object with the given key. Do not mutate it.
-func (s *Store[T]) GetKey(key string) (*T, bool) {
 	s.mu.RLock()
-	obj, ok := s.items[key]
+	obj, ok := s.items[k8sapi.Key(namespace, name)]
 	s.mu.RUnlock()
 	return obj, ok
 }
