@@ -83,9 +83,8 @@ type Config[T any] struct {
 // tells a [Handler] about every change. Create one with [New] and start it
 // with [Informer.Run]. Its methods are safe for concurrent use.
 type Informer[T any] struct {
-	cfg   Config[T]
-	m     machine[T]
-	store *Store[T]
+	machine[T] // its config, with New's defaults filled in, and its step
+	store      *Store[T]
 
 	running atomic.Bool
 	synced  atomic.Bool
@@ -108,9 +107,8 @@ func New[T any, P interface {
 	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
-		cfg:   cfg,
-		m:     machine[T]{meta: meta, cfg: cfg},
-		store: newStore(meta, cfg.Indexers),
+		machine: machine[T]{meta: meta, cfg: cfg},
+		store:   newStore(meta, cfg.Indexers),
 	}
 }
 
@@ -201,7 +199,7 @@ func (r *runner[T]) run(ctx context.Context) {
 		next.now = time.Now()
 		next.rand = rand.Float64()
 		var acts []action[T]
-		r.s, acts = r.inf.m.step(r.s, next)
+		r.s, acts = r.inf.step(r.s, next)
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
 		r.inf.mu.Unlock()
