@@ -206,7 +206,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 		s.rv = in.list.Metadata.ResourceVersion
 		acts = m.synced(&s, acts)
-		acts = m.watch(&s, in, false, acts)
+		acts = m.watch(&s, in, acts)
 
 	case inOpened:
 		if in.err != nil {
@@ -263,7 +263,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 	case inTimer:
 		switch {
 		case s.after == phaseOpen:
-			acts = m.watch(&s, in, true, acts)
+			acts = m.watch(&s, in, acts)
 		case s.cont != "":
 			// Resume a paginated list where it failed.
 			s.phase = phaseList
@@ -297,7 +297,7 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 		}
 		// The server ended the watch at its timeout: watch on from the
 		// last resourceVersion, at once, without relisting.
-		return m.watch(s, in, false, acts)
+		return m.watch(s, in, acts)
 	}
 	return m.fail(s, in, "watch failed", acts)
 }
@@ -328,7 +328,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
 	if m.cfg.StreamingList && !s.streamRefused && !s.big {
 		s.initial = true
-		return m.watch(s, in, !s.failingSince.IsZero(), acts)
+		return m.watch(s, in, acts)
 	}
 	return m.list(s, acts)
 }
@@ -352,11 +352,12 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 
 // watch opens a watch from the last resourceVersion, or a streaming list
 // (from its start) if s.initial.
-func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []action[T]) []action[T] {
+func (m *machine[T]) watch(s *state[T], in input[T], acts []action[T]) []action[T] {
 	s.pending = nil // a streaming list collects from its start
 	s.phase = phaseOpen
 	s.watchTimeout = m.timeout(in.rand)
-	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: reconnect})
+	// A watch opened during a failure episode replaces one that failed.
+	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: !s.failingSince.IsZero()})
 }
 
 // fail records a failure, whose cause is in.err, and schedules a retry of
