@@ -129,9 +129,6 @@ func (q *Queue) checkInvariants() error {
 		}
 	}
 	if len(q.waiting) > 0 && !q.shuttingDown {
-		if q.timer == nil {
-			return fmt.Errorf("no timer for the first deadline %v", q.waiting[0].due)
-		}
 		// A timer of the fake clock says when it is armed for.
 		if t, ok := q.timer.(*fakeTimer); ok {
 			t.c.mu.Lock()

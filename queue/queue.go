@@ -53,7 +53,7 @@ type Queue struct {
 	// seq numbers deadlines so that equal deadlines come out in the order
 	// they were set.
 	seq uint64
-	// timer calls q.fire; nil until the first delayed add. When waiting is
+	// timer calls q.fire; it is made stopped by New. When waiting is
 	// non-empty and the queue is not shut down, the timer is armed for a
 	// time not after waiting[0].due: it is armed for that deadline whenever
 	// an entry becomes waiting[0], and fire re-arms it.
@@ -89,7 +89,9 @@ type entry struct {
 	startedAt time.Time
 }
 
-// New returns a new, empty Queue configured by cfg.
+// New returns a new, empty Queue configured by cfg. It makes the queue's
+// timer from the Clock, so a test in a testing/synctest bubble makes its
+// queue inside the bubble.
 func New(cfg Config) *Queue {
 	q := &Queue{
 		name:    cfg.Name,
@@ -99,6 +101,8 @@ func New(cfg Config) *Queue {
 		entries: make(map[string]*entry),
 	}
 	q.cond.L = &q.mu
+	q.timer = q.clock.AfterFunc(time.Hour, q.fire)
+	q.timer.Stop()
 	return q
 }
 
@@ -152,7 +156,7 @@ func (q *Queue) add(key string, d time.Duration) {
 		heap.Push(&q.waiting, e)
 	}
 	if e.heapIdx == 0 {
-		q.arm(d)
+		q.timer.Reset(d)
 	}
 }
 
@@ -292,9 +296,7 @@ func (q *Queue) shutDown() {
 	}
 	q.ready = ring{}
 	q.waiting = nil
-	if q.timer != nil {
-		q.timer.Stop()
-	}
+	q.timer.Stop()
 	if q.metrics != nil {
 		q.metrics.Depth(0)
 	}
@@ -365,15 +367,6 @@ func (q *Queue) pushReady(e *entry) {
 	q.cond.Signal()
 }
 
-// arm makes the timer call fire after d.
-func (q *Queue) arm(d time.Duration) {
-	if q.timer == nil {
-		q.timer = q.clock.AfterFunc(d, q.fire)
-	} else {
-		q.timer.Reset(d)
-	}
-}
-
 // fire moves the due entries from waiting to ready and re-arms the timer.
 // It may be called early or more than once; it then only re-arms.
 func (q *Queue) fire() {
@@ -387,7 +380,7 @@ func (q *Queue) fire() {
 		q.makeDirty(heap.Pop(&q.waiting).(*entry))
 	}
 	if len(q.waiting) > 0 {
-		q.arm(q.waiting[0].due.Sub(now))
+		q.timer.Reset(q.waiting[0].due.Sub(now))
 	}
 }
 
