@@ -368,13 +368,11 @@ func (q *Queue) pushReady(e *entry) {
 }
 
 // fire moves the due entries from waiting to ready and re-arms the timer.
-// It may be called early or more than once; it then only re-arms.
+// It may be called early or more than once; it then only re-arms. After
+// shutdown waiting is empty, so it does nothing.
 func (q *Queue) fire() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.shuttingDown {
-		return
-	}
 	now := q.clock.Now()
 	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
 		q.makeDirty(heap.Pop(&q.waiting).(*entry))
