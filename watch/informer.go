@@ -231,11 +231,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		inf.count(&inf.stats.ListRequests)
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
 		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
-		// Read before cancel, which would set it in every case.
-		timedOut := lctx.Err() != nil
-		cancel()
-		if err != nil && timedOut && ctx.Err() == nil {
+		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
