@@ -78,15 +78,13 @@ type Store[T any] struct {
 type index map[string]map[string]struct{}
 
 func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
-	s := &Store[T]{
+	return &Store[T]{
 		meta:     meta,
-		indexers: maps.Clone(indexers),
+		indexers: maps.Clone(indexers), // a nil IndexFunc is no index
 		items:    make(map[string]*T),
 		indexes:  make(map[string]index, len(indexers)),
 		wrote:    make(map[string]*T),
 	}
-	maps.DeleteFunc(s.indexers, func(_ string, f IndexFunc[T]) bool { return f == nil })
-	return s
 }
 
 // Get returns the object with the given namespace and name. Do not mutate
@@ -160,8 +158,7 @@ func (s *Store[T]) ByIndex(name, value string) []*T {
 
 // HasIndex reports whether the store has an indexer named name.
 func (s *Store[T]) HasIndex(name string) bool {
-	_, ok := s.indexers[name]
-	return ok
+	return s.indexers[name] != nil
 }
 
 // key returns obj's key.
