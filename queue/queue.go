@@ -53,16 +53,14 @@ type Queue struct {
 	// seq numbers deadlines so that equal deadlines come out in the order
 	// they were set.
 	seq uint64
-	// timer calls q.fire; nil until the first delayed add. When waiting is
-	// non-empty and the queue is not shut down, the timer is armed for
-	// timerAt, which is not after waiting[0].due. timerAt is zero when the
-	// timer is not armed.
-	timer   k8sapi.Timer
-	timerAt time.Time
-	// nprocessing counts the entries with processing set.
-	nprocessing int
+	// timer calls q.fire; it is made stopped by New. When waiting is
+	// non-empty and the queue is not shut down, the timer is armed for a
+	// time not after waiting[0].due: it is armed for that deadline whenever
+	// an entry becomes waiting[0], and fire re-arms it.
+	timer k8sapi.Timer
 	// shuttingDown is set once by ShutDown. Afterwards ready and waiting
-	// are empty, no entry is dirty and only processing entries remain.
+	// are empty, no entry is dirty and only processing entries remain, so
+	// len(entries) counts the held keys.
 	shuttingDown bool
 	// free holds zeroed entries for reuse, so a steady workload does not
 	// allocate. It never grows beyond the largest number of keys that
@@ -91,7 +89,9 @@ type entry struct {
 	startedAt time.Time
 }
 
-// New returns a new, empty Queue configured by cfg.
+// New returns a new, empty Queue configured by cfg. It makes the queue's
+// timer from the Clock, so a test in a testing/synctest bubble makes its
+// queue inside the bubble.
 func New(cfg Config) *Queue {
 	q := &Queue{
 		name:    cfg.Name,
@@ -101,6 +101,8 @@ func New(cfg Config) *Queue {
 		entries: make(map[string]*entry),
 	}
 	q.cond.L = &q.mu
+	q.timer = q.clock.AfterFunc(time.Hour, q.fire)
+	q.timer.Stop()
 	return q
 }
 
@@ -142,8 +144,7 @@ func (q *Queue) add(key string, d time.Duration) {
 		q.makeDirty(e)
 		return
 	}
-	now := q.clock.Now()
-	due := now.Add(d)
+	due := q.clock.Now().Add(d)
 	if e.heapIdx >= 0 && !due.Before(e.due) {
 		return
 	}
@@ -154,8 +155,8 @@ func (q *Queue) add(key string, d time.Duration) {
 	} else {
 		heap.Push(&q.waiting, e)
 	}
-	if q.timerAt.IsZero() || q.waiting[0].due.Before(q.timerAt) {
-		q.arm(q.waiting[0].due.Sub(now))
+	if e.heapIdx == 0 {
+		q.timer.Reset(d)
 	}
 }
 
@@ -203,7 +204,6 @@ func (q *Queue) take() string {
 	e := q.ready.pop()
 	e.dirty = false
 	e.processing = true
-	q.nprocessing++
 	if q.metrics != nil {
 		e.startedAt = q.clock.Now()
 		q.metrics.Depth(q.ready.n)
@@ -223,14 +223,13 @@ func (q *Queue) Done(key string) {
 		return
 	}
 	e.processing = false
-	q.nprocessing--
 	if q.metrics != nil {
 		q.metrics.Worked(q.clock.Now().Sub(e.startedAt))
 	}
 	switch {
 	case q.shuttingDown:
 		q.release(e)
-		if q.nprocessing == 0 {
+		if len(q.entries) == 0 {
 			q.cond.Broadcast()
 		}
 	case e.dirty:
@@ -257,7 +256,7 @@ func (q *Queue) Len() int {
 func (q *Queue) Unfinished() (total, longest time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nprocessing == 0 || q.metrics == nil {
+	if q.metrics == nil {
 		return 0, 0
 	}
 	now := q.clock.Now()
@@ -297,10 +296,7 @@ func (q *Queue) shutDown() {
 	}
 	q.ready = ring{}
 	q.waiting = nil
-	if q.timer != nil {
-		q.timer.Stop()
-		q.timerAt = time.Time{}
-	}
+	q.timer.Stop()
 	if q.metrics != nil {
 		q.metrics.Depth(0)
 	}
@@ -313,7 +309,7 @@ func (q *Queue) shutDown() {
 func (q *Queue) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.shutDown()
-	for q.nprocessing > 0 {
+	for len(q.entries) > 0 {
 		q.cond.Wait()
 	}
 	q.mu.Unlock()
@@ -371,31 +367,18 @@ func (q *Queue) pushReady(e *entry) {
 	q.cond.Signal()
 }
 
-// arm makes the timer call fire after d.
-func (q *Queue) arm(d time.Duration) {
-	q.timerAt = q.waiting[0].due
-	if q.timer == nil {
-		q.timer = q.clock.AfterFunc(d, q.fire)
-	} else {
-		q.timer.Reset(d)
-	}
-}
-
 // fire moves the due entries from waiting to ready and re-arms the timer.
-// It may be called early or more than once; it then only re-arms.
+// It may be called early or more than once; it then only re-arms. After
+// shutdown waiting is empty, so it does nothing.
 func (q *Queue) fire() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.timerAt = time.Time{}
-	if q.shuttingDown {
-		return
-	}
 	now := q.clock.Now()
 	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
 		q.makeDirty(heap.Pop(&q.waiting).(*entry))
 	}
 	if len(q.waiting) > 0 {
-		q.arm(q.waiting[0].due.Sub(now))
+		q.timer.Reset(q.waiting[0].due.Sub(now))
 	}
 }
 

@@ -244,8 +244,9 @@ func TestRunnerWorkersAndCancel(t *testing.T) {
 		if finished != 3 || peak != 3 {
 			t.Fatalf("finished %d, peak %d; want 3 and 3 (Run waits for calls in flight)", finished, peak)
 		}
+		// Shut down, the queue remembers only the held keys.
 		q.mu.Lock()
-		held := q.nprocessing
+		held := len(q.entries)
 		q.mu.Unlock()
 		if held != 0 {
 			t.Fatalf("%d keys still held after Run", held)

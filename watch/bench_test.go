@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -77,11 +79,13 @@ func (s *blockingStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
 func (s *blockingStream) Close() error { return nil }
 
 // batchStream is a Stream that delivers one batch of events each time the
-// benchmark sends on batches.
+// benchmark sends on batches, until done or Close.
 type batchStream struct {
 	batches chan []*k8sapi.Deployment
 	cur     []*k8sapi.Deployment
 	done    <-chan struct{}
+	closed  chan struct{}
+	once    sync.Once
 }
 
 func (s *batchStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
@@ -90,6 +94,8 @@ func (s *batchStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
 		case s.cur = <-s.batches:
 		case <-s.done:
 			return k8sapi.WatchEvent[*k8sapi.Deployment]{}, context.Canceled
+		case <-s.closed:
+			return k8sapi.WatchEvent[*k8sapi.Deployment]{}, errors.New("batch stream closed")
 		}
 	}
 	obj := s.cur[0]
@@ -97,7 +103,10 @@ func (s *batchStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
 	return k8sapi.WatchEvent[*k8sapi.Deployment]{Type: k8sapi.Modified, Object: obj}, nil
 }
 
-func (s *batchStream) Close() error { return nil }
+func (s *batchStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
 
 func benchIndexers() map[string]IndexFunc[k8sapi.Deployment] {
 	return map[string]IndexFunc[k8sapi.Deployment]{IndexControllerUID: ControllerUID[k8sapi.Deployment]}
@@ -173,7 +182,7 @@ func BenchmarkWatchEvents(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stream := &batchStream{batches: make(chan []*k8sapi.Deployment), done: ctx.Done()}
+	stream := &batchStream{batches: make(chan []*k8sapi.Deployment), done: ctx.Done(), closed: make(chan struct{})}
 	src := &decodingSource{list: deploymentListJSON(benchObjects), stream: stream}
 	applied := make(chan struct{}, 1)
 	var n atomic.Int64

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -84,21 +83,15 @@ type Config[T any] struct {
 // tells a [Handler] about every change. Create one with [New] and start it
 // with [Informer.Run]. Its methods are safe for concurrent use.
 type Informer[T any] struct {
-	cfg   Config[T]
-	m     machine[T]
-	store *Store[T]
+	machine[T] // its config, with New's defaults filled in, and its step
+	store      *Store[T]
 
 	running atomic.Bool
 	synced  atomic.Bool
 
-	mu        sync.Mutex // guards the fields below
-	stats     StatsSnapshot
-	lastEvent time.Time
-	// failingSince is when the current streak of failed lists and watches
-	// began, zero while the last attempt succeeded; lastErr is the streak's
-	// latest error.
-	failingSince time.Time
-	lastErr      error
+	mu     sync.Mutex // guards the fields below
+	stats  StatsSnapshot
+	health health // the machine's, as of its last step
 }
 
 // New returns an informer for cfg. P is the pointer type of T; it is
@@ -114,9 +107,8 @@ func New[T any, P interface {
 	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
-		cfg:   cfg,
-		m:     machine[T]{meta: meta, cfg: cfg},
-		store: newStore(meta, cfg.Indexers),
+		machine: machine[T]{meta: meta, cfg: cfg},
+		store:   newStore(meta, cfg.Indexers),
 	}
 }
 
@@ -133,7 +125,7 @@ func (inf *Informer[T]) HasSynced() bool { return inf.synced.Load() }
 func (inf *Informer[T]) LastEvent() time.Time {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	return inf.lastEvent
+	return inf.health.heard
 }
 
 // Healthy returns nil while the informer's list and watch work: the last
@@ -143,35 +135,15 @@ func (inf *Informer[T]) LastEvent() time.Time {
 func (inf *Informer[T]) Healthy(now time.Time) error {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	if !inf.failingSince.IsZero() {
-		return fmt.Errorf("watch: failing for %v: %v", now.Sub(inf.failingSince).Round(time.Second), inf.lastErr)
+	if h := inf.health; !h.failingSince.IsZero() {
+		return fmt.Errorf("watch: failing for %v: %v", now.Sub(h.failingSince).Round(time.Second), h.err)
 	}
 	// The longest a healthy watch stays silent: its timeout (at most twice
 	// WatchTimeout) plus the margin.
-	if last := inf.lastEvent; !last.IsZero() && now.Sub(last) > inf.requestLimit() {
+	if last := inf.health.heard; !last.IsZero() && now.Sub(last) > inf.requestLimit() {
 		return fmt.Errorf("watch: silent for %v", now.Sub(last).Round(time.Second))
 	}
 	return nil
-}
-
-// record notes, for Healthy and LastEvent, what in says of the server: an
-// answer (a list, a watch opening, an event or a bookmark), which ends a
-// streak of failures, or a failure. The start, the end of a backoff and
-// the clean end of a watch say nothing.
-func (inf *Informer[T]) record(in input[T]) {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	switch {
-	case in.kind == inStart, in.kind == inTimer, errors.Is(in.err, io.EOF):
-	case in.err != nil:
-		inf.lastErr = in.err
-		if inf.failingSince.IsZero() {
-			inf.failingSince = time.Now()
-		}
-	default:
-		inf.lastEvent = time.Now()
-		inf.failingSince = time.Time{}
-	}
 }
 
 // Stats returns a snapshot of the informer's counters.
@@ -213,37 +185,30 @@ type runner[T any] struct {
 	inf *Informer[T]
 	s   state[T]
 
+	// The open watch: its stream, the cancel of the context it was opened
+	// with, and the timer that ends it when it stays silent too long.
 	stream Stream[T]
-	cancel context.CancelFunc // ends the stream's context and its reader goroutine
-	events chan input[T]      // inEvent inputs from the stream's reader goroutine
+	cancel context.CancelFunc
+	timer  *time.Timer
 }
 
 func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
-	idleAfter := func() time.Duration { return r.s.watchTimeout + r.inf.cfg.IdleMargin }
-	idle := time.NewTimer(time.Hour)
-	idle.Stop()
-	defer idle.Stop()
-
 	next := input[T]{kind: inStart}
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		r.inf.record(next)
+	for ctx.Err() == nil {
 		next.now = time.Now()
 		next.rand = rand.Float64()
 		var acts []action[T]
-		r.s, acts = r.inf.m.step(r.s, next)
+		r.s, acts = r.inf.step(r.s, next)
+		r.inf.mu.Lock()
+		r.inf.health = r.s.health
+		r.inf.mu.Unlock()
 		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
 			next, have = r.do(ctx, a)
 		}
 		if have {
-			if next.kind == inOpened && next.err == nil {
-				idle.Reset(idleAfter())
-			}
 			continue
 		}
 		if r.s.phase != phaseWatch {
@@ -252,19 +217,7 @@ func (r *runner[T]) run(ctx context.Context) {
 			<-ctx.Done()
 			return
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case next = <-r.events:
-			if next.err == nil {
-				idle.Reset(idleAfter())
-				if next.typ == k8sapi.Bookmark {
-					r.inf.count(&r.inf.stats.Bookmarks)
-				}
-			}
-		case <-idle.C:
-			next = input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", idleAfter())}
-		}
+		next = r.next()
 	}
 }
 
@@ -278,11 +231,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		inf.count(&inf.stats.ListRequests)
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
 		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
-		// Read before cancel, which would set it in every case.
-		timedOut := lctx.Err() != nil
-		cancel()
-		if err != nil && timedOut && ctx.Err() == nil {
+		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
@@ -291,8 +242,9 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
 		}
-		// The stream lives as long as wctx; opening it must not take
-		// longer than the silence a watch is allowed.
+		// The stream lives as long as wctx. Opening it must not take
+		// longer than the silence a watch is allowed; once it is open,
+		// the same timer ends it when it stays silent (see next).
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
@@ -308,10 +260,12 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		if err != nil {
 			cancel()
-		} else {
-			r.startStream(wctx, st, cancel)
+			return input[T]{kind: inOpened, err: err}, true
 		}
-		return input[T]{kind: inOpened, err: err}, true
+		context.AfterFunc(wctx, func() { st.Close() })
+		timer.Reset(r.idleAfter())
+		r.stream, r.cancel, r.timer = st, cancel, timer
+		return input[T]{kind: inOpened}, true
 	case actClose:
 		r.closeStream()
 	case actWait:
@@ -378,34 +332,35 @@ func (inf *Informer[T]) requestLimit() time.Duration {
 	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
 }
 
-// startStream starts a goroutine that reads st into r.events until ctx,
-// the context st was opened with, ends. cancel ends ctx.
-func (r *runner[T]) startStream(ctx context.Context, st Stream[T], cancel context.CancelFunc) {
-	events := make(chan input[T])
-	r.stream, r.cancel, r.events = st, cancel, events
-	go func() {
-		for {
-			ev, err := st.Next()
-			select {
-			case events <- input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+// next reads the next event of the open watch. A watch silent for longer
+// than its timeout plus the margin is closed by its timer and reported
+// idle, whatever its last read returned.
+func (r *runner[T]) next() input[T] {
+	ev, err := r.stream.Next()
+	if !r.timer.Reset(r.idleAfter()) {
+		return input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+	}
+	if err == nil && ev.Type == k8sapi.Bookmark {
+		r.inf.count(&r.inf.stats.Bookmarks)
+	}
+	return input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
 }
 
-// closeStream closes the open stream, if any, and releases its reader.
+// idleAfter is how long the open watch may stay silent: its timeout plus
+// the margin.
+func (r *runner[T]) idleAfter() time.Duration {
+	return r.s.watchTimeout + r.inf.cfg.IdleMargin
+}
+
+// closeStream closes the open stream, if any, and stops its timer.
 func (r *runner[T]) closeStream() {
 	if r.stream == nil {
 		return
 	}
 	r.stream.Close()
 	r.cancel()
-	r.stream, r.events, r.cancel = nil, nil, nil
+	r.timer.Stop()
+	r.stream, r.cancel, r.timer = nil, nil, nil
 }
 
 // StatsSnapshot counts what an informer did, as of one moment; see

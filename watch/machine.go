@@ -82,9 +82,20 @@ type state[T any] struct {
 	// Backoff.
 	after        phase     // what phaseWait leads to: phaseList or phaseOpen
 	failures     int       // consecutive failures, for the backoff delay
-	retrying     bool      // a failure episode is in progress (logged once)
 	relistLogged bool      // the relist in progress has been logged
 	healthySince time.Time // start of the current run of successes
+
+	health
+}
+
+// health is what the machine knows of the server's answers, as
+// [Informer.Healthy] and [Informer.LastEvent] report it.
+type health struct {
+	heard time.Time // the last answer: a list page, a watch opening or event
+	// failingSince is when the failure episode in progress began (it is
+	// logged once), zero if none; err is its latest failure.
+	failingSince time.Time
+	err          error
 }
 
 // inputKind says what happened.
@@ -178,7 +189,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		if in.err != nil || in.list == nil {
-			acts = m.fail(&s, in, phaseList, "list failed", acts)
+			acts = m.fail(&s, in, "list failed", acts)
 			break
 		}
 		m.healthy(&s, in.now)
@@ -195,7 +206,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 		s.rv = in.list.Metadata.ResourceVersion
 		acts = m.synced(&s, acts)
-		acts = m.watch(&s, in, false, acts)
+		acts = m.watch(&s, in, acts)
 
 	case inOpened:
 		if in.err != nil {
@@ -208,7 +219,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				acts = m.list(&s, acts)
 				break
 			}
-			acts = m.fail(&s, in, phaseOpen, "watch failed", acts)
+			acts = m.fail(&s, in, "watch failed", acts)
 			break
 		}
 		m.healthy(&s, in.now)
@@ -226,6 +237,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		s.watchEvents++
+		s.heard = in.now
 		meta := m.meta(in.obj)
 		if meta.ResourceVersion != "" {
 			s.rv = meta.ResourceVersion
@@ -246,12 +258,12 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 
 	case inIdle:
 		acts = append(acts, action[T]{kind: actClose})
-		acts = m.fail(&s, in, phaseOpen, "watch silent; reconnecting", acts)
+		acts = m.fail(&s, in, "watch silent; reconnecting", acts)
 
 	case inTimer:
 		switch {
 		case s.after == phaseOpen:
-			acts = m.watch(&s, in, true, acts)
+			acts = m.watch(&s, in, acts)
 		case s.cont != "":
 			// Resume a paginated list where it failed.
 			s.phase = phaseList
@@ -281,13 +293,13 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 		lived := in.now.Sub(s.watchStart)
 		if lived < minWatchLife || s.watchEvents == 0 && lived < s.watchTimeout/2 {
 			in.err = fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents)
-			return m.fail(s, in, phaseOpen, "watch ended at once", acts)
+			return m.fail(s, in, "watch ended at once", acts)
 		}
 		// The server ended the watch at its timeout: watch on from the
 		// last resourceVersion, at once, without relisting.
-		return m.watch(s, in, false, acts)
+		return m.watch(s, in, acts)
 	}
-	return m.fail(s, in, phaseOpen, "watch failed", acts)
+	return m.fail(s, in, "watch failed", acts)
 }
 
 // pageTooLarge handles a list page over the client's size limit: the
@@ -308,7 +320,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 	}
 	s.cont, s.pending, s.pageSize = "", nil, 0
 	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
-	return m.fail(s, in, phaseList, "list failed", acts)
+	return m.fail(s, in, "list failed", acts)
 }
 
 // sync starts a full sync: a streaming list if offered and not refused,
@@ -316,7 +328,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
 	if m.cfg.StreamingList && !s.streamRefused && !s.big {
 		s.initial = true
-		return m.watch(s, in, s.retrying, acts)
+		return m.watch(s, in, acts)
 	}
 	return m.list(s, acts)
 }
@@ -340,16 +352,17 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 
 // watch opens a watch from the last resourceVersion, or a streaming list
 // (from its start) if s.initial.
-func (m *machine[T]) watch(s *state[T], in input[T], reconnect bool, acts []action[T]) []action[T] {
+func (m *machine[T]) watch(s *state[T], in input[T], acts []action[T]) []action[T] {
 	s.pending = nil // a streaming list collects from its start
 	s.phase = phaseOpen
 	s.watchTimeout = m.timeout(in.rand)
-	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: reconnect})
+	// A watch opened during a failure episode replaces one that failed.
+	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: !s.failingSince.IsZero()})
 }
 
 // fail records a failure, whose cause is in.err, and schedules a retry of
-// after once the backoff has passed.
-func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, acts []action[T]) []action[T] {
+// what failed once the backoff has passed: the list page, or the watch.
+func (m *machine[T]) fail(s *state[T], in input[T], msg string, acts []action[T]) []action[T] {
 	if k8sapi.IsGone(in.err) {
 		// The resourceVersion or continue token expired: sync again,
 		// consistently, from the first page.
@@ -377,31 +390,31 @@ func (m *machine[T]) fail(s *state[T], in input[T], after phase, msg string, act
 	case s.gone && !s.relistLogged:
 		level, msg = slog.LevelInfo, "resourceVersion expired; relisting"
 		s.relistLogged = true
-	case !s.retrying:
+	case s.failingSince.IsZero():
 		level = slog.LevelWarn
 	}
-	s.retrying = true
+	s.failingSince = cmp.Or(s.failingSince, in.now)
+	s.err = in.err
 	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: in.err})
 
-	if s.gone || s.big {
-		after = phaseList // sync again, consistently
-	}
-	if after == phaseList {
-		// A paginated list resumes from its continue token; a streaming
-		// list starts over.
-		s.initial = false
+	s.after = phaseOpen
+	if s.phase == phaseList || s.gone || s.big {
+		// A paginated list resumes from its continue token; after a 410
+		// or an oversized answer the sync is a consistent list; a
+		// streaming list starts over.
+		s.after, s.initial = phaseList, false
 	}
 	s.phase = phaseWait
-	s.after = after
 	return append(acts, action[T]{kind: actWait, delay: delay})
 }
 
-// healthy records a success.
+// healthy records a success: an answer that ends a failure episode.
 func (m *machine[T]) healthy(s *state[T], now time.Time) {
 	if s.healthySince.IsZero() {
 		s.healthySince = now
 	}
-	s.retrying = false
+	s.heard = now
+	s.failingSince = time.Time{}
 }
 
 // listOptions returns the options of the next list page.

@@ -549,7 +549,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	m := &New(Config[thing]{}).m // the default WatchTimeout
+	m := &New(Config[thing]{}).machine // the default WatchTimeout
 	if got := m.timeout(0); got != 5*time.Minute {
 		t.Errorf("timeout(0) = %v, want 5m", got)
 	}
@@ -607,4 +607,43 @@ func TestWatchEndedAtOnceCause(t *testing.T) {
 		}
 	}
 	t.Fatalf("no log action in %s", describe(acts))
+}
+
+// The machine decides what is an answer and what is a failure, for
+// Healthy and LastEvent: answers are heard, failures start an episode
+// that keeps its start, carries the latest cause and ends at the next
+// list page or watch opening; a watch ended at once is a failure.
+func TestHealth(t *testing.T) {
+	m := testMachine(500, false)
+	refused := errors.New("refused")
+	tests := []struct {
+		in      input[thing]
+		heard   time.Duration // -1: never
+		failing time.Duration // -1: not failing
+		err     error
+	}{
+		{input[thing]{kind: inStart, now: at(0)}, -1, -1, nil},
+		{input[thing]{kind: inListed, now: at(1 * time.Second), list: page("10", "")}, time.Second, -1, nil},
+		{input[thing]{kind: inOpened, now: at(2 * time.Second)}, 2 * time.Second, -1, nil},
+		{input[thing]{kind: inEvent, now: at(3 * time.Second), typ: k8sapi.Added, obj: obj("a", "11")}, 3 * time.Second, -1, nil},
+		{input[thing]{kind: inEvent, now: at(4 * time.Second), err: io.ErrUnexpectedEOF}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
+		{input[thing]{kind: inTimer, now: at(5 * time.Second)}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
+		{input[thing]{kind: inOpened, now: at(6 * time.Second), err: refused}, 3 * time.Second, 4 * time.Second, refused},
+		{input[thing]{kind: inTimer, now: at(7 * time.Second)}, 3 * time.Second, 4 * time.Second, refused},
+		{input[thing]{kind: inOpened, now: at(8 * time.Second)}, 8 * time.Second, -1, nil},
+		{input[thing]{kind: inEvent, now: at(8*time.Second + 500*time.Millisecond), err: io.EOF}, 8 * time.Second, 8*time.Second + 500*time.Millisecond, nil},
+	}
+	var s state[thing]
+	for i, tt := range tests {
+		s, _ = m.step(s, tt.in)
+		if want := at(tt.heard); tt.heard < 0 && !s.heard.IsZero() || tt.heard >= 0 && !s.heard.Equal(want) {
+			t.Errorf("step %d: heard %v, want %v", i, s.heard, tt.heard)
+		}
+		if want := at(tt.failing); tt.failing < 0 && !s.failingSince.IsZero() || tt.failing >= 0 && !s.failingSince.Equal(want) {
+			t.Errorf("step %d: failing since %v, want %v", i, s.failingSince, tt.failing)
+		}
+		if tt.err != nil && !errors.Is(s.err, tt.err) {
+			t.Errorf("step %d: err %v, want %v", i, s.err, tt.err)
+		}
+	}
 }

@@ -78,27 +78,20 @@ type Store[T any] struct {
 type index map[string]map[string]struct{}
 
 func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
-	s := &Store[T]{
+	return &Store[T]{
 		meta:     meta,
-		indexers: maps.Clone(indexers),
+		indexers: maps.Clone(indexers), // a nil IndexFunc is no index
 		items:    make(map[string]*T),
 		indexes:  make(map[string]index, len(indexers)),
 		wrote:    make(map[string]*T),
 	}
-	maps.DeleteFunc(s.indexers, func(_ string, f IndexFunc[T]) bool { return f == nil })
-	return s
 }
 
 // Get returns the object with the given namespace and name. Do not mutate
 // it.
 func (s *Store[T]) Get(namespace, name string) (*T, bool) {
-	return s.GetKey(k8sapi.Key(namespace, name))
-}
-
-// GetKey returns the object with the given key. Do not mutate it.
-func (s *Store[T]) GetKey(key string) (*T, bool) {
 	s.mu.RLock()
-	obj, ok := s.items[key]
+	obj, ok := s.items[k8sapi.Key(namespace, name)]
 	s.mu.RUnlock()
 	return obj, ok
 }
@@ -131,31 +124,27 @@ func (s *Store[T]) Keys() []string {
 // no particular order. It returns nil if there are none or no such index
 // exists (see [Store.HasIndex]). Do not mutate the objects.
 //
-// An index is built on its first query and kept up to date after that, so
-// one that is never queried costs neither memory nor time.
+// An index is built on its first query, and again on the first after a
+// relist, and kept up to date by every other change in between, so one
+// that is never queried costs neither memory nor time. A query holds the
+// store's lock for writing, as it may build the index.
 func (s *Store[T]) ByIndex(name, value string) []*T {
-	s.mu.RLock()
-	if idx, ok := s.indexes[name]; ok {
-		defer s.mu.RUnlock()
-		return s.lookup(idx, value)
-	}
-	s.mu.RUnlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := s.indexers[name]
+	if f == nil {
+		return nil
+	}
 	idx, ok := s.indexes[name]
 	if !ok {
-		f := s.indexers[name]
-		if f == nil {
-			return nil
+		idx = make(index)
+		for key, obj := range s.items {
+			for _, v := range f(obj) {
+				idx.add(v, key)
+			}
 		}
-		idx = buildIndex(f, s.items)
 		s.indexes[name] = idx
 	}
-	return s.lookup(idx, value)
-}
-
-// lookup returns the objects under value in idx. The caller holds s.mu.
-func (s *Store[T]) lookup(idx index, value string) []*T {
 	keys := idx[value]
 	if len(keys) == 0 {
 		return nil
@@ -167,21 +156,9 @@ func (s *Store[T]) lookup(idx index, value string) []*T {
 	return out
 }
 
-// buildIndex indexes items with f.
-func buildIndex[T any](f IndexFunc[T], items map[string]*T) index {
-	idx := make(index)
-	for key, obj := range items {
-		for _, v := range f(obj) {
-			idx.add(v, key)
-		}
-	}
-	return idx
-}
-
 // HasIndex reports whether the store has an indexer named name.
 func (s *Store[T]) HasIndex(name string) bool {
-	_, ok := s.indexers[name]
-	return ok
+	return s.indexers[name] != nil
 }
 
 // key returns obj's key.
@@ -227,11 +204,8 @@ type change[T any] struct {
 // An object whose resourceVersion did not change keeps its old pointer and
 // yields no change. Later items win over earlier ones with the same key.
 func (s *Store[T]) replace(items []*T) []change[T] {
-	// Only the indexes built so far are rebuilt; one first queried while
-	// this runs is dropped here and built again on its next query.
 	s.mu.RLock()
 	prev := s.items
-	built := slices.Collect(maps.Keys(s.indexes))
 	s.mu.RUnlock()
 	next := make(map[string]*T, len(items))
 	for _, obj := range items {
@@ -265,13 +239,9 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 		changes = append(changes, change[T]{old: prev[key]})
 	}
 
-	indexes := make(map[string]index, len(built))
-	for _, name := range built {
-		indexes[name] = buildIndex(s.indexers[name], next)
-	}
 	s.mu.Lock()
 	s.items = next
-	s.indexes = indexes
+	clear(s.indexes) // each is built again on its next query
 	for key := range s.wrote {
 		if old, ok := prev[key]; !ok || next[key] != old {
 			delete(s.wrote, key)

@@ -113,7 +113,8 @@ func TestStoreIndexes(t *testing.T) {
 
 // TestStoreIndexBuiltOnFirstQuery: an index costs nothing until it is
 // queried; its first query sees every object already stored, and from then
-// on puts, removes and relists keep it up to date.
+// on puts and removes keep it up to date; a relist drops it, and the next
+// query builds it again.
 func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 	s := newStore(thingMeta, map[string]IndexFunc[thing]{
 		IndexControllerUID: ControllerUID[thing],
@@ -132,6 +133,9 @@ func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 		t.Errorf("after a put: w1 = %q, want [a1 a2 a3]", got)
 	}
 	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "2", "w2", true), owned("b1", "1", "w2", true)})
+	if len(s.indexes) != 0 {
+		t.Errorf("a relist rebuilt indexes before any query: %v", slices.Collect(maps.Keys(s.indexes)))
+	}
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1"}) {
 		t.Errorf("after a relist: w1 = %q, want [a1]", got)
 	}
