@@ -74,11 +74,12 @@ func readKeyPair(c *Config) (*tls.Certificate, error) {
 		if len(pems[i]) > 0 {
 			continue
 		}
+		names[i] = [2]string{"certificate", "key"}[i] + " file " + path
 		b, err := readFileLimit(path, maxPEMFileSize)
 		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s: %w", path, pathCause(err))
+			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s: %w", names[i], pathCause(err))
 		}
-		pems[i], names[i] = b, path
+		pems[i] = b
 	}
 	cert, err := tls.X509KeyPair(pems[0], pems[1])
 	if err != nil {
