@@ -61,8 +61,9 @@ type Config struct {
 	Namespace string
 
 	// UserAgent is sent on every request. Empty means
-	// "k8sapi/<module version> (<GOOS>/<GOARCH>)", the version being the
-	// one the binary's build information records, or "devel".
+	// "<program>/<version> (<GOOS>/<GOARCH>)": the base name of
+	// os.Args[0], and the main module's version as the binary's build
+	// information records it, or "devel".
 	UserAgent string
 	// QPS and Burst limit the client's request rate. QPS <= 0 means no
 	// limit; Burst <= 0 with QPS > 0 means a burst of 1.
