@@ -84,7 +84,7 @@ type Config struct {
 
 	// Transport, when non-nil, carries every request instead of a transport
 	// built from the TLS and proxy fields above, which it then has to
-	// apply itself: the client certificate is not read. Authentication, the
+	// apply itself: the client certificate is not used. Authentication, the
 	// user agent, rate limiting and retries still wrap it. It is the test
 	// seam.
 	Transport http.RoundTripper
