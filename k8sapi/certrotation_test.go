@@ -276,7 +276,7 @@ func TestLoadKubeconfigCertFiles(t *testing.T) {
 	if cfg, err = LoadKubeconfig([]string{filepath.Join(dir, "kube/config")}, ""); err != nil {
 		t.Fatalf("the kubeconfig read its certificate files: %v", err)
 	}
-	want := "k8sapi: TLS: client certificate: " + filepath.Join(dir, "kube/certs/c.crt") + ": no such file or directory"
+	want := "k8sapi: TLS: client certificate: certificate file " + filepath.Join(dir, "kube/certs/c.crt") + ": no such file or directory"
 	if _, err := New(cfg); err == nil || err.Error() != want {
 		t.Errorf("New: %v, want %s", err, want)
 	}

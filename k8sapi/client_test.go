@@ -198,7 +198,7 @@ func TestNewDefaults(t *testing.T) {
 	if got := c.Namespace(); got != "default" {
 		t.Errorf("Namespace() = %q, want default", got)
 	}
-	if got := c.userAgent; got != "k8sapi/devel ("+runtime.GOOS+"/"+runtime.GOARCH+")" {
+	if got := c.userAgent; got != filepath.Base(os.Args[0])+"/devel ("+runtime.GOOS+"/"+runtime.GOARCH+")" {
 		t.Errorf("user agent %q", got)
 	}
 	if c.maxRetries != 5 || c.limiter != nil {

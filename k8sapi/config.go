@@ -39,11 +39,13 @@ type Config struct {
 	BearerTokenFile string
 	// Username and Password are HTTP basic credentials.
 	Username, Password string
-	// CertData and KeyData are a PEM client certificate and key.
+	// CertData and KeyData are a PEM client certificate and key. Each
+	// wins over its file below.
 	CertData, KeyData []byte
 	// CertFile and KeyFile name files holding a PEM client certificate
-	// and key; set both or neither. When set they win over CertData and
-	// KeyData: the files are read by New, then re-read at most once a
+	// and key. Each half comes from its data or else its file, in any
+	// mix, as a kubeconfig may write them; a certificate needs both
+	// halves. New reads them, then re-reads the files at most once a
 	// minute and after a 401, and the last good pair is kept when a read
 	// fails. A new pair is presented on new connections; requests in
 	// flight, such as a watch, end on the connection they began on.
@@ -59,8 +61,9 @@ type Config struct {
 	Namespace string
 
 	// UserAgent is sent on every request. Empty means
-	// "k8sapi/<module version> (<GOOS>/<GOARCH>)", the version being the
-	// one the binary's build information records, or "devel".
+	// "<program>/<version> (<GOOS>/<GOARCH>)": the base name of
+	// os.Args[0], and the main module's version as the binary's build
+	// information records it, or "devel".
 	UserAgent string
 	// QPS and Burst limit the client's request rate. QPS <= 0 means no
 	// limit; Burst <= 0 with QPS > 0 means a burst of 1.
@@ -81,7 +84,7 @@ type Config struct {
 
 	// Transport, when non-nil, carries every request instead of a transport
 	// built from the TLS and proxy fields above, which it then has to
-	// apply itself: CertFile and KeyFile are not read. Authentication, the
+	// apply itself: the client certificate is not used. Authentication, the
 	// user agent, rate limiting and retries still wrap it. It is the test
 	// seam.
 	Transport http.RoundTripper
@@ -165,9 +168,8 @@ func (c *Config) check() error {
 	switch {
 	case c.Insecure && len(c.CAData) > 0:
 		return errors.New("Insecure and CAData cannot both be set (insecure-skip-tls-verify and certificate-authority)")
-	case (c.CertFile == "") != (c.KeyFile == ""),
-		c.CertFile == "" && (len(c.CertData) > 0) != (len(c.KeyData) > 0):
-		return errors.New("a client certificate needs both a certificate and a key: CertFile and KeyFile, or CertData and KeyData (client-certificate and client-key, or their -data)")
+	case (c.CertFile == "" && len(c.CertData) == 0) != (c.KeyFile == "" && len(c.KeyData) == 0):
+		return errors.New("a client certificate needs both a certificate and a key: CertFile or CertData, and KeyFile or KeyData (client-certificate and client-key, or their -data)")
 	case checkHeaderValue(c.BearerToken) != nil:
 		return errors.New("BearerToken (token) contains a control character")
 	case strings.Contains(c.Username, ":"):

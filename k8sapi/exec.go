@@ -29,30 +29,41 @@ const (
 	// the plugin is run again, so that a broken plugin is not run for every
 	// request.
 	execFailureHold = 5 * time.Second
-	// execRefreshBefore is how long before a credential expires a new one
-	// is fetched: at most this, and at most a quarter of its lifetime.
+	// execRefreshBefore is how long before a credential expires it is no
+	// longer used, and callers wait for a new one: at most this, and at
+	// most a quarter of its lifetime.
 	execRefreshBefore = time.Minute
 )
 
 // execCall is one plugin run that callers wait on together, and the
-// credential it returned. Its fields are set before done is closed and
-// never change after, but for err and ended, which e.mu guards.
+// credential it returned or its error. Its fields are set before done is
+// closed and never change after; ended is set under e.mu.
 type execCall struct {
 	done  chan struct{}
 	err   error
-	ended time.Time // when it failed
+	ended time.Time // when the run ended; zero while it is in flight
 
 	token     string
 	cert      *tls.Certificate // empty when the plugin gave no certificate
-	expiry    time.Time        // zero when the credential does not expire
-	refreshAt time.Time        // zero when it does not expire
+	refreshAt time.Time        // zero when the credential does not expire
+}
+
+// stale reports whether c has ended and is due to be replaced at now: a
+// credential at its refreshAt, a failure once it has been held for
+// execFailureHold. The caller holds e.mu.
+func (c *execCall) stale(now time.Time) bool {
+	switch {
+	case c.ended.IsZero():
+		return false // in flight
+	case c.err != nil:
+		return now.Sub(c.ended) >= execFailureHold || now.Before(c.ended)
+	}
+	return !c.refreshAt.IsZero() && !now.Before(c.refreshAt)
 }
 
 // execCredentials runs an exec credential plugin and caches what it
-// returns until shortly before it expires. Concurrent callers share one
-// run. A credential near its expiry is still handed out while a new one is
-// fetched; callers wait only when there is no valid one. Safe for
-// concurrent use.
+// returns until shortly before it expires; then callers wait for a new
+// run. Concurrent callers share one run. Safe for concurrent use.
 type execCredentials struct {
 	// cfg is the plugin, its Env the whole environment it runs in.
 	cfg ExecConfig
@@ -62,8 +73,7 @@ type execCredentials struct {
 	run func(ctx context.Context) (stdout []byte, err error)
 
 	mu   sync.Mutex
-	cur  *execCall // the last good run; nil when there is none or refresh dropped it
-	call *execCall // the run in flight, or the last one if it failed
+	call *execCall // the run in flight or the last one; nil before the first and after refresh
 }
 
 // execInfo is the KUBERNETES_EXEC_INFO a plugin reads.
@@ -147,13 +157,13 @@ func (e *execCredentials) authorize(ctx context.Context, req *http.Request) erro
 	return nil
 }
 
-// refresh drops the cached credential, so that the next caller runs the
-// plugin again.
+// refresh drops the cached credential or failure, so that the next
+// caller runs the plugin again; a run in flight is kept, for its callers
+// to share.
 func (e *execCredentials) refresh() bool {
 	e.mu.Lock()
-	e.cur = nil
-	if e.call != nil && e.call.err != nil {
-		e.call = nil // no failure is held
+	if e.call != nil && !e.call.ended.IsZero() {
+		e.call = nil
 	}
 	e.mu.Unlock()
 	return true
@@ -171,29 +181,13 @@ func (e *execCredentials) clientCertificate(ctx context.Context) (*tls.Certifica
 // the current one is due for refresh.
 func (e *execCredentials) get(ctx context.Context) (*execCall, error) {
 	e.mu.Lock()
-	now := e.now()
-	cur := e.cur
-	if cur != nil && !cur.expiry.IsZero() && !now.Before(cur.expiry) {
-		cur, e.cur = nil, nil // expired
-	}
-	if cur != nil && (cur.refreshAt.IsZero() || now.Before(cur.refreshAt)) {
-		e.mu.Unlock()
-		return cur, nil
-	}
-	// A failed run's error is held for execFailureHold.
 	c := e.call
-	if c != nil && c.err != nil && (now.Sub(c.ended) >= execFailureHold || now.Before(c.ended)) {
-		c = nil
-	}
-	if c == nil {
+	if c == nil || c.stale(e.now()) {
 		c = &execCall{done: make(chan struct{})}
 		e.call = c
 		go e.fetch(c)
 	}
 	e.mu.Unlock()
-	if cur != nil {
-		return cur, nil // still valid while the new one is fetched
-	}
 	select {
 	case <-c.done:
 		return c, c.err
@@ -211,13 +205,11 @@ func (e *execCredentials) fetch(c *execCall) {
 	if err == nil {
 		err = e.parse(c, out)
 	}
-	e.mu.Lock()
-	if err == nil {
-		e.cur, e.call = c, nil
-	} else {
+	if err != nil {
 		c.err = fmt.Errorf("k8sapi: exec plugin %q: %w", e.cfg.Command, err)
-		c.ended = e.now()
 	}
+	e.mu.Lock()
+	c.ended = e.now()
 	e.mu.Unlock()
 	close(c.done)
 }
@@ -260,10 +252,9 @@ func (e *execCredentials) parse(c *execCall, out []byte) error {
 	case st.Token == "":
 		return errors.New("status has neither a token nor a client certificate")
 	}
-	if st.ExpirationTimestamp != nil && !st.ExpirationTimestamp.IsZero() {
-		c.expiry = *st.ExpirationTimestamp
-		life := c.expiry.Sub(e.now())
-		c.refreshAt = c.expiry.Add(-min(execRefreshBefore, max(life/4, 0)))
+	if exp := st.ExpirationTimestamp; exp != nil && !exp.IsZero() {
+		life := exp.Sub(e.now())
+		c.refreshAt = exp.Add(-min(execRefreshBefore, max(life/4, 0)))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package k8sapi
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,7 +51,6 @@ func TestExecRefreshShortLife(t *testing.T) {
 		if got := authHeader(t, creds); got != "Bearer tok" {
 			t.Fatalf("header %q", got)
 		}
-		waitForFetch(t, creds)
 		return runCount(t, count)
 	}
 	if n := runsAfter(0); n != 1 {
@@ -75,9 +75,10 @@ func TestExecTokenOverTLS(t *testing.T) {
 	}
 }
 
-// A plugin that fails while a valid credential is due for refresh is not
-// run again for every request: the failure is held, as when there is no
-// credential, and the valid one is handed out meanwhile.
+// A plugin that fails when its credential is due for refresh: callers
+// get the failure, not the old credential, and the plugin is not run
+// again for every request: the failure is held, as when there was no
+// credential.
 func TestExecRefreshFailureHeld(t *testing.T) {
 	clock := newCredClock()
 	expiry := clock.now().Add(10 * time.Minute).Format(time.RFC3339)
@@ -91,18 +92,17 @@ func TestExecRefreshFailureHeld(t *testing.T) {
 	}
 	authHeader(t, e)
 	clock.advance(9*time.Minute + 30*time.Second) // due for refresh
+	req, _ := http.NewRequest("GET", "https://h/", nil)
 	for range 5 {
-		if got := authHeader(t, e); got != "Bearer tok" {
-			t.Fatalf("header %q", got)
+		if err := e.authorize(context.Background(), req); err == nil || err.Error() != `k8sapi: exec plugin "flaky": broken` {
+			t.Fatalf("authorize: %v, want the plugin's failure", err)
 		}
-		waitForFetch(t, e)
 	}
 	if n := runs.Load(); n != 2 {
 		t.Errorf("plugin ran %d times within the hold, want 2", n)
 	}
 	clock.advance(execFailureHold)
-	authHeader(t, e)
-	waitForFetch(t, e)
+	e.authorize(context.Background(), req)
 	if n := runs.Load(); n != 3 {
 		t.Errorf("plugin ran %d times after the hold, want 3", n)
 	}

@@ -431,19 +431,6 @@ func (f *kcFile) resolve(p string) string {
 	return filepath.Join(f.dir, p)
 }
 
-// dataOrFile returns data when it is not empty, or else the content of
-// the PEM file p (none when p is empty) that the entry names as field.
-func (e *kcEntry) dataOrFile(data []byte, p, field string) ([]byte, error) {
-	if len(data) > 0 || p == "" {
-		return data, nil
-	}
-	b, err := readFileLimit(e.file.resolve(p), maxPEMFileSize)
-	if err != nil {
-		return nil, e.errorf("%s: %w", field, err)
-	}
-	return b, nil
-}
-
 // config builds the Config of a context. paths names the merged files for
 // errors that concern no one file.
 func (kc *kubeconfig) config(paths, context string) (*Config, error) {
@@ -470,9 +457,12 @@ func (kc *kubeconfig) config(paths, context string) (*Config, error) {
 	if !strings.Contains(cfg.Host, "://") {
 		return nil, cl.errorf("server is not an https:// or http:// URL")
 	}
-	var err error
-	if cfg.CAData, err = cl.dataOrFile(cfg.CAData, cl.caFile, "certificate-authority"); err != nil {
-		return nil, err
+	if len(cfg.CAData) == 0 && cl.caFile != "" {
+		ca, err := readFileLimit(cl.file.resolve(cl.caFile), maxPEMFileSize)
+		if err != nil {
+			return nil, cl.errorf("certificate-authority: %w", err)
+		}
+		cfg.CAData = ca
 	}
 	if err := cfg.check(); err != nil {
 		return nil, cl.errorf("%v", err)
@@ -526,19 +516,9 @@ func (u *kcEntry) applyUser(cfg *Config) error {
 	cfg.BearerTokenFile = u.file.resolve(c.BearerTokenFile)
 	cfg.Username, cfg.Password = c.Username, c.Password
 	cfg.Impersonate = c.Impersonate
-	if len(c.CertData) == 0 && len(c.KeyData) == 0 && c.CertFile != "" && c.KeyFile != "" {
-		// A pair of files is read by New, and again when it changes: see
-		// Config.CertFile. Files are read here only to go with -data.
-		cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
-	} else {
-		var err error
-		if cfg.CertData, err = u.dataOrFile(c.CertData, c.CertFile, "client-certificate"); err != nil {
-			return err
-		}
-		if cfg.KeyData, err = u.dataOrFile(c.KeyData, c.KeyFile, "client-key"); err != nil {
-			return err
-		}
-	}
+	// Certificate files are named, for New to read: see Config.CertFile.
+	cfg.CertData, cfg.KeyData = c.CertData, c.KeyData
+	cfg.CertFile, cfg.KeyFile = u.file.resolve(c.CertFile), u.file.resolve(c.KeyFile)
 	cfg.Exec = c.Exec
 	if err := cfg.check(); err != nil {
 		return u.errorf("%v", err)

@@ -55,11 +55,11 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		errs = append(errs, err)
 	}
 	// TLS.
-	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: secretKeyPEM})
+	_, err = readKeyPair(&Config{CertData: certPEM, KeyData: secretKeyPEM})
 	errs = append(errs, err)
-	_, err = newTLSConfig(&Config{CertData: secretKeyPEM, KeyData: secretKeyPEM})
+	_, err = readKeyPair(&Config{CertData: secretKeyPEM, KeyData: secretKeyPEM})
 	errs = append(errs, err)
-	_, err = newTLSConfig(&Config{CertData: certPEM, KeyData: []byte(secret)})
+	_, err = readKeyPair(&Config{CertData: certPEM, KeyData: []byte(secret)})
 	errs = append(errs, err)
 	_, err = newTLSConfig(&Config{CAData: []byte(secret)})
 	errs = append(errs, err)

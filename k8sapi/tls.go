@@ -17,35 +17,39 @@ type certSource interface {
 	clientCertificate(ctx context.Context) (*tls.Certificate, error)
 }
 
-// withClientCerts returns base, or a certTransport over it when the client
-// certificate may change over time, with creds extended to reload it after
-// a 401. Files, which c.check found in pairs, are read now, so that a bad
-// pair fails early. Over plain http:// no certificate is ever sent, and
-// none is read.
+// withClientCerts returns base, or a certTransport over it when the
+// Config has a client certificate or an exec plugin may return one, with
+// creds extended to reload certificate files after a 401. A certificate
+// of the Config, which c.check found whole, is read now, so that a bad one
+// fails early. Over plain http:// no certificate is ever sent, and none
+// is read.
 func withClientCerts(c *Config, creds credentials, base *http.Transport) (http.RoundTripper, credentials, error) {
 	src, _ := creds.(certSource) // an exec plugin's, or nil
 	switch {
 	case plainHTTP(c.Host):
 		return base, creds, nil
-	case c.CertFile != "":
+	case c.CertFile != "" || len(c.CertData) > 0:
 		f := &certFiles{credentials: creds}
 		f.cert.now = time.Now
 		f.cert.read = func() (*tls.Certificate, error) {
-			return readKeyPair(c.CertFile, c.KeyFile)
+			return readKeyPair(c)
 		}
 		if _, err := f.cert.get(); err != nil {
 			return nil, nil, err
 		}
+		if len(c.CertData) > 0 && len(c.KeyData) > 0 {
+			f.cert.read = nil // no file to read again
+		}
 		return &certTransport{certs: f, base: base}, f, nil
-	case len(c.CertData) > 0 || src == nil:
+	case src == nil:
 		return base, creds, nil
 	}
 	return &certTransport{certs: src, base: base}, creds, nil
 }
 
-// certFiles extends credentials with a client certificate and key read
-// from files (see fileValue), so that a 401 also makes the files be read
-// again.
+// certFiles extends credentials with the Config's client certificate and
+// key, from files or data (see fileValue), so that a 401 also makes the
+// files be read again.
 type certFiles struct {
 	credentials
 	cert fileValue[*tls.Certificate]
@@ -56,33 +60,37 @@ func (f *certFiles) clientCertificate(context.Context) (*tls.Certificate, error)
 }
 
 func (f *certFiles) refresh() bool {
-	f.credentials.refresh()
-	return f.cert.refresh()
+	creds := f.credentials.refresh()
+	return f.cert.refresh() || creds
 }
 
-// readKeyPair reads and parses a certificate and key file, each of at
-// most maxPEMFileSize bytes. Its errors name the files, never their
-// content.
-func readKeyPair(certPath, keyPath string) (*tls.Certificate, error) {
-	var pems [2][]byte
-	for i, path := range []string{certPath, keyPath} {
+// readKeyPair parses c's client certificate and key, each from its data
+// or else its file, of at most maxPEMFileSize bytes. Its errors name the
+// files, or the data fields, never their content.
+func readKeyPair(c *Config) (*tls.Certificate, error) {
+	pems := [2][]byte{c.CertData, c.KeyData}
+	names := [2]string{"CertData", "KeyData"}
+	for i, path := range []string{c.CertFile, c.KeyFile} {
+		if len(pems[i]) > 0 {
+			continue
+		}
+		names[i] = [2]string{"certificate", "key"}[i] + " file " + path
 		b, err := readFileLimit(path, maxPEMFileSize)
 		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s: %w", path, pathCause(err))
+			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s: %w", names[i], pathCause(err))
 		}
 		pems[i] = b
 	}
 	cert, err := tls.X509KeyPair(pems[0], pems[1])
 	if err != nil {
-		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s and %s: %w", certPath, keyPath, err)
+		return nil, fmt.Errorf("k8sapi: TLS: client certificate: %s and %s: %w", names[0], names[1], err)
 	}
 	return &cert, nil
 }
 
 // newTLSConfig builds the client TLS configuration of c, which c.check
 // accepted: TLS 1.2 or later, the configured CA (system roots when none),
-// ServerName, Insecure, and a client certificate from CertData/KeyData.
-// Errors never include key material.
+// ServerName and Insecure.
 func newTLSConfig(c *Config) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
@@ -96,15 +104,7 @@ func newTLSConfig(c *Config) (*tls.Config, error) {
 		}
 		tc.RootCAs = pool
 	}
-	// Certificates from files or an exec plugin are set per transport:
-	// see certTransport.
-	if c.CertFile == "" && len(c.CertData) > 0 {
-		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
-		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
+	// A client certificate is set per transport: see certTransport.
 	return tc, nil
 }
 

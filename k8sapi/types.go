@@ -136,20 +136,13 @@ type DeploymentSpec struct {
 
 // DeploymentStatus is the part of a Deployment's status the operator reads.
 type DeploymentStatus struct {
-	ObservedGeneration int64                 `json:"observedGeneration,omitempty"`
-	Replicas           int32                 `json:"replicas,omitempty"`
-	UpdatedReplicas    int32                 `json:"updatedReplicas,omitempty"`
-	ReadyReplicas      int32                 `json:"readyReplicas,omitempty"`
-	AvailableReplicas  int32                 `json:"availableReplicas,omitempty"`
-	Conditions         []DeploymentCondition `json:"conditions,omitempty"`
-}
-
-// DeploymentCondition is a Deployment's condition (Available, Progressing).
-type DeploymentCondition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	Replicas           int32 `json:"replicas,omitempty"`
+	UpdatedReplicas    int32 `json:"updatedReplicas,omitempty"`
+	ReadyReplicas      int32 `json:"readyReplicas,omitempty"`
+	AvailableReplicas  int32 `json:"availableReplicas,omitempty"`
+	// Conditions are Available, Progressing and ReplicaFailure.
+	Conditions []Condition `json:"conditions,omitempty"`
 }
 
 // PodTemplateSpec is a Deployment's pod template.

@@ -1,31 +1,30 @@
 package k8sapi
 
 import (
-	"reflect"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strings"
 )
 
-// defaultUserAgent returns "k8sapi/<version> (<GOOS>/<GOARCH>)" for the
-// running binary.
+// defaultUserAgent returns "<program>/<version> (<GOOS>/<GOARCH>)" for
+// the running binary: see userAgent.
 func defaultUserAgent() string {
 	bi, _ := debug.ReadBuildInfo()
-	return "k8sapi/" + moduleVersion(bi) + " (" + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	return userAgent(os.Args, bi)
 }
 
-// moduleVersion returns the version of the module this package was built
-// from, as bi records it (the main module or a dependency), or "devel"
-// when bi is nil or records none, as in a build inside the module itself.
-func moduleVersion(bi *debug.BuildInfo) string {
-	if bi == nil {
-		return "devel"
+// userAgent returns "<program>/<version> (<GOOS>/<GOARCH>)": the program
+// is the base name of args[0] ("unknown" when there is none), the version
+// that of the main module as bi records it, or "devel" when bi is nil or
+// records none, as in a build inside the module itself.
+func userAgent(args []string, bi *debug.BuildInfo) string {
+	program, version := "unknown", "devel"
+	if len(args) > 0 {
+		program = filepath.Base(args[0])
 	}
-	pkg := reflect.TypeFor[Client]().PkgPath()
-	for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
-		if m.Path != "" && strings.HasPrefix(pkg, m.Path+"/") && m.Version != "" && m.Version != "(devel)" {
-			return m.Version
-		}
+	if bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
 	}
-	return "devel"
+	return program + "/" + version + " (" + runtime.GOOS + "/" + runtime.GOARCH + ")"
 }

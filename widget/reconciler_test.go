@@ -40,7 +40,7 @@ func ownedDeployment(t testing.TB, w *Widget, ready int32) *k8sapi.Deployment {
 	d.UID, d.Generation, d.ResourceVersion = "uid-deployment-web", 1, "20"
 	d.Status = k8sapi.DeploymentStatus{
 		ObservedGeneration: 1, Replicas: ready, UpdatedReplicas: ready, ReadyReplicas: ready, AvailableReplicas: ready,
-		Conditions: []k8sapi.DeploymentCondition{
+		Conditions: []k8sapi.Condition{
 			{Type: "Available", Status: "True", Reason: "MinimumReplicasAvailable"},
 			{Type: "Progressing", Status: "True", Reason: "NewReplicaSetAvailable"},
 		},
@@ -232,7 +232,7 @@ func TestReconcile(t *testing.T) {
 				c := readyWorld(t)
 				d := c.deployments["default/web"]
 				d.Status.ReadyReplicas = 1
-				d.Status.Conditions = []k8sapi.DeploymentCondition{
+				d.Status.Conditions = []k8sapi.Condition{
 					{Type: "Available", Status: "False"},
 					{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-5d4" has timed out progressing.`},
 				}

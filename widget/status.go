@@ -57,29 +57,18 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 		return notReady(PhaseProgressing, ReasonProgressing, "Deployment %s: generation %d not yet observed (observed %d)",
 			key, d.Generation, d.Status.ObservedGeneration)
 	}
-	if c := deploymentCondition(d, "Progressing"); c.Status == "False" && c.Reason == "ProgressDeadlineExceeded" {
+	if c, _ := reconcile.FindCondition(d.Status.Conditions, "Progressing"); c.Status == "False" && c.Reason == "ProgressDeadlineExceeded" {
 		return notReady(PhaseFailed, ReasonProgressDeadlineExceeded, "Deployment %s: %s", key, c.Message)
 	}
 	want := w.Spec.ReplicasOrDefault()
 	ds := d.Status
-	available := deploymentCondition(d, "Available").Status == "True"
+	available := reconcile.IsConditionTrue(d.Status.Conditions, "Available")
 	if ds.ReadyReplicas >= want && ds.UpdatedReplicas >= want && available {
 		return PhaseReady, k8sapi.Condition{Status: "True", Reason: ReasonReady,
 			Message: fmt.Sprintf("%d/%d replicas ready", ds.ReadyReplicas, want)}
 	}
 	return notReady(PhaseProgressing, ReasonProgressing, "%d/%d replicas ready, %d updated, available: %t",
 		ds.ReadyReplicas, want, ds.UpdatedReplicas, available)
-}
-
-// deploymentCondition returns d's condition of type t, or the zero
-// condition when there is none.
-func deploymentCondition(d *k8sapi.Deployment, t string) k8sapi.DeploymentCondition {
-	for _, c := range d.Status.Conditions {
-		if c.Type == t {
-			return c
-		}
-	}
-	return k8sapi.DeploymentCondition{}
 }
 
 // StatusEqual reports whether two statuses are the same, comparing times

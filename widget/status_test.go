@@ -9,15 +9,15 @@ import (
 )
 
 func TestStatusFor(t *testing.T) {
-	deploy := func(gen, observed int64, ready, updated int32, conds ...k8sapi.DeploymentCondition) *k8sapi.Deployment {
+	deploy := func(gen, observed int64, ready, updated int32, conds ...k8sapi.Condition) *k8sapi.Deployment {
 		d := &k8sapi.Deployment{}
 		d.Generation = gen
 		d.Status = k8sapi.DeploymentStatus{ObservedGeneration: observed, ReadyReplicas: ready, UpdatedReplicas: updated, Conditions: conds}
 		return d
 	}
-	available := k8sapi.DeploymentCondition{Type: "Available", Status: "True"}
-	unavailable := k8sapi.DeploymentCondition{Type: "Available", Status: "False"}
-	deadline := k8sapi.DeploymentCondition{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: "timed out"}
+	available := k8sapi.Condition{Type: "Available", Status: "True"}
+	unavailable := k8sapi.Condition{Type: "Available", Status: "False"}
+	deadline := k8sapi.Condition{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: "timed out"}
 	tests := []struct {
 		name        string
 		d           *k8sapi.Deployment

@@ -132,7 +132,7 @@ func deploymentView(d *appsv1ac.DeploymentApplyConfiguration) *k8sapi.Deployment
 		out.Status.ReadyReplicas = deref(s.ReadyReplicas)
 		out.Status.AvailableReplicas = deref(s.AvailableReplicas)
 		for _, c := range s.Conditions {
-			out.Status.Conditions = append(out.Status.Conditions, k8sapi.DeploymentCondition{
+			out.Status.Conditions = append(out.Status.Conditions, k8sapi.Condition{
 				Type: string(deref(c.Type)), Status: string(deref(c.Status)),
 				Reason: deref(c.Reason), Message: deref(c.Message),
 			})
