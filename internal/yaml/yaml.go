@@ -582,54 +582,49 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		fail(num, "invalid block scalar header")
 	}
 	var b text
-	// The empty lines since the last content line, and the longest
-	// leading one.
-	empty, longest := 0, 0
-	// Whether the last content line is more indented and whether it ends
-	// with a line break.
-	prevMore, broken := false, false
+	// The line breaks since the last content line, the longest line
+	// before the first content line, and whether the last content line is
+	// more indented.
+	breaks, longest, prevMore := 0, 0, false
 	for l := p.line(); l != nil; l = p.line() {
-		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
-			// An empty line; only one that ends in a line break counts.
-			if l.end < len(p.src) {
-				empty++
+		// A content line; the others are empty lines.
+		if strings.Trim(l.raw, " ") != "" || indent >= 0 && len(l.raw) > indent {
+			if indent < 0 {
+				if longest > l.indent && l.indent > parent {
+					fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+				}
+				if l.indent <= parent || l.indent == 0 {
+					break // no content: the scalar is empty
+				}
+				indent = l.indent
 			}
-			longest = max(longest, len(l.raw))
-			p.next()
-			continue
-		}
-		if indent < 0 {
-			if longest > l.indent && l.indent > parent {
-				fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+			if l.indent < indent {
+				break
 			}
-			if l.indent <= parent || l.indent == 0 {
-				break // no content: the scalar is empty
+			c := l.raw[indent:]
+			more := c[0] == ' ' || c[0] == '\t'
+			if b.Len() > 0 && folded && !more && !prevMore {
+				// A folded line break: a space, or one line feed fewer.
+				if breaks--; breaks == 0 {
+					b.repeat(' ', 1)
+				}
 			}
-			indent = l.indent
+			b.repeat('\n', breaks)
+			b.put(c)
+			prevMore, breaks = more, 0
 		}
-		if l.indent < indent {
-			break
+		longest = max(longest, len(l.raw))
+		if l.end < len(p.src) {
+			breaks++
 		}
-		c := l.raw[indent:]
-		more := c == "" || c[0] == ' ' || c[0] == '\t'
-		// Before all but the first content line, the line break.
-		switch {
-		case b.Len() > 0 && (!folded || more || prevMore):
-			empty++
-		case b.Len() > 0 && empty == 0:
-			b.repeat(' ', 1) // a folded line break
-		}
-		b.repeat('\n', empty)
-		b.put(c)
-		prevMore, empty = more, 0
-		broken = l.end < len(p.src)
 		p.next()
 	}
-	if broken && chomp != '-' {
-		b.repeat('\n', 1)
-	}
-	if chomp == '+' {
-		b.repeat('\n', empty)
+	// Clipping keeps the last content line's break, keeping every break.
+	switch {
+	case chomp == 0 && b.Len() > 0:
+		b.repeat('\n', min(breaks, 1))
+	case chomp == '+':
+		b.repeat('\n', breaks)
 	}
 	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}
 }
