@@ -659,11 +659,25 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 		// An escaped line break joins the lines with nothing between.
 		escapedBreak := c == '\\' && q == '"' && strings.HasPrefix(s[j+1:], "\n")
 		switch {
-		case c == ' ' || c == '\t':
-			// White space before a line break is dropped.
-			k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
-			if k < len(s) && s[k] != '\n' {
+		case c == ' ' || c == '\t' || c == '\n' || escapedBreak:
+			// White space, line breaks and empty lines: a line break folds
+			// to a space, n empty lines give n line feeds, and white space
+			// around a line break is dropped.
+			k := len(s) - len(strings.TrimLeft(s[j+1:], " \t\n"))
+			if k == len(s) {
+				return "", -1, 0
+			}
+			breaks := strings.Count(s[j:k], "\n")
+			if n += breaks; breaks > 0 {
+				lineIn(s[j+strings.LastIndexByte(s[j:k], '\n')+1:], n, minIndent, "quoted scalar")
+			}
+			switch {
+			case breaks == 0:
 				b.put(s[j:k])
+			case breaks == 1 && !escapedBreak:
+				b.repeat(' ', 1)
+			default:
+				b.repeat('\n', breaks-1)
 			}
 			j = k
 		case c == q && q == '\'' && strings.HasPrefix(s[j+1:], "'"):
@@ -671,26 +685,6 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			j += 2
 		case c == q:
 			return b.String(), j + 1, n
-		case c == '\n' || escapedBreak:
-			if escapedBreak {
-				j++
-			}
-			// Skip the empty lines and the next line's indentation.
-			empty, start := -1, j
-			for ; j < len(s) && s[j] == '\n'; empty++ {
-				j, n, start = j+1, n+1, j+1
-				for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-					j++
-				}
-			}
-			if j == len(s) {
-				return "", -1, 0
-			}
-			lineIn(s[start:], n, minIndent, "quoted scalar")
-			if empty == 0 && !escapedBreak {
-				b.repeat(' ', 1)
-			}
-			b.repeat('\n', empty)
 		case c == '\\' && q == '"':
 			if j+1 == len(s) {
 				return "", -1, 0
