@@ -161,8 +161,7 @@ type parser struct {
 	src    string
 	off    int  // offset of the next line not yet consumed
 	num    int  // that line's number
-	cur    line // the line at off, when have is set
-	have   bool
+	cur    line // the line at off, when its number is num
 	// Inside a flow collection or quoted scalar, off is the offset of the
 	// next character, and:
 	start     int // the line the outermost collection starts on
@@ -196,23 +195,21 @@ func (p *parser) lineEnd(off int) int {
 
 // line returns the line at the parser's position, or nil at the end.
 func (p *parser) line() *line {
-	if !p.have && p.off < len(p.src) {
+	if p.off >= len(p.src) {
+		return nil
+	}
+	if p.cur.num != p.num {
 		end := p.lineEnd(p.off)
 		raw := p.src[p.off:end]
 		t := strings.TrimLeft(raw, " ")
-		p.cur, p.have = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}, true
-	}
-	if !p.have {
-		return nil
+		p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
 	}
 	return &p.cur
 }
 
-// next consumes the current line.
+// next consumes the current line, which line has returned.
 func (p *parser) next() {
-	if l := p.line(); l != nil {
-		p.off, p.num, p.have = l.end+1, l.num+1, false
-	}
+	p.off, p.num = p.cur.end+1, p.cur.num+1
 }
 
 // peek returns the next line that is not blank, or nil at the end.
