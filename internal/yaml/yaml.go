@@ -317,10 +317,8 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *
 	l := p.peek()
 	switch {
 	case l == nil || isDocMarker(l):
-	case l.indent > parent:
+	case l.indent > parent || l.indent == parent && sameIndentList && isSeqItem(l.text):
 		return p.block(l.indent, parent, depth)
-	case l.indent == parent && sameIndentList && isSeqItem(l.text):
-		return p.list(parent, depth)
 	}
 	return null(lineNum)
 }
