@@ -680,10 +680,9 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			j += 2
 		case c == q:
 			return b.String(), j + 1, n
-		case c == '\\' && q == '"':
-			if j+1 == len(s) {
-				return "", -1, 0
-			}
+		case c == '\\' && q == '"' && j+1 < len(s):
+			// (A backslash that ends the text is the default's: the
+			// scalar is not closed.)
 			j += 1 + escape(&b, s[j+1:], n)
 		default:
 			b.put(s[j : j+1])
