@@ -161,8 +161,11 @@ type parser struct {
 	src    string
 	off    int  // offset of the next line not yet consumed
 	num    int  // that line's number
-	cur    line // the line at off, when have is set
-	have   bool
+	cur    line // the line at off, when its number is num
+	// Inside a flow collection or quoted scalar, off is the offset of the
+	// next character, and:
+	start     int // the line the outermost collection starts on
+	minIndent int // the least indentation of the lines after the first
 }
 
 // checkChars rejects invalid UTF-8 and control characters other than tab
@@ -192,23 +195,21 @@ func (p *parser) lineEnd(off int) int {
 
 // line returns the line at the parser's position, or nil at the end.
 func (p *parser) line() *line {
-	if !p.have && p.off < len(p.src) {
+	if p.off >= len(p.src) {
+		return nil
+	}
+	if p.cur.num != p.num {
 		end := p.lineEnd(p.off)
 		raw := p.src[p.off:end]
 		t := strings.TrimLeft(raw, " ")
-		p.cur, p.have = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}, true
-	}
-	if !p.have {
-		return nil
+		p.cur = line{num: p.num, end: end, indent: len(raw) - len(t), text: t, raw: raw}
 	}
 	return &p.cur
 }
 
-// next consumes the current line.
+// next consumes the current line, which line has returned.
 func (p *parser) next() {
-	if l := p.line(); l != nil {
-		p.off, p.num, p.have = l.end+1, l.num+1, false
-	}
+	p.off, p.num = p.cur.end+1, p.cur.num+1
 }
 
 // peek returns the next line that is not blank, or nil at the end.
@@ -316,10 +317,8 @@ func (p *parser) indented(parent int, sameIndentList bool, depth, lineNum int) *
 	l := p.peek()
 	switch {
 	case l == nil || isDocMarker(l):
-	case l.indent > parent:
+	case l.indent > parent || l.indent == parent && sameIndentList && isSeqItem(l.text):
 		return p.block(l.indent, parent, depth)
-	case l.indent == parent && sameIndentList && isSeqItem(l.text):
-		return p.list(parent, depth)
 	}
 	return null(lineNum)
 }
@@ -456,13 +455,13 @@ func (p *parser) inline(t string, at, num, parent, depth int) *Node {
 		return p.blockScalar(t, num, parent)
 	case '[', '{', '"', '\'':
 		// Only a comment may follow where it ends.
-		f := flow{parser: p, i: at, line: num, start: num, minIndent: parent + 1}
-		n := f.value(depth)
-		end := p.lineEnd(f.i)
-		if !spaceOrComment(p.src[f.i:end]) {
-			fail(f.line, "unexpected text after a %s", [...]string{Scalar: "quoted scalar", Map: "flow collection", List: "flow collection"}[n.Kind])
+		p.off, p.num, p.start, p.minIndent = at, num, num, parent+1
+		n := p.flowValue(depth)
+		end := p.lineEnd(p.off)
+		if !spaceOrComment(p.src[p.off:end]) {
+			fail(p.num, "unexpected text after a %s", [...]string{Scalar: "quoted scalar", Map: "flow collection", List: "flow collection"}[n.Kind])
 		}
-		p.off, p.num, p.have = end+1, f.line+1, false
+		p.off, p.num = end+1, p.num+1
 		return n
 	}
 	return p.plain(t, num, parent)
@@ -578,54 +577,49 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		fail(num, "invalid block scalar header")
 	}
 	var b text
-	// The empty lines since the last content line, and the longest
-	// leading one.
-	empty, longest := 0, 0
-	// Whether the last content line is more indented and whether it ends
-	// with a line break.
-	prevMore, broken := false, false
+	// The line breaks since the last content line, the longest line
+	// before the first content line, and whether the last content line is
+	// more indented.
+	breaks, longest, prevMore := 0, 0, false
 	for l := p.line(); l != nil; l = p.line() {
-		if strings.Trim(l.raw, " ") == "" && (indent < 0 || len(l.raw) <= indent) {
-			// An empty line; only one that ends in a line break counts.
-			if l.end < len(p.src) {
-				empty++
+		// A content line; the others are empty lines.
+		if strings.Trim(l.raw, " ") != "" || indent >= 0 && len(l.raw) > indent {
+			if indent < 0 {
+				if longest > l.indent && l.indent > parent {
+					fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+				}
+				if l.indent <= parent || l.indent == 0 {
+					break // no content: the scalar is empty
+				}
+				indent = l.indent
 			}
-			longest = max(longest, len(l.raw))
-			p.next()
-			continue
-		}
-		if indent < 0 {
-			if longest > l.indent && l.indent > parent {
-				fail(l.num-1, "a leading empty line of a block scalar is indented more than its first line")
+			if l.indent < indent {
+				break
 			}
-			if l.indent <= parent || l.indent == 0 {
-				break // no content: the scalar is empty
+			c := l.raw[indent:]
+			more := c[0] == ' ' || c[0] == '\t'
+			if b.Len() > 0 && folded && !more && !prevMore {
+				// A folded line break: a space, or one line feed fewer.
+				if breaks--; breaks == 0 {
+					b.repeat(' ', 1)
+				}
 			}
-			indent = l.indent
+			b.repeat('\n', breaks)
+			b.put(c)
+			prevMore, breaks = more, 0
 		}
-		if l.indent < indent {
-			break
+		longest = max(longest, len(l.raw))
+		if l.end < len(p.src) {
+			breaks++
 		}
-		c := l.raw[indent:]
-		more := c == "" || c[0] == ' ' || c[0] == '\t'
-		// Before all but the first content line, the line break.
-		switch {
-		case b.Len() > 0 && (!folded || more || prevMore):
-			empty++
-		case b.Len() > 0 && empty == 0:
-			b.repeat(' ', 1) // a folded line break
-		}
-		b.repeat('\n', empty)
-		b.put(c)
-		prevMore, empty = more, 0
-		broken = l.end < len(p.src)
 		p.next()
 	}
-	if broken && chomp != '-' {
-		b.repeat('\n', 1)
-	}
-	if chomp == '+' {
-		b.repeat('\n', empty)
+	// Clipping keeps the last content line's break, keeping every break.
+	switch {
+	case chomp == 0 && b.Len() > 0:
+		b.repeat('\n', min(breaks, 1))
+	case chomp == '+':
+		b.repeat('\n', breaks)
 	}
 	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}
 }
@@ -660,11 +654,25 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 		// An escaped line break joins the lines with nothing between.
 		escapedBreak := c == '\\' && q == '"' && strings.HasPrefix(s[j+1:], "\n")
 		switch {
-		case c == ' ' || c == '\t':
-			// White space before a line break is dropped.
-			k := len(s) - len(strings.TrimLeft(s[j:], " \t"))
-			if k < len(s) && s[k] != '\n' {
+		case c == ' ' || c == '\t' || c == '\n' || escapedBreak:
+			// White space, line breaks and empty lines: a line break folds
+			// to a space, n empty lines give n line feeds, and white space
+			// around a line break is dropped.
+			k := len(s) - len(strings.TrimLeft(s[j+1:], " \t\n"))
+			if k == len(s) {
+				return "", -1, 0
+			}
+			breaks := strings.Count(s[j:k], "\n")
+			if n += breaks; breaks > 0 {
+				lineIn(s[j+strings.LastIndexByte(s[j:k], '\n')+1:], n, minIndent, "quoted scalar")
+			}
+			switch {
+			case breaks == 0:
 				b.put(s[j:k])
+			case breaks == 1 && !escapedBreak:
+				b.repeat(' ', 1)
+			default:
+				b.repeat('\n', breaks-1)
 			}
 			j = k
 		case c == q && q == '\'' && strings.HasPrefix(s[j+1:], "'"):
@@ -672,30 +680,9 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			j += 2
 		case c == q:
 			return b.String(), j + 1, n
-		case c == '\n' || escapedBreak:
-			if escapedBreak {
-				j++
-			}
-			// Skip the empty lines and the next line's indentation.
-			empty, start := -1, j
-			for ; j < len(s) && s[j] == '\n'; empty++ {
-				j, n, start = j+1, n+1, j+1
-				for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-					j++
-				}
-			}
-			if j == len(s) {
-				return "", -1, 0
-			}
-			lineIn(s[start:], n, minIndent, "quoted scalar")
-			if empty == 0 && !escapedBreak {
-				b.repeat(' ', 1)
-			}
-			b.repeat('\n', empty)
-		case c == '\\' && q == '"':
-			if j+1 == len(s) {
-				return "", -1, 0
-			}
+		case c == '\\' && q == '"' && j+1 < len(s):
+			// (A backslash that ends the text is the default's: the
+			// scalar is not closed.)
 			j += 1 + escape(&b, s[j+1:], n)
 		default:
 			b.put(s[j : j+1])
@@ -746,120 +733,110 @@ func escape(b *text, s string, num int) int {
 	return 1 + digits
 }
 
-// flow reads a flow collection or a quoted scalar, which may span lines:
-// JSON is one.
-type flow struct {
-	*parser
-	i         int // the offset in src
-	line      int // the line of src[i]
-	start     int // the line the outermost collection starts on
-	minIndent int // the least indentation of the lines after the first
-}
-
 // more skips white space, line breaks and comments, and fails when the
 // text ends before the collection does. Each line it enters must be
 // indented at least minIndent and must not be a document marker.
-func (f *flow) more() {
-	for ; f.i < len(f.src); f.i++ {
-		switch c := f.src[f.i]; {
-		case c == '#' && (f.i == 0 || strings.IndexByte(" \t\n", f.src[f.i-1]) >= 0):
-			f.i = f.lineEnd(f.i) - 1
+func (p *parser) more() {
+	for ; p.off < len(p.src); p.off++ {
+		switch c := p.src[p.off]; {
+		case c == '#' && (p.off == 0 || strings.IndexByte(" \t\n", p.src[p.off-1]) >= 0):
+			p.off = p.lineEnd(p.off) - 1
 		case c == '\n':
-			f.line++
-			if t := strings.TrimLeft(f.src[f.i+1:], " \t"); t != "" && t[0] != '\n' && t[0] != '#' {
-				lineIn(f.src[f.i+1:], f.line, f.minIndent, "flow collection")
+			p.num++
+			if t := strings.TrimLeft(p.src[p.off+1:], " \t"); t != "" && t[0] != '\n' && t[0] != '#' {
+				lineIn(p.src[p.off+1:], p.num, p.minIndent, "flow collection")
 			}
 		case c != ' ' && c != '\t':
 			return
 		}
 	}
-	fail(f.start, "flow collection not closed before the end of the document")
+	fail(p.start, "flow collection not closed before the end of the document")
 }
 
-func (f *flow) value(depth int) *Node {
-	checkDepth(depth, f.line)
-	f.more()
-	switch c := f.src[f.i]; c {
+func (p *parser) flowValue(depth int) *Node {
+	checkDepth(depth, p.num)
+	p.more()
+	switch c := p.src[p.off]; c {
 	case '[', '{':
-		return f.collection(depth)
+		return p.collection(depth)
 	case '"', '\'':
-		n := &Node{Kind: Scalar, Line: f.line, Quoted: true}
-		n.Value, f.i, f.line = quoted(f.src, f.i, f.line, f.minIndent)
-		if f.i < 0 {
+		n := &Node{Kind: Scalar, Line: p.num, Quoted: true}
+		n.Value, p.off, p.num = quoted(p.src, p.off, p.num, p.minIndent)
+		if p.off < 0 {
 			fail(n.Line, "unterminated %s-quoted scalar", map[byte]string{'"': "double", '\'': "single"}[c])
 		}
 		return n
 	case ',', ']', '}', '#':
-		fail(f.line, "expected a value in a flow collection")
+		fail(p.num, "expected a value in a flow collection")
 	case '|', '>':
-		fail(f.line, "block scalars cannot appear in a flow collection")
+		fail(p.num, "block scalars cannot appear in a flow collection")
 	}
-	indicator(f.src[f.i:], f.line)
-	start := f.i
-	f.i += plainEnd(f.src[f.i:], true)
-	return &Node{Kind: Scalar, Line: f.line, Value: strings.TrimRight(f.src[start:f.i], " \t")}
+	indicator(p.src[p.off:], p.num)
+	start := p.off
+	p.off += plainEnd(p.src[p.off:], true)
+	return &Node{Kind: Scalar, Line: p.num, Value: strings.TrimRight(p.src[start:p.off], " \t")}
 }
 
-// collection parses the flow list or map that starts at src[i].
-func (f *flow) collection(depth int) *Node {
-	n := &Node{Kind: List, Line: f.line}
+// collection parses the flow list or map that starts at src[off].
+func (p *parser) collection(depth int) *Node {
+	n := &Node{Kind: List, Line: p.num}
 	end := byte(']')
 	var seen map[string]bool
-	if f.src[f.i] == '{' {
+	if p.src[p.off] == '{' {
 		n.Kind, end, seen = Map, '}', make(map[string]bool)
 	}
-	f.i++
-	for f.more(); f.src[f.i] != end; f.more() {
-		num := f.line
-		v := f.value(depth + 1)
+	p.off++
+	for p.more(); p.src[p.off] != end; p.more() {
+		num := p.num
+		v := p.flowValue(depth + 1)
 		if n.Kind == Map {
-			v = f.entry(n, v, num, seen, depth)
+			v = p.flowEntry(n, v, num, seen, depth)
 		} else {
 			n.Items = append(n.Items, v)
 		}
-		f.count(num)
-		f.more()
-		switch c := f.src[f.i]; {
+		p.count(num)
+		p.more()
+		switch c := p.src[p.off]; {
 		case c == ',':
-			f.i++
+			p.off++
 		case c == end:
 		case c == ':' && n.Kind == List:
-			fail(f.line, "key: value pairs in a flow list are not supported")
-		case strings.IndexByte(",]}:", c) < 0 && f.line > v.Line && v.Kind == Scalar && !v.Quoted:
+			fail(p.num, "key: value pairs in a flow list are not supported")
+		case strings.IndexByte(",]}:", c) < 0 && p.num > v.Line && v.Kind == Scalar && !v.Quoted:
 			// A plain scalar that ends with its line must end with a
 			// flow indicator.
 			fail(v.Line, "plain scalars over several lines are not supported in a flow collection (quote the value)")
 		default:
-			fail(f.line, "expected ',' or '%c' in a flow %s", end, n.Kind)
+			fail(p.num, "expected ',' or '%c' in a flow %s", end, n.Kind)
 		}
 	}
-	f.i++
+	p.off++
 	return n
 }
 
 // entry reads the rest of an entry of flow map m whose key k, on line num,
 // has been read, adds it to m and returns its value. seen holds m's keys.
-func (f *flow) entry(m, k *Node, num int, seen map[string]bool, depth int) *Node {
+func (p *parser) flowEntry(m, k *Node, num int, seen map[string]bool, depth int) *Node {
 	// The ':' is on the key's line.
-	f.i = len(f.src) - len(strings.TrimLeft(f.src[f.i:], " \t"))
+	p.off = len(p.src) - len(strings.TrimLeft(p.src[p.off:], " \t"))
 	switch {
 	case k.Kind != Scalar:
 		fail(num, "map keys must be scalars")
-	case f.line != num:
+	case p.num != num:
 		fail(num, "a map key must be on one line")
 	case !k.Quoted && k.Value == "<<":
 		fail(num, "merge keys ('<<') are not supported")
-	case !strings.HasPrefix(f.src[f.i:], ":"):
+	case !strings.HasPrefix(p.src[p.off:], ":"):
 		fail(num, "expected ':' after a key in a flow map")
 	case seen[k.Value]:
 		fail(num, "duplicate map key")
 	}
 	seen[k.Value] = true
-	f.i++
-	f.more()
+	p.off++
+	p.more()
 	v := null(num)
-	if c := f.src[f.i]; c != ',' && c != '}' {
-		v = f.value(depth + 1)
+	if c := p.src[p.off]; c != ',' && c != '}' {
+		v = p.flowValue(depth + 1)
 	}
 	m.Entries = append(m.Entries, Entry{Key: k.Value, Line: num, Value: v})
 	return v
