@@ -254,18 +254,6 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 	}, resource)
 }
 
-// NewLeaderMetric returns widget_operator_leader, a gauge read at every
-// scrape: 1 while isLeader reports true, 0 otherwise. A replica that
-// runs without leader election passes a function that returns true.
-func NewLeaderMetric(isLeader func() bool) *Vec {
-	return NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
-		if isLeader() {
-			return 1
-		}
-		return 0
-	})
-}
-
 // APIMetrics are the widget_operator_api_* families, fed by
 // [APIMetrics.RoundTripper]: widget_operator_api_requests_total{verb,code}
 // and widget_operator_api_request_duration_seconds{verb}. Register the

@@ -224,16 +224,3 @@ func TestAPIRoundTripper(t *testing.T) {
 		t.Errorf("api samples: %v", got)
 	}
 }
-
-func TestLeaderMetric(t *testing.T) {
-	var leading atomic.Bool
-	r := NewRegistry()
-	r.MustRegister(NewLeaderMetric(leading.Load))
-	if got := samples(t, r)["widget_operator_leader{}"]; got != 0 {
-		t.Errorf("not leading: %v", got)
-	}
-	leading.Store(true)
-	if got := samples(t, r)["widget_operator_leader{}"]; got != 1 {
-		t.Errorf("leading: %v", got)
-	}
-}
