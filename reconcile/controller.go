@@ -127,7 +127,7 @@ type Controller struct {
 	initOnce sync.Once
 	initErr  error // of the first init: metrics or leader election
 	queue    *queue.Queue
-	series   *metrics.ControllerSeries
+	series   *metrics.ControllerMetrics
 	watches  *metrics.WatchMetrics
 	shards   *leader.Shards // nil without leader election
 	// shardCtx[k] is the context of the shard k while this replica holds
@@ -244,13 +244,11 @@ func (c *Controller) init() error {
 		// Without WatchPrimary: no keys, and no resourceVersion to log.
 		c.keys = func() []string { return nil }
 		c.primaryRV = func(string, string) string { return "" }
-		wq := metrics.NewWorkqueueMetrics()
-		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
-		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
-		cm := metrics.NewControllerMetrics()
-		c.series = cm.Controller(c.Name, c.workers())
+		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
+		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
 		c.watches = metrics.NewWatchMetrics(time.Now)
-		collectors := []metrics.Collector{cm, wq, c.watches,
+		collectors := []metrics.Collector{c.series, wq, c.watches,
 			metrics.NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
 				if c.IsLeader() {
 					return 1

@@ -46,9 +46,8 @@ func TestWorkqueueBucketsMatchControllerRuntime(t *testing.T) {
 
 func TestControllerMetrics(t *testing.T) {
 	r := NewRegistry()
-	m := NewControllerMetrics()
-	r.MustRegister(m)
-	s := m.Controller("widget", 3)
+	s := NewControllerMetrics("widget", 3)
+	r.MustRegister(s)
 	s.WorkerStarted()
 	s.Reconciled(20*time.Millisecond, ResultSuccess)
 	s.Reconciled(2*time.Second, ResultError)
@@ -79,11 +78,11 @@ func TestControllerMetrics(t *testing.T) {
 // adapter and checks the workqueue families.
 func TestQueueAdapter(t *testing.T) {
 	r := NewRegistry()
-	m := NewWorkqueueMetrics()
+	var q *queue.Queue
+	m := NewWorkqueueMetrics("widgets", "widget", func() (time.Duration, time.Duration) { return q.Unfinished() })
 	r.MustRegister(m)
 	clk := &fakeClock{now: time.Unix(1000, 0)}
-	q := queue.New(queue.Config{Name: "widgets", Clock: clk, Metrics: m.Queue("widgets", "widget")})
-	m.PollUnfinished("widgets", "widget", q.Unfinished)
+	q = queue.New(queue.Config{Name: "widgets", Clock: clk, Metrics: m})
 	q.Add("a")
 	q.Add("b")
 	q.Add("a")
