@@ -247,7 +247,7 @@ func (c *Controller) init() error {
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
-		c.watches = metrics.NewWatchMetrics(time.Now)
+		c.watches = metrics.NewWatchMetrics()
 		collectors := []metrics.Collector{c.series, wq, c.watches,
 			metrics.NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
 				if c.IsLeader() {

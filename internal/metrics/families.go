@@ -179,18 +179,12 @@ type WatchSource interface {
 // informers at every scrape. Register the set with [Registry.Register];
 // it is safe for concurrent use.
 type WatchMetrics struct {
-	now                              func() time.Time
 	relists, reconnects, events, age *Vec
 }
 
-// NewWatchMetrics returns the watch families, with no informer yet. now
-// is the clock for the last-event age; nil means time.Now.
-func NewWatchMetrics(now func() time.Time) *WatchMetrics {
-	if now == nil {
-		now = time.Now
-	}
+// NewWatchMetrics returns the watch families, with no informer yet.
+func NewWatchMetrics() *WatchMetrics {
 	return &WatchMetrics{
-		now:        now,
 		relists:    newVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
 		reconnects: newVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
 		events:     newVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
@@ -204,7 +198,7 @@ func (m *WatchMetrics) vecs() []*Vec { return []*Vec{m.relists, m.reconnects, m.
 // "widgets". Until src hears from the server, the last-event age counts
 // from this call, so a watch that never starts shows as one growing old.
 func (m *WatchMetrics) Add(resource string, src WatchSource) {
-	added := m.now()
+	added := time.Now()
 	stat := func(f func(watch.StatsSnapshot) int64) func() float64 {
 		return func() float64 { return float64(f(src.Stats())) }
 	}
@@ -219,7 +213,7 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 		if last.IsZero() {
 			last = added
 		}
-		return max(m.now().Sub(last).Seconds(), 0)
+		return max(time.Since(last).Seconds(), 0)
 	}, resource)
 }
 
