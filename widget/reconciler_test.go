@@ -200,6 +200,21 @@ func TestReconcile(t *testing.T) {
 			wantPatch: `{"status":{"readyReplicas":3,"phase":"Failed","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"OwnershipConflict","message":"Service default/web exists and is controlled by Widget web (uid uid-old-web)"}]}}`,
 		},
 		{
+			// The first conflict found is reported: the Deployment's,
+			// as it is applied first.
+			name: "ownership conflict: both children",
+			world: func(t *testing.T) *recordingClient {
+				c := readyWorld(t)
+				c.widgets["default/web"].Status = WidgetStatus{}
+				c.deployments["default/web"].OwnerReferences = nil
+				c.services["default/web"].OwnerReferences = nil
+				return c
+			},
+			wantCalls: calls("PatchWidgetStatus default/web",
+				"Event Warning OwnershipConflict default/web: Deployment default/web exists and has no controller"),
+			wantPatch: `{"status":{"readyReplicas":0,"phase":"Failed","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"OwnershipConflict","message":"Deployment default/web exists and has no controller"}]}}`,
+		},
+		{
 			name: "invalid spec",
 			world: func(t *testing.T) *recordingClient {
 				c := newRecordingClient()
