@@ -72,9 +72,6 @@ type Reconciler struct {
 	// Updated when a child is applied, Warning when the Widget fails or a
 	// write fails (ReasonReconcileError). Nil records nothing.
 	Recorder EventRecorder
-	// Now returns the current time, for conditions' lastTransitionTime
-	// and the failure timings. Nil means time.Now.
-	Now func() time.Time
 
 	failed sync.Map // key → failure: what is remembered of a failing Widget
 }
@@ -162,9 +159,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	svc, _ := r.Services.Get(ns, name)
 
 	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
 	var (
 		problem *Problem
 		res     queue.Result
