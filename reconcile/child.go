@@ -14,16 +14,19 @@ import (
 // server-side applies want (forced). The object the server returned goes
 // to cache.Wrote, so that the next read sees it, and is returned.
 //
-// A cache filtered by a label selector may miss an object of the child's
-// name that it does not select: when the create is refused because the
-// name is taken, the existing object is read, and if its controller is
-// not want's controller owner (by UID), ApplyChild writes nothing and
-// returns a [*NotControlledError]. Otherwise it applies over it.
+// It writes nothing over an object that want's controller owner (by UID)
+// does not control, and returns a [*NotControlledError] instead: one the
+// cache holds is checked before the apply. A cache filtered by a label
+// selector may miss an object of the child's name that it does not
+// select: when the create is refused because the name is taken, the
+// existing object is read and checked alike, and applied over if it is
+// the owner's.
 //
 // want is marshalled as the apply body, and, for a create, into a T.
 func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
 	meta := want.GetObjectMeta()
 	known, _ := cache.Get(meta.Namespace, meta.Name)
+	existing := known
 	if known == nil {
 		obj, err := asObject[T](want)
 		if err != nil {
@@ -37,16 +40,15 @@ func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], 
 		if !k8sapi.IsAlreadyExists(err) {
 			return nil, err
 		}
-		existing, err := client.Get(ctx, meta.Namespace, meta.Name, k8sapi.GetOptions{})
-		if err != nil {
+		// To the cache, an apply over it is a create (it showed
+		// nothing), so known stays nil.
+		if existing, err = client.Get(ctx, meta.Namespace, meta.Name, k8sapi.GetOptions{}); err != nil {
 			return nil, err
 		}
-		em := P(existing).GetObjectMeta()
-		if owner := meta.ControllerOf(); owner == nil || !IsControlledBy(em, owner.UID) {
-			return nil, &NotControlledError{Kind: kind, Existing: *em}
-		}
-		// Ours, and not in the cache yet: apply over it. To the cache the
-		// write is a create (it showed nothing), so known stays nil.
+	}
+	em := P(existing).GetObjectMeta()
+	if owner := meta.ControllerOf(); owner == nil || !IsControlledBy(em, owner.UID) {
+		return nil, &NotControlledError{Kind: kind, Existing: *em}
 	}
 	applied, err := client.Apply(ctx, meta.Namespace, meta.Name, want, k8sapi.PatchOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,8 +99,9 @@ type Controller struct {
 	// Logger receives the controller's lines. Nil means no logging.
 	Logger *slog.Logger
 	// Metrics receives the controller_runtime_* series of the controller,
-	// the workqueue_* series of its queue and the widget_operator_watch_*
-	// series of its caches. Nil means no metrics.
+	// the workqueue_* series of its queue, the widget_operator_watch_*
+	// series of its caches and widget_operator_leader (1 while
+	// [Controller.IsLeader] reports true, else 0). Nil means no metrics.
 	Metrics *metrics.Registry
 	// LeaderElection, when not nil, makes the controller reconcile a key
 	// only while it holds the Lease of the key's shard (with one shard,
@@ -125,7 +127,7 @@ type Controller struct {
 	initOnce sync.Once
 	initErr  error // of the first init: metrics or leader election
 	queue    *queue.Queue
-	series   *metrics.ControllerSeries
+	series   *metrics.ControllerMetrics
 	watches  *metrics.WatchMetrics
 	shards   *leader.Shards // nil without leader election
 	// shardCtx[k] is the context of the shard k while this replica holds
@@ -140,6 +142,10 @@ type Controller struct {
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
+	// failed names the failing checks that Checks last logged, at
+	// failedLogged; guarded by mu.
+	failed       string
+	failedLogged time.Time
 }
 
 // cache is what the controller does with one of its caches.
@@ -238,13 +244,17 @@ func (c *Controller) init() error {
 		// Without WatchPrimary: no keys, and no resourceVersion to log.
 		c.keys = func() []string { return nil }
 		c.primaryRV = func(string, string) string { return "" }
-		wq := metrics.NewWorkqueueMetrics()
-		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq.Queue(c.Name, c.Name)})
-		wq.PollUnfinished(c.Name, c.Name, c.queue.Unfinished)
-		cm := metrics.NewControllerMetrics()
-		c.series = cm.Controller(c.Name, c.workers())
-		c.watches = metrics.NewWatchMetrics(time.Now)
-		collectors := []metrics.Collector{cm, wq, c.watches}
+		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
+		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
+		c.watches = metrics.NewWatchMetrics()
+		collectors := []metrics.Collector{c.series, wq, c.watches,
+			metrics.NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
+				if c.IsLeader() {
+					return 1
+				}
+				return 0
+			})}
 		if le := c.LeaderElection; le != nil {
 			c.shards, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
 				Shards: le.Shards, Identity: le.Identity, Logger: c.Logger, Work: c.holdShard})
@@ -327,18 +337,38 @@ func (c *Controller) IsLeader() bool {
 // Checks returns the readiness of each cache, in the order they were made:
 // a cache fails while it has not synced, or while its watch is failing or
 // has been silent past its deadline (see watch.Informer.Healthy).
+//
+// It logs the reasons of the failing checks ("readyz: checks failing"),
+// since a readiness endpoint that calls it should withhold them: when the
+// set of failing checks changes, and at most once a minute while it stays
+// the same, so that frequent probes do not flood the log.
 func (c *Controller) Checks(now time.Time) []Check {
+	c.init()
 	c.mu.Lock()
-	caches := slices.Clone(c.caches)
-	c.mu.Unlock()
-	checks := make([]Check, 0, len(caches))
-	for _, w := range caches {
+	defer c.mu.Unlock()
+	checks := make([]Check, 0, len(c.caches))
+	var names, reasons []string
+	for _, w := range c.caches {
 		err := errNotSynced
 		if w.HasSynced() {
 			err = w.Healthy(now)
 		}
 		checks = append(checks, Check{"watch " + w.name, err})
+		if err != nil {
+			names = append(names, "watch "+w.name)
+			reasons = append(reasons, "watch "+w.name+": "+err.Error())
+		}
 	}
+	failed := strings.Join(names, ", ")
+	if failed == c.failed && (failed == "" || now.Sub(c.failedLogged) < time.Minute) {
+		return checks
+	}
+	if failed == "" {
+		c.log.Info("readyz: every check passes again")
+	} else {
+		c.log.Info("readyz: checks failing", "failed", failed, "reasons", strings.Join(reasons, "; "))
+	}
+	c.failed, c.failedLogged = failed, now
 	return checks
 }
 

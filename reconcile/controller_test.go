@@ -509,3 +509,73 @@ func TestShardFencing(t *testing.T) {
 		}
 	})
 }
+
+// widget_operator_leader is 1 while the controller may reconcile: always
+// without leader election, and with it only while a Lease is held.
+func TestLeaderGauge(t *testing.T) {
+	client, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		le   *LeaderElection
+		want string
+	}{
+		{nil, "1"},
+		{&LeaderElection{Client: client, Name: "l"}, "0"}, // not running: no Lease held
+	} {
+		reg := metrics.NewRegistry()
+		c := &Controller{Name: "t", Metrics: reg, LeaderElection: tc.le}
+		if err := c.init(); err != nil {
+			t.Fatal(err)
+		}
+		if v := sample(t, reg, "widget_operator_leader"); v != tc.want {
+			t.Errorf("leader election %v: widget_operator_leader %q, want %s", tc.le != nil, v, tc.want)
+		}
+	}
+}
+
+// fakeCache is a cache whose sync and health the test sets.
+type fakeCache struct {
+	synced bool
+	err    error
+}
+
+func (f *fakeCache) Run(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+func (f *fakeCache) HasSynced() bool               { return f.synced }
+func (f *fakeCache) Healthy(time.Time) error       { return f.err }
+
+// Checks logs the reasons of failing checks when the set of failing
+// checks changes, and once a minute while it stays the same.
+func TestChecksLogReasonsOnChange(t *testing.T) {
+	var logs logbuf.Buffer
+	c := &Controller{Name: "t", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	widgets, services := &fakeCache{synced: true}, &fakeCache{synced: true}
+	c.caches = []named{{widgets, "widgets", nil}, {services, "services", nil}}
+	lines := func() int { return strings.Count(logs.String(), "\n") }
+	now := time.Unix(1000, 0)
+	c.Checks(now)
+	if lines() != 0 {
+		t.Fatalf("logged while ready: %s", logs.String())
+	}
+	services.err = errors.New("watch: failing for 1s: forbidden")
+	c.Checks(now)
+	c.Checks(now.Add(10 * time.Second)) // same checks: not again
+	if lines() != 1 || !strings.Contains(logs.String(), `msg="readyz: checks failing" failed="watch services" reasons="watch services: watch: failing for 1s: forbidden"`) {
+		t.Fatalf("want one line with the reason, got:\n%s", logs.String())
+	}
+	widgets.synced = false
+	c.Checks(now.Add(11 * time.Second)) // another check fails: at once
+	if lines() != 2 || !strings.Contains(logs.String(), `failed="watch widgets, watch services" reasons="watch widgets: not synced; watch services`) {
+		t.Fatalf("want a line for the new set, got:\n%s", logs.String())
+	}
+	c.Checks(now.Add(72 * time.Second)) // a minute on: again
+	widgets.synced, services.err = true, nil
+	checks := c.Checks(now.Add(73 * time.Second))
+	if lines() != 4 || !strings.Contains(logs.String(), `msg="readyz: every check passes again"`) {
+		t.Fatalf("want a reminder and a recovery line, got:\n%s", logs.String())
+	}
+	if want := []Check{{"watch widgets", nil}, {"watch services", nil}}; !slices.Equal(checks, want) {
+		t.Errorf("checks %v, want %v", checks, want)
+	}
+}

@@ -8,9 +8,8 @@ import (
 
 // NotControlledError is returned by [ApplyChild] when an object of the
 // child's name exists that the child's owner does not control: nothing was
-// written. Reads that see every object of the child's name find such a
-// conflict before writing; a cache that holds only the operator's own
-// objects finds it when its create is refused.
+// written. ApplyChild finds one its cache holds before writing, and one
+// the cache does not select when its create is refused.
 type NotControlledError struct {
 	Kind     string            // the child's kind, such as "Deployment"
 	Existing k8sapi.ObjectMeta // the object found

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
 // recordingClient is an in-memory API, Reader and EventRecorder that records every
@@ -19,7 +20,9 @@ import (
 // generation when the spec changes. Objects handed out by the Get methods
 // are the stored pointers, as a cache would hand them out; writes replace
 // them rather than modify them, so a test can check the Reconciler never
-// modified what it read.
+// modified what it read. As reconcile.ApplyChild does, its applies
+// refuse a stored child that the desired one's controller owner does not
+// control, unrecorded: ApplyChild sends no request for it.
 type recordingClient struct {
 	widgets     map[string]*Widget
 	deployments map[string]*k8sapi.Deployment
@@ -61,6 +64,16 @@ func (c *recordingClient) writes() []string {
 	return w
 }
 
+// notControlled is the refusal of reconcile.ApplyChild to write want over
+// have, a stored child that want's controller owner does not control; nil
+// when it does.
+func notControlled(kind string, have, want *k8sapi.ObjectMeta) error {
+	if owner := want.ControllerOf(); owner != nil && reconcile.IsControlledBy(have, owner.UID) {
+		return nil
+	}
+	return &reconcile.NotControlledError{Kind: kind, Existing: *have}
+}
+
 // reader reads one of the fake's maps as a cache would, recording each
 // read as "Get<kind> namespace/name".
 type reader[T any] struct {
@@ -85,6 +98,11 @@ func (c *recordingClient) reconciler(r *Reconciler) *Reconciler {
 
 func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply) (*k8sapi.Deployment, error) {
 	key := k8sapi.Key(d.Namespace, d.Name)
+	if old := c.deployments[key]; old != nil {
+		if err := notControlled("Deployment", &old.ObjectMeta, d.GetObjectMeta()); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.record("ApplyDeployment", key); err != nil {
 		return nil, err
 	}
@@ -105,6 +123,11 @@ func (c *recordingClient) ApplyDeployment(_ context.Context, d *DeploymentApply)
 
 func (c *recordingClient) ApplyService(_ context.Context, s *ServiceApply) (*k8sapi.Service, error) {
 	key := k8sapi.Key(s.Namespace, s.Name)
+	if old := c.services[key]; old != nil {
+		if err := notControlled("Service", &old.ObjectMeta, s.GetObjectMeta()); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.record("ApplyService", key); err != nil {
 		return nil, err
 	}

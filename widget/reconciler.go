@@ -26,7 +26,10 @@ type Reader[T any] interface {
 type API interface {
 	// ApplyDeployment server-side applies d (Content-Type
 	// application/apply-patch+yaml, field manager FieldManager, force)
-	// and returns the Deployment the server stored.
+	// and returns the Deployment the server stored. Over a Deployment
+	// of d's name that d's controller owner does not control, it writes
+	// nothing and returns a *reconcile.NotControlledError, as
+	// reconcile.ApplyChild does.
 	ApplyDeployment(ctx context.Context, d *DeploymentApply) (*k8sapi.Deployment, error)
 	// ApplyService server-side applies s as ApplyDeployment does.
 	ApplyService(ctx context.Context, s *ServiceApply) (*k8sapi.Service, error)
@@ -69,9 +72,6 @@ type Reconciler struct {
 	// Updated when a child is applied, Warning when the Widget fails or a
 	// write fails (ReasonReconcileError). Nil records nothing.
 	Recorder EventRecorder
-	// Now returns the current time, for conditions' lastTransitionTime
-	// and the failure timings. Nil means time.Now.
-	Now func() time.Time
 
 	failed sync.Map // key → failure: what is remembered of a failing Widget
 }
@@ -98,12 +98,13 @@ type failure struct {
 //     collection removes its children.
 //  2. A Widget that fails ValidateWidget gives phase Failed with reason
 //     InvalidSpec and nothing is applied.
-//  3. A Deployment or Service of the Widget's name that is not controlled
-//     by this Widget (by UID) gives phase Failed with reason
-//     OwnershipConflict and nothing is applied.
-//  4. Otherwise the Deployment and the Service are applied, each only when
-//     the observed one does not already hold the desired fields.
-//  5. The status is computed by StatusFor and merge-patched only when it
+//  3. Otherwise the Deployment, then the Service, are applied, each only
+//     when the observed one does not already hold the desired fields,
+//     which one that this Widget does not control (by UID) never does.
+//     A child the Client refuses to write over, as it is not controlled
+//     by this Widget, gives phase Failed with reason OwnershipConflict;
+//     a Deployment applied before a conflicting Service stays.
+//  4. The status is computed by StatusFor and merge-patched only when it
 //     differs from the stored one. When the Widget newly fails, or fails
 //     for a new reason, a Warning Event is recorded.
 //
@@ -158,9 +159,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	svc, _ := r.Services.Get(ns, name)
 
 	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
 	var (
 		problem *Problem
 		res     queue.Result
@@ -168,8 +166,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	)
 	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if msg := joinProblems(conflict(w, "Deployment", d), conflict(w, "Service", svc)); msg != "" {
-		problem = &Problem{Reason: ReasonOwnershipConflict, Message: msg}
 	} else if rf, ok := r.standing(key, w, d, svc, now); ok {
 		// Refused before, and nothing has changed since: report it
 		// again without asking again.
@@ -353,15 +349,6 @@ func (r *Reconciler) event(w *Widget, eventType, reason, note string) {
 		UID:             w.UID,
 		ResourceVersion: w.ResourceVersion,
 	}, eventType, reason, note)
-}
-
-// conflict returns a message naming child, an existing object of kind
-// that w does not control, or "" when there is none or w controls it.
-func conflict[T any, P reconcile.Object[T]](w *Widget, kind string, child P) string {
-	if child == nil || reconcile.IsControlledBy(child.GetObjectMeta(), w.UID) {
-		return ""
-	}
-	return (&reconcile.NotControlledError{Kind: kind, Existing: *child.GetObjectMeta()}).Reason()
 }
 
 // StatusPatch returns the JSON merge patch that sets a Widget's whole

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -15,12 +16,23 @@ import (
 )
 
 var (
-	t0      = time.Date(2025, 3, 1, 10, 0, 0, 500_000_000, time.UTC) // the injected clock's "now"
+	t0      = time.Date(2025, 3, 1, 10, 0, 0, 500_000_000, time.UTC) // the clock's "now" in atT0's bubbles
 	t0Trunc = t0.Truncate(time.Second)
 	tOld    = time.Date(2025, 2, 1, 8, 0, 0, 0, time.UTC)
 )
 
 func ptr[T any](v T) *T { return &v }
+
+// atT0 runs f in a synctest bubble whose clock reads t0 as f starts: the
+// Reconciler reads time.Now, which the bubble fakes, and f moves the
+// clock on with time.Sleep.
+func atT0(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(time.Until(t0))
+		f(t)
+	})
+}
 
 // widget returns default/web: image nginx:1.27, 3 replicas, port 8080.
 func widget() *Widget {
@@ -200,6 +212,21 @@ func TestReconcile(t *testing.T) {
 			wantPatch: `{"status":{"readyReplicas":3,"phase":"Failed","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"OwnershipConflict","message":"Service default/web exists and is controlled by Widget web (uid uid-old-web)"}]}}`,
 		},
 		{
+			// The first conflict found is reported: the Deployment's,
+			// as it is applied first.
+			name: "ownership conflict: both children",
+			world: func(t *testing.T) *recordingClient {
+				c := readyWorld(t)
+				c.widgets["default/web"].Status = WidgetStatus{}
+				c.deployments["default/web"].OwnerReferences = nil
+				c.services["default/web"].OwnerReferences = nil
+				return c
+			},
+			wantCalls: calls("PatchWidgetStatus default/web",
+				"Event Warning OwnershipConflict default/web: Deployment default/web exists and has no controller"),
+			wantPatch: `{"status":{"readyReplicas":0,"phase":"Failed","observedGeneration":1,"conditions":[{"type":"Ready","status":"False","observedGeneration":1,"lastTransitionTime":"2025-03-01T10:00:00Z","reason":"OwnershipConflict","message":"Deployment default/web exists and has no controller"}]}}`,
+		},
+		{
 			name: "invalid spec",
 			world: func(t *testing.T) *recordingClient {
 				c := newRecordingClient()
@@ -292,50 +319,52 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := tt.world(t)
-			check := c.snapshot(t)
-			r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
-			key := tt.key
-			if key == "" {
-				key = "default/web"
-			}
-			res, err := r.Reconcile(context.Background(), key)
-			check()
-			if !slices.Equal(c.calls, tt.wantCalls) {
-				t.Errorf("calls:\n got %q\nwant %q", c.calls, tt.wantCalls)
-			}
-			if res != (queue.Result{}) {
-				t.Errorf("result = %+v, want done", res)
-			}
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			atT0(t, func(t *testing.T) {
+				c := tt.world(t)
+				check := c.snapshot(t)
+				r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+				key := tt.key
+				if key == "" {
+					key = "default/web"
 				}
-				if !strings.HasPrefix(err.Error(), "reconcile: ") {
-					t.Errorf("error %q lacks the package prefix", err)
+				res, err := r.Reconcile(context.Background(), key)
+				check()
+				if !slices.Equal(c.calls, tt.wantCalls) {
+					t.Errorf("calls:\n got %q\nwant %q", c.calls, tt.wantCalls)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Reconcile: %v", err)
-			}
-			if tt.wantPatch != "" {
-				if p := c.lastStatusPatch(); p != tt.wantPatch {
-					t.Errorf("status patch:\n got %s\nwant %s", p, tt.wantPatch)
+				if res != (queue.Result{}) {
+					t.Errorf("result = %+v, want done", res)
 				}
-			}
+				if tt.wantErr != nil {
+					if !errors.Is(err, tt.wantErr) {
+						t.Fatalf("err = %v, want %v", err, tt.wantErr)
+					}
+					if !strings.HasPrefix(err.Error(), "reconcile: ") {
+						t.Errorf("error %q lacks the package prefix", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Reconcile: %v", err)
+				}
+				if tt.wantPatch != "" {
+					if p := c.lastStatusPatch(); p != tt.wantPatch {
+						t.Errorf("status patch:\n got %s\nwant %s", p, tt.wantPatch)
+					}
+				}
 
-			// Whatever the first pass did, a second pass over the world
-			// it left makes no write call at all.
-			c.calls = nil
-			check = c.snapshot(t)
-			if _, err := r.Reconcile(context.Background(), key); err != nil {
-				t.Fatalf("second Reconcile: %v", err)
-			}
-			check()
-			if w := c.writes(); len(w) != 0 {
-				t.Errorf("second pass wrote: %q", w)
-			}
+				// Whatever the first pass did, a second pass over the world
+				// it left makes no write call at all.
+				c.calls = nil
+				check = c.snapshot(t)
+				if _, err := r.Reconcile(context.Background(), key); err != nil {
+					t.Fatalf("second Reconcile: %v", err)
+				}
+				check()
+				if w := c.writes(); len(w) != 0 {
+					t.Errorf("second pass wrote: %q", w)
+				}
+			})
 		})
 	}
 }
@@ -353,120 +382,125 @@ func (c *recordingClient) lastStatusPatch() string {
 // through a scale-up, checking the calls of every pass and that each
 // settled world costs no write.
 func TestReconcileLifecycle(t *testing.T) {
-	c := newRecordingClient()
-	c.widgets["default/web"] = widget()
-	now := t0
-	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return now }})
-	step := func(name string, want ...string) {
-		t.Helper()
-		c.calls = nil
-		if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
-			t.Fatalf("%s: %v", name, err)
+	atT0(t, func(t *testing.T) {
+		c := newRecordingClient()
+		c.widgets["default/web"] = widget()
+		r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+		step := func(name string, want ...string) {
+			t.Helper()
+			c.calls = nil
+			if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !slices.Equal(c.calls, want) {
+				t.Errorf("%s: calls:\n got %q\nwant %q", name, c.calls, want)
+			}
 		}
-		if !slices.Equal(c.calls, want) {
-			t.Errorf("%s: calls:\n got %q\nwant %q", name, c.calls, want)
+		phase := func() string { return c.widgets["default/web"].Status.Phase }
+
+		step("create", calls("ApplyDeployment default/web",
+			"ApplyService default/web", "Event Normal Created default/web: Created Deployment and Service default/web", "PatchWidgetStatus default/web")...)
+		step("settled after create", reads...)
+		if phase() != PhasePending {
+			t.Fatalf("phase = %q, want Pending", phase())
 		}
-	}
-	phase := func() string { return c.widgets["default/web"].Status.Phase }
 
-	step("create", calls("ApplyDeployment default/web",
-		"ApplyService default/web", "Event Normal Created default/web: Created Deployment and Service default/web", "PatchWidgetStatus default/web")...)
-	step("settled after create", reads...)
-	if phase() != PhasePending {
-		t.Fatalf("phase = %q, want Pending", phase())
-	}
+		// The Deployment controller brings the pods up.
+		time.Sleep(time.Minute)
+		d := *c.deployments["default/web"]
+		d.Status = ownedDeployment(t, c.widgets["default/web"], 3).Status
+		c.deployments["default/web"] = &d
+		step("pods ready", calls("PatchWidgetStatus default/web")...)
+		step("settled when ready", reads...)
+		if phase() != PhaseReady {
+			t.Fatalf("phase = %q, want Ready", phase())
+		}
+		readySince, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
 
-	// The Deployment controller brings the pods up.
-	now = now.Add(time.Minute)
-	d := *c.deployments["default/web"]
-	d.Status = ownedDeployment(t, c.widgets["default/web"], 3).Status
-	c.deployments["default/web"] = &d
-	step("pods ready", calls("PatchWidgetStatus default/web")...)
-	step("settled when ready", reads...)
-	if phase() != PhaseReady {
-		t.Fatalf("phase = %q, want Ready", phase())
-	}
-	readySince, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
-
-	// Scale up to 5.
-	now = now.Add(time.Minute)
-	w := *c.widgets["default/web"]
-	w.Generation, w.Spec.Replicas = 2, ptr(int32(5))
-	c.widgets["default/web"] = &w
-	step("scale up", calls("ApplyDeployment default/web", "Event Normal Updated default/web: Updated Deployment default/web", "PatchWidgetStatus default/web")...)
-	step("settled while scaling", reads...)
-	if got := *c.deployments["default/web"].Spec.Replicas; got != 5 {
-		t.Errorf("deployment replicas = %d, want 5", got)
-	}
-	cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
-	if !cond.LastTransitionTime.Equal(now.Truncate(time.Second)) || cond.LastTransitionTime.Equal(readySince.LastTransitionTime) {
-		t.Errorf("Ready went False at %v, want %v", cond.LastTransitionTime, now.Truncate(time.Second))
-	}
+		// Scale up to 5.
+		time.Sleep(time.Minute)
+		w := *c.widgets["default/web"]
+		w.Generation, w.Spec.Replicas = 2, ptr(int32(5))
+		c.widgets["default/web"] = &w
+		step("scale up", calls("ApplyDeployment default/web", "Event Normal Updated default/web: Updated Deployment default/web", "PatchWidgetStatus default/web")...)
+		step("settled while scaling", reads...)
+		if got := *c.deployments["default/web"].Spec.Replicas; got != 5 {
+			t.Errorf("deployment replicas = %d, want 5", got)
+		}
+		cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+		if !cond.LastTransitionTime.Equal(time.Now().Truncate(time.Second)) || cond.LastTransitionTime.Equal(readySince.LastTransitionTime) {
+			t.Errorf("Ready went False at %v, want %v", cond.LastTransitionTime, time.Now().Truncate(time.Second))
+		}
+	})
 }
 
 // TestReconcileMalformedWidget decodes a Widget list whose first item has
 // a spec of the wrong types: that Widget fails with a precise message and
 // its sibling still converges.
 func TestReconcileMalformedWidget(t *testing.T) {
-	const list = `{"apiVersion":"example.com/v1","kind":"WidgetList","metadata":{"resourceVersion":"7"},"items":[
+	atT0(t, func(t *testing.T) {
+		const list = `{"apiVersion":"example.com/v1","kind":"WidgetList","metadata":{"resourceVersion":"7"},"items":[
 	 {"apiVersion":"example.com/v1","kind":"Widget","metadata":{"namespace":"default","name":"bad","uid":"uid-bad","generation":1},
 	  "spec":{"image":"nginx","replicas":"three","port":{"number":80}}},
 	 {"apiVersion":"example.com/v1","kind":"Widget","metadata":{"namespace":"default","name":"good","uid":"uid-good","generation":1},
 	  "spec":{"image":"nginx","replicas":2}}]}`
-	var l k8sapi.List[Widget]
-	if err := json.Unmarshal([]byte(list), &l); err != nil {
-		t.Fatalf("decode list: %v", err)
-	}
-	c := newRecordingClient()
-	for i := range l.Items {
-		c.widgets[k8sapi.Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
-	}
-	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
-	for _, key := range []string{"default/bad", "default/good"} {
-		if _, err := r.Reconcile(context.Background(), key); err != nil {
-			t.Fatalf("Reconcile %s: %v", key, err)
+		var l k8sapi.List[Widget]
+		if err := json.Unmarshal([]byte(list), &l); err != nil {
+			t.Fatalf("decode list: %v", err)
 		}
-	}
-	const msg = `spec.replicas: must be an integer, got string "three"; spec.port: must be an integer, got object`
-	want := []string{
-		"GetWidget default/bad", "GetDeployment default/bad", "GetService default/bad",
-		"PatchWidgetStatus default/bad", "Event Warning InvalidSpec default/bad: " + msg,
-		"GetWidget default/good", "GetDeployment default/good", "GetService default/good",
-		"ApplyDeployment default/good",
-		"ApplyService default/good", "Event Normal Created default/good: Created Deployment and Service default/good",
-		"PatchWidgetStatus default/good",
-	}
-	if !slices.Equal(c.calls, want) {
-		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
-	}
-	bad := c.widgets["default/bad"].Status
-	if cond, _ := reconcile.FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
-		t.Errorf("bad widget status = %+v", bad)
-	}
-	if got := *c.deployments["default/good"].Spec.Replicas; got != 2 {
-		t.Errorf("good widget's deployment replicas = %d, want 2", got)
-	}
+		c := newRecordingClient()
+		for i := range l.Items {
+			c.widgets[k8sapi.Key(l.Items[i].Namespace, l.Items[i].Name)] = &l.Items[i]
+		}
+		r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+		for _, key := range []string{"default/bad", "default/good"} {
+			if _, err := r.Reconcile(context.Background(), key); err != nil {
+				t.Fatalf("Reconcile %s: %v", key, err)
+			}
+		}
+		const msg = `spec.replicas: must be an integer, got string "three"; spec.port: must be an integer, got object`
+		want := []string{
+			"GetWidget default/bad", "GetDeployment default/bad", "GetService default/bad",
+			"PatchWidgetStatus default/bad", "Event Warning InvalidSpec default/bad: " + msg,
+			"GetWidget default/good", "GetDeployment default/good", "GetService default/good",
+			"ApplyDeployment default/good",
+			"ApplyService default/good", "Event Normal Created default/good: Created Deployment and Service default/good",
+			"PatchWidgetStatus default/good",
+		}
+		if !slices.Equal(c.calls, want) {
+			t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
+		}
+		bad := c.widgets["default/bad"].Status
+		if cond, _ := reconcile.FindCondition(bad.Conditions, ConditionReady); bad.Phase != PhaseFailed || cond.Message != msg {
+			t.Errorf("bad widget status = %+v", bad)
+		}
+		if got := *c.deployments["default/good"].Spec.Replicas; got != 2 {
+			t.Errorf("good widget's deployment replicas = %d, want 2", got)
+		}
+	})
 }
 
 // TestReconcileCancelledWriteNoEvent checks that a write cut short by the
 // caller stopping is returned as an error but recorded as no Event: it says
 // nothing about the Widget.
 func TestReconcileCancelledWriteNoEvent(t *testing.T) {
-	c := newRecordingClient()
-	c.widgets["default/web"] = widget()
-	c.fail["ApplyDeployment"] = context.Canceled
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
-	if _, err := r.Reconcile(ctx, "default/web"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if want := calls("ApplyDeployment default/web"); !slices.Equal(c.calls, want) {
-		t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
-	}
+	atT0(t, func(t *testing.T) {
+		c := newRecordingClient()
+		c.widgets["default/web"] = widget()
+		c.fail["ApplyDeployment"] = context.Canceled
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+		if _, err := r.Reconcile(ctx, "default/web"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if want := calls("ApplyDeployment default/web"); !slices.Equal(c.calls, want) {
+			t.Errorf("calls:\n got %q\nwant %q", c.calls, want)
+		}
+	})
 }
 
-func TestReconcileNilRecorderAndClock(t *testing.T) {
+func TestReconcileNilRecorder(t *testing.T) {
 	c := newRecordingClient()
 	w := widget()
 	w.Spec.Image = ""
@@ -488,7 +522,7 @@ func TestReconcileNilRecorderAndClock(t *testing.T) {
 // Widget, read from the cache, with nothing to write.
 func BenchmarkReconcileNoop(b *testing.B) {
 	c := readyWorld(b)
-	r := c.reconciler(&Reconciler{Client: c, Now: func() time.Time { return t0 }})
+	r := c.reconciler(&Reconciler{Client: c})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -510,7 +544,7 @@ func BenchmarkReconcileCreate(b *testing.B) {
 	for b.Loop() {
 		c := newRecordingClient()
 		c.widgets["default/web"] = widget()
-		r := c.reconciler(&Reconciler{Client: c, Now: func() time.Time { return t0 }})
+		r := c.reconciler(&Reconciler{Client: c})
 		if _, err := r.Reconcile(ctx, "default/web"); err != nil {
 			b.Fatal(err)
 		}
@@ -521,21 +555,23 @@ func BenchmarkReconcileCreate(b *testing.B) {
 // Service when its create is refused: the Widget fails with
 // OwnershipConflict, and the Service is not touched again in that pass.
 func TestReconcileConflictFoundByCreate(t *testing.T) {
-	c := newRecordingClient()
-	c.widgets["default/web"] = widget()
-	c.fail["ApplyService"] = &reconcile.NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
-	r := c.reconciler(&Reconciler{Client: c, Recorder: c, Now: func() time.Time { return t0 }})
-	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
-		t.Fatal(err)
-	}
-	want := calls("ApplyDeployment default/web", "ApplyService default/web",
-		"Event Normal Created default/web: Created Deployment default/web",
-		"PatchWidgetStatus default/web",
-		"Event Warning OwnershipConflict default/web: Service default/web exists and has no controller")
-	if !slices.Equal(c.calls, want) {
-		t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
-	}
-	if p := c.lastStatusPatch(); !strings.Contains(p, `"phase":"Failed"`) || !strings.Contains(p, `"reason":"OwnershipConflict"`) {
-		t.Fatalf("status patch %s", p)
-	}
+	atT0(t, func(t *testing.T) {
+		c := newRecordingClient()
+		c.widgets["default/web"] = widget()
+		c.fail["ApplyService"] = &reconcile.NotControlledError{Kind: "Service", Existing: k8sapi.ObjectMeta{Namespace: "default", Name: "web"}}
+		r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+		if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+			t.Fatal(err)
+		}
+		want := calls("ApplyDeployment default/web", "ApplyService default/web",
+			"Event Normal Created default/web: Created Deployment default/web",
+			"PatchWidgetStatus default/web",
+			"Event Warning OwnershipConflict default/web: Service default/web exists and has no controller")
+		if !slices.Equal(c.calls, want) {
+			t.Fatalf("calls:\n got %q\nwant %q", c.calls, want)
+		}
+		if p := c.lastStatusPatch(); !strings.Contains(p, `"phase":"Failed"`) || !strings.Contains(p, `"reason":"OwnershipConflict"`) {
+			t.Fatalf("status patch %s", p)
+		}
+	})
 }

@@ -33,10 +33,10 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -284,15 +284,14 @@ func objectKey(ref k8sapi.ObjectReference) string {
 	return cmp.Or(ref.UID, ref.APIVersion+"/"+ref.Kind+"/"+ref.Namespace+"/"+ref.Name)
 }
 
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+// truncate cuts s to at most n bytes, keeping the valid UTF-8 of the cut
+// prefix: the bytes that are not (a rune the cut split, or any before it)
+// are dropped, as widget's trimMessage does.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // allow takes a token from the object's bucket if it has one.

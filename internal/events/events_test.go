@@ -364,6 +364,8 @@ func TestTruncate(t *testing.T) {
 		want string
 	}{
 		{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"", 0, ""},
+		{"a\xffbc", 3, "ab"},    // an invalid byte before the cut is dropped
+		{"a\xffb", 3, "a\xffb"}, // an uncut string is kept as it is
 	} {
 		if got := truncate(tc.s, tc.n); got != tc.want {
 			t.Errorf("truncate(%q, %d) = %q", tc.s, tc.n, got)

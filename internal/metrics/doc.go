@@ -24,6 +24,6 @@
 // back the same.
 //
 // The standard families ([NewControllerMetrics],
-// [NewWorkqueueMetrics], [NewWatchMetrics], [NewAPIMetrics],
-// [NewLeaderMetric]) carry the names and labels dashboards expect.
+// [NewWorkqueueMetrics], [NewWatchMetrics], [NewAPIMetrics]) carry the
+// names and labels dashboards expect.
 package metrics

@@ -37,8 +37,8 @@ var WorkqueueBuckets = []float64{1e-08, 1e-07, 1e-06, 9.999999999999999e-06, 9.9
 // its request latency.
 var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
 
-// ControllerMetrics are the controller_runtime_* families, with the names
-// and labels controller-runtime gives them:
+// ControllerMetrics are the controller_runtime_* families of one
+// controller, with the names and labels controller-runtime gives them:
 //
 //	controller_runtime_reconcile_total{controller,result}
 //	controller_runtime_reconcile_errors_total{controller}
@@ -48,156 +48,125 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 //	controller_runtime_max_concurrent_reconciles{controller}
 //	controller_runtime_active_workers{controller}
 //
-// Register the whole set with [Registry.Register]; it is safe for
-// concurrent use.
+// Register the set with [Registry.Register]. Its series are looked up
+// once, but for the reconcile_total series of a result, found by
+// Reconciled under a lock and without allocating. Its methods are safe
+// for concurrent use.
 type ControllerMetrics struct {
-	total, errors, terminal, panics, time, max, active *Vec
-}
-
-// NewControllerMetrics returns the controller families, empty.
-func NewControllerMetrics() *ControllerMetrics {
-	return &ControllerMetrics{
-		total:    NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result"),
-		errors:   NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"),
-		terminal: NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"),
-		panics:   NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"),
-		time:     NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"),
-		max:      NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"),
-		active:   NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
-	}
-}
-
-func (m *ControllerMetrics) vecs() []*Vec {
-	return []*Vec{m.total, m.errors, m.terminal, m.panics, m.time, m.max, m.active}
-}
-
-// Controller returns the series of one controller, creating them at zero
-// (every result of reconcile_total included, so rates exist from the
-// start) and setting max_concurrent_reconciles to workers.
-func (m *ControllerMetrics) Controller(name string, workers int) *ControllerSeries {
-	s := &ControllerSeries{
-		errors:   m.errors.WithLabelValues(name),
-		terminal: m.terminal.WithLabelValues(name),
-		panics:   m.panics.WithLabelValues(name),
-		time:     m.time.WithLabelValues(name),
-		active:   m.active.WithLabelValues(name),
-		results:  m.total,
-		name:     name,
-	}
-	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		m.total.WithLabelValues(name, r)
-	}
-	m.max.WithLabelValues(name).Set(float64(workers))
-	return s
-}
-
-// ControllerSeries are one controller's series, looked up once but for
-// the reconcile_total series of a result, found by Reconciled under a
-// lock and without allocating. Its methods are safe for concurrent
-// use.
-type ControllerSeries struct {
+	collectors
 	errors, terminal, panics, time, active *Series
 	results                                *Vec
 	name                                   string
 }
 
+// NewControllerMetrics returns the families of the controller name,
+// its series at zero (every result of reconcile_total included, so rates
+// exist from the start) but max_concurrent_reconciles, set to workers.
+func NewControllerMetrics(name string, workers int) *ControllerMetrics {
+	total := NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result")
+	errs := NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller")
+	terminal := NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller")
+	panics := NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller")
+	durations := NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller")
+	maxConcurrent := NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller")
+	active := NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller")
+	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
+		total.WithLabelValues(name, r)
+	}
+	maxConcurrent.WithLabelValues(name).Set(float64(workers))
+	return &ControllerMetrics{
+		collectors: collectors{total, errs, terminal, panics, durations, maxConcurrent, active},
+		errors:     errs.WithLabelValues(name),
+		terminal:   terminal.WithLabelValues(name),
+		panics:     panics.WithLabelValues(name),
+		time:       durations.WithLabelValues(name),
+		active:     active.WithLabelValues(name),
+		results:    total,
+		name:       name,
+	}
+}
+
 // Reconciled records one reconcile that took d and ended with result, one
 // of the Result constants; ResultError also counts an error.
-func (s *ControllerSeries) Reconciled(d time.Duration, result string) {
-	s.time.ObserveDuration(d)
-	s.results.WithLabelValues(s.name, result).Inc()
+func (m *ControllerMetrics) Reconciled(d time.Duration, result string) {
+	m.time.ObserveDuration(d)
+	m.results.WithLabelValues(m.name, result).Inc()
 	if result == ResultError {
-		s.errors.Inc()
+		m.errors.Inc()
 	}
 }
 
 // TerminalError counts an error that will not be retried, on top of
 // Reconciled(d, ResultError).
-func (s *ControllerSeries) TerminalError() { s.terminal.Inc() }
+func (m *ControllerMetrics) TerminalError() { m.terminal.Inc() }
 
 // Panicked counts a reconcile that panicked.
-func (s *ControllerSeries) Panicked() { s.panics.Inc() }
+func (m *ControllerMetrics) Panicked() { m.panics.Inc() }
 
 // WorkerStarted and WorkerDone bracket one reconcile, for active_workers.
-func (s *ControllerSeries) WorkerStarted() { s.active.Inc() }
+func (m *ControllerMetrics) WorkerStarted() { m.active.Inc() }
 
 // WorkerDone ends what WorkerStarted began.
-func (s *ControllerSeries) WorkerDone() { s.active.Dec() }
+func (m *ControllerMetrics) WorkerDone() { m.active.Dec() }
 
-// WorkqueueMetrics are the workqueue_* families with the names, labels
-// ({name, controller}) and buckets controller-runtime gives them:
-// workqueue_depth, workqueue_adds_total, workqueue_queue_duration_seconds,
-// workqueue_work_duration_seconds, workqueue_retries_total,
-// workqueue_unfinished_work_seconds and
+// WorkqueueMetrics are the workqueue_* families of one queue, with the
+// names, labels ({name, controller}) and buckets controller-runtime gives
+// them: workqueue_depth, workqueue_adds_total,
+// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+// workqueue_retries_total, workqueue_unfinished_work_seconds and
 // workqueue_longest_running_processor_seconds. The depth family has no
 // priority label: our queue has no priorities, and Prometheus treats
 // controller-runtime's empty priority="" as absent, so queries match
-// alike. Register the set with [Registry.Register]; it is safe for
-// concurrent use.
+// alike. Register the set with [Registry.Register], and set it as the
+// queue's queue.Config.Metrics. Its methods do not lock or allocate, as
+// the queue calls them under its own lock.
 type WorkqueueMetrics struct {
-	depth, adds, waited, worked, retries, unfinished, longest *Vec
-}
-
-// NewWorkqueueMetrics returns the workqueue families, empty.
-func NewWorkqueueMetrics() *WorkqueueMetrics {
-	l := []string{"name", "controller"}
-	return &WorkqueueMetrics{
-		depth:      NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...),
-		adds:       NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...),
-		waited:     NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...),
-		worked:     NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...),
-		retries:    NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...),
-		unfinished: NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...),
-		longest:    NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...),
-	}
-}
-
-func (m *WorkqueueMetrics) vecs() []*Vec {
-	return []*Vec{m.depth, m.adds, m.waited, m.worked, m.retries, m.unfinished, m.longest}
-}
-
-// Queue returns the queue.Metrics of one queue, to set as
-// queue.Config.Metrics. Its series exist, at zero, from now on.
-func (m *WorkqueueMetrics) Queue(name, controller string) *QueueMetrics {
-	return &QueueMetrics{
-		depth:   m.depth.WithLabelValues(name, controller),
-		adds:    m.adds.WithLabelValues(name, controller),
-		waited:  m.waited.WithLabelValues(name, controller),
-		worked:  m.worked.WithLabelValues(name, controller),
-		retries: m.retries.WithLabelValues(name, controller),
-	}
-}
-
-// PollUnfinished binds the unfinished-work and longest-running gauges of
-// one queue to unfinished, called at every scrape; pass the queue's
-// Unfinished method.
-func (m *WorkqueueMetrics) PollUnfinished(name, controller string, unfinished func() (total, longest time.Duration)) {
-	m.unfinished.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
-	m.longest.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
-}
-
-// QueueMetrics implements queue.Metrics for one queue. Its methods do not
-// lock or allocate, as the queue calls them under its own lock.
-type QueueMetrics struct {
+	collectors
 	depth, adds, retries, waited, worked *Series
 }
 
-var _ queue.Metrics = (*QueueMetrics)(nil)
+var _ queue.Metrics = (*WorkqueueMetrics)(nil)
+
+// NewWorkqueueMetrics returns the families of the queue name of the
+// controller controller, its series at zero. unfinished is called at
+// every scrape for the unfinished-work and longest-running gauges: the
+// queue's Unfinished method, read through a function when the queue is
+// made after its metrics.
+func NewWorkqueueMetrics(name, controller string, unfinished func() (total, longest time.Duration)) *WorkqueueMetrics {
+	l := []string{"name", "controller"}
+	depth := NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...)
+	adds := NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...)
+	waited := NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...)
+	worked := NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...)
+	retries := NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...)
+	total := NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...)
+	longest := NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...)
+	total.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
+	longest.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
+	return &WorkqueueMetrics{
+		collectors: collectors{depth, adds, waited, worked, retries, total, longest},
+		depth:      depth.WithLabelValues(name, controller),
+		adds:       adds.WithLabelValues(name, controller),
+		waited:     waited.WithLabelValues(name, controller),
+		worked:     worked.WithLabelValues(name, controller),
+		retries:    retries.WithLabelValues(name, controller),
+	}
+}
 
 // Added counts an add.
-func (q *QueueMetrics) Added() { q.adds.Inc() }
+func (m *WorkqueueMetrics) Added() { m.adds.Inc() }
 
 // Depth sets the number of ready keys.
-func (q *QueueMetrics) Depth(n int) { q.depth.Set(float64(n)) }
+func (m *WorkqueueMetrics) Depth(n int) { m.depth.Set(float64(n)) }
 
 // Retried counts a rate-limited add.
-func (q *QueueMetrics) Retried() { q.retries.Inc() }
+func (m *WorkqueueMetrics) Retried() { m.retries.Inc() }
 
 // Waited observes how long a key waited.
-func (q *QueueMetrics) Waited(d time.Duration) { q.waited.ObserveDuration(d) }
+func (m *WorkqueueMetrics) Waited(d time.Duration) { m.waited.ObserveDuration(d) }
 
 // Worked observes how long a key was held.
-func (q *QueueMetrics) Worked(d time.Duration) { q.worked.ObserveDuration(d) }
+func (m *WorkqueueMetrics) Worked(d time.Duration) { m.worked.ObserveDuration(d) }
 
 // WatchSource is what the watch families read from an informer; every
 // *watch.Informer[T] has these methods.
@@ -210,18 +179,12 @@ type WatchSource interface {
 // informers at every scrape. Register the set with [Registry.Register];
 // it is safe for concurrent use.
 type WatchMetrics struct {
-	now                              func() time.Time
 	relists, reconnects, events, age *Vec
 }
 
-// NewWatchMetrics returns the watch families, with no informer yet. now
-// is the clock for the last-event age; nil means time.Now.
-func NewWatchMetrics(now func() time.Time) *WatchMetrics {
-	if now == nil {
-		now = time.Now
-	}
+// NewWatchMetrics returns the watch families, with no informer yet.
+func NewWatchMetrics() *WatchMetrics {
 	return &WatchMetrics{
-		now:        now,
 		relists:    newVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
 		reconnects: newVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
 		events:     newVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
@@ -235,7 +198,7 @@ func (m *WatchMetrics) vecs() []*Vec { return []*Vec{m.relists, m.reconnects, m.
 // "widgets". Until src hears from the server, the last-event age counts
 // from this call, so a watch that never starts shows as one growing old.
 func (m *WatchMetrics) Add(resource string, src WatchSource) {
-	added := m.now()
+	added := time.Now()
 	stat := func(f func(watch.StatsSnapshot) int64) func() float64 {
 		return func() float64 { return float64(f(src.Stats())) }
 	}
@@ -250,20 +213,8 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 		if last.IsZero() {
 			last = added
 		}
-		return max(m.now().Sub(last).Seconds(), 0)
+		return max(time.Since(last).Seconds(), 0)
 	}, resource)
-}
-
-// NewLeaderMetric returns widget_operator_leader, a gauge read at every
-// scrape: 1 while isLeader reports true, 0 otherwise. A replica that
-// runs without leader election passes a function that returns true.
-func NewLeaderMetric(isLeader func() bool) *Vec {
-	return NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
-		if isLeader() {
-			return 1
-		}
-		return 0
-	})
 }
 
 // APIMetrics are the widget_operator_api_* families, fed by

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -46,9 +47,8 @@ func TestWorkqueueBucketsMatchControllerRuntime(t *testing.T) {
 
 func TestControllerMetrics(t *testing.T) {
 	r := NewRegistry()
-	m := NewControllerMetrics()
-	r.MustRegister(m)
-	s := m.Controller("widget", 3)
+	s := NewControllerMetrics("widget", 3)
+	r.MustRegister(s)
 	s.WorkerStarted()
 	s.Reconciled(20*time.Millisecond, ResultSuccess)
 	s.Reconciled(2*time.Second, ResultError)
@@ -79,11 +79,11 @@ func TestControllerMetrics(t *testing.T) {
 // adapter and checks the workqueue families.
 func TestQueueAdapter(t *testing.T) {
 	r := NewRegistry()
-	m := NewWorkqueueMetrics()
+	var q *queue.Queue
+	m := NewWorkqueueMetrics("widgets", "widget", func() (time.Duration, time.Duration) { return q.Unfinished() })
 	r.MustRegister(m)
 	clk := &fakeClock{now: time.Unix(1000, 0)}
-	q := queue.New(queue.Config{Name: "widgets", Clock: clk, Metrics: m.Queue("widgets", "widget")})
-	m.PollUnfinished("widgets", "widget", q.Unfinished)
+	q = queue.New(queue.Config{Name: "widgets", Clock: clk, Metrics: m})
 	q.Add("a")
 	q.Add("b")
 	q.Add("a")
@@ -139,31 +139,32 @@ func (s *recordingSource) Stats() watch.StatsSnapshot { return s.stats }
 func (s *recordingSource) LastEvent() time.Time       { return s.last }
 
 func TestWatchMetrics(t *testing.T) {
-	now := time.Unix(5000, 0)
-	r := NewRegistry()
-	m := NewWatchMetrics(func() time.Time { return now })
-	r.MustRegister(m)
-	src := &recordingSource{stats: watch.StatsSnapshot{Relists: 2, Reconnects: 5, Added: 7, Modified: 11, Deleted: 1, Bookmarks: 3}}
-	m.Add("widgets", src)
-	now = now.Add(40 * time.Second)
-	got := samples(t, r)
-	for key, want := range map[string]float64{
-		"widget_operator_watch_relists_total{resource=widgets}":              2,
-		"widget_operator_watch_reconnects_total{resource=widgets}":           5,
-		"widget_operator_watch_events_total{resource=widgets,type=ADDED}":    7,
-		"widget_operator_watch_events_total{resource=widgets,type=MODIFIED}": 11,
-		"widget_operator_watch_events_total{resource=widgets,type=DELETED}":  1,
-		"widget_operator_watch_events_total{resource=widgets,type=BOOKMARK}": 3,
-		"widget_operator_watch_last_event_age_seconds{resource=widgets}":     40, // never heard: since Add
-	} {
-		if v, ok := got[key]; !ok || v != want {
-			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRegistry()
+		m := NewWatchMetrics()
+		r.MustRegister(m)
+		src := &recordingSource{stats: watch.StatsSnapshot{Relists: 2, Reconnects: 5, Added: 7, Modified: 11, Deleted: 1, Bookmarks: 3}}
+		m.Add("widgets", src)
+		time.Sleep(40 * time.Second) // the bubble's clock
+		got := samples(t, r)
+		for key, want := range map[string]float64{
+			"widget_operator_watch_relists_total{resource=widgets}":              2,
+			"widget_operator_watch_reconnects_total{resource=widgets}":           5,
+			"widget_operator_watch_events_total{resource=widgets,type=ADDED}":    7,
+			"widget_operator_watch_events_total{resource=widgets,type=MODIFIED}": 11,
+			"widget_operator_watch_events_total{resource=widgets,type=DELETED}":  1,
+			"widget_operator_watch_events_total{resource=widgets,type=BOOKMARK}": 3,
+			"widget_operator_watch_last_event_age_seconds{resource=widgets}":     40, // never heard: since Add
+		} {
+			if v, ok := got[key]; !ok || v != want {
+				t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+			}
 		}
-	}
-	src.last = now.Add(-1500 * time.Millisecond)
-	if got := samples(t, r)["widget_operator_watch_last_event_age_seconds{resource=widgets}"]; got != 1.5 {
-		t.Errorf("age = %v", got)
-	}
+		src.last = time.Now().Add(-1500 * time.Millisecond)
+		if got := samples(t, r)["widget_operator_watch_last_event_age_seconds{resource=widgets}"]; got != 1.5 {
+			t.Errorf("age = %v", got)
+		}
+	})
 }
 
 func TestVerb(t *testing.T) {
@@ -222,18 +223,5 @@ func TestAPIRoundTripper(t *testing.T) {
 		got["widget_operator_api_requests_total{verb=get,code=404}"] != 2 ||
 		got["widget_operator_api_request_duration_seconds_count{verb=get}"] != 3 {
 		t.Errorf("api samples: %v", got)
-	}
-}
-
-func TestLeaderMetric(t *testing.T) {
-	var leading atomic.Bool
-	r := NewRegistry()
-	r.MustRegister(NewLeaderMetric(leading.Load))
-	if got := samples(t, r)["widget_operator_leader{}"]; got != 0 {
-		t.Errorf("not leading: %v", got)
-	}
-	leading.Store(true)
-	if got := samples(t, r)["widget_operator_leader{}"]; got != 1 {
-		t.Errorf("leading: %v", got)
 	}
 }

@@ -226,7 +226,6 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
 	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
-		metrics.NewLeaderMetric(op.ctrl.IsLeader),
 		metrics.NewCounterFunc("widget_operator_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))

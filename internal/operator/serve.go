@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,12 +116,8 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 	pm.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
-	var rl readyzLog
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		now := time.Now()
-		checks := op.ctrl.Checks(now)
-		rl.note(op.log, checks, now)
-		writeReadyz(w, checks)
+		writeReadyz(w, op.ctrl.Checks(time.Now())) // Checks logs the reasons
 	})
 
 	var servers []*http.Server
@@ -191,36 +186,4 @@ func writeReadyz(w http.ResponseWriter, checks []reconcile.Check) {
 		}
 	}
 	fmt.Fprintln(w, "readyz check failed")
-}
-
-// readyzLog logs the reasons of failing readiness checks: when the set
-// of failing checks changes, and at most once a minute while it stays the
-// same, so that frequent probes do not flood the log. It is safe for
-// concurrent use.
-type readyzLog struct {
-	mu     sync.Mutex
-	failed string // the names of the failing checks last logged
-	at     time.Time
-}
-
-func (l *readyzLog) note(log *slog.Logger, checks []reconcile.Check, now time.Time) {
-	var names, reasons []string
-	for _, c := range checks {
-		if c.Err != nil {
-			names = append(names, c.Name)
-			reasons = append(reasons, c.Name+": "+c.Err.Error())
-		}
-	}
-	failed := strings.Join(names, ", ")
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if failed == l.failed && (failed == "" || now.Sub(l.at) < time.Minute) {
-		return
-	}
-	if failed == "" {
-		log.Info("readyz: every check passes again")
-	} else {
-		log.Info("readyz: checks failing", "failed", failed, "reasons", strings.Join(reasons, "; "))
-	}
-	l.failed, l.at = failed, now
 }

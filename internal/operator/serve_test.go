@@ -2,7 +2,6 @@ package operator
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -228,29 +227,6 @@ func TestReadyzWithholdsReasons(t *testing.T) {
 	writeReadyz(rec, []reconcile.Check{{Name: "watch widgets"}, {Name: "watch services"}})
 	if rec.Code != http.StatusOK || rec.Body.String() != "ok\n" {
 		t.Errorf("readyz = %d %q, want 200 ok", rec.Code, rec.Body.String())
-	}
-}
-
-func TestReadyzLogsReasonsOnChange(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	var l readyzLog
-	now := time.Unix(1000, 0)
-	ok := []reconcile.Check{{Name: "watch widgets"}}
-	failing := []reconcile.Check{{Name: "watch widgets", Err: errors.New("watch: failing for 1s: forbidden")}}
-	l.note(log, ok, now)
-	if buf.Len() != 0 {
-		t.Fatalf("logged while ready: %s", buf.String())
-	}
-	l.note(log, failing, now)
-	l.note(log, failing, now.Add(10*time.Second)) // same checks: not again
-	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), "forbidden") {
-		t.Fatalf("want one line with the reason, got:\n%s", buf.String())
-	}
-	l.note(log, failing, now.Add(61*time.Second)) // a minute on: again
-	l.note(log, ok, now.Add(62*time.Second))
-	if n := strings.Count(buf.String(), "\n"); n != 3 || !strings.Contains(buf.String(), "every check passes") {
-		t.Fatalf("want a reminder and a recovery line, got:\n%s", buf.String())
 	}
 }
 
