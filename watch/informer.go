@@ -81,13 +81,11 @@ type Config[T any] struct {
 
 // Informer keeps a [Store] equal to the server's state of a resource and
 // tells a [Handler] about every change. Create one with [New] and start it
-// with [Informer.Run]. Its methods are safe for concurrent use.
+// with [Informer.Run], once. Its methods are safe for concurrent use.
 type Informer[T any] struct {
 	machine[T] // its config, with New's defaults filled in, and its step
 	store      *Store[T]
-
-	running atomic.Bool
-	synced  atomic.Bool
+	synced     atomic.Bool
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
@@ -160,20 +158,14 @@ func (inf *Informer[T]) count(c *int64) {
 	inf.mu.Unlock()
 }
 
-// ErrRunning is returned by [Informer.Run] on an informer already running.
-var ErrRunning = errors.New("watch: informer already running")
-
 // Run lists and watches until ctx ends, then returns nil. It retries every
 // failure with backoff, so it returns an error only when the informer
-// cannot start: no Source, or already running.
+// cannot start: no Source. Call it once: the informer's store has one
+// writer.
 func (inf *Informer[T]) Run(ctx context.Context) error {
 	if inf.cfg.Source == nil {
 		return errors.New("watch: Config.Source is nil")
 	}
-	if !inf.running.CompareAndSwap(false, true) {
-		return ErrRunning
-	}
-	defer inf.running.Store(false)
 	r := runner[T]{inf: inf}
 	r.run(ctx)
 	return nil

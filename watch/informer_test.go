@@ -283,9 +283,6 @@ func TestInformerLifecycle(t *testing.T) {
 			t.Errorf("relist logged %d times:\n%s", n, logs.String())
 		}
 
-		if err := inf.Run(context.Background()); !errors.Is(err, ErrRunning) {
-			t.Errorf("second Run = %v, want ErrRunning", err)
-		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v after cancel, want nil", err)
