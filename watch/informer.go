@@ -220,7 +220,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	ns := inf.cfg.Namespace
 	switch a.kind {
 	case actList:
-		inf.count(&inf.stats.ListRequests)
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
@@ -230,7 +229,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
 	case actWatch:
-		inf.count(&inf.stats.WatchRequests)
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
 		}
@@ -261,7 +259,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	case actClose:
 		r.closeStream()
 	case actWait:
-		inf.count(&inf.stats.Failures)
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.delay):
@@ -271,7 +268,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
 		}
-		inf.count(&inf.stats.Lists)
 		for _, c := range inf.store.replace(a.items) {
 			inf.notify(c.old, c.new)
 		}
@@ -356,16 +352,13 @@ func (r *runner[T]) closeStream() {
 }
 
 // StatsSnapshot counts what an informer did, as of one moment; see
-// [Informer.Stats]. The metrics code reads it.
+// [Informer.Stats]: the relists, reconnects and events by type that the
+// metrics code exposes.
 type StatsSnapshot struct {
-	ListRequests  int64 // list pages requested
-	Lists         int64 // full lists delivered to the cache
-	Relists       int64 // full lists after the first (after a 410)
-	WatchRequests int64 // watches opened or attempted
-	Reconnects    int64 // watches reopened after a failure
-	Failures      int64 // failed or dead lists and watches, each followed by a backoff
-	Bookmarks     int64 // bookmarks received
-	Added         int64 // objects added to the cache
-	Modified      int64 // objects updated in the cache
-	Deleted       int64 // objects removed from the cache
+	Relists    int64 // full lists after the first (after a 410)
+	Reconnects int64 // watches reopened after a failure
+	Bookmarks  int64 // bookmarks received
+	Added      int64 // objects added to the cache
+	Modified   int64 // objects updated in the cache
+	Deleted    int64 // objects removed from the cache
 }
