@@ -394,7 +394,7 @@ func TestAPIServerSilentConnectionRestarts(t *testing.T) {
 		watchTimeout time.Duration
 	}{
 		// Only the informer's silence timer can notice: each watch asks
-		// for 2s to 4s and may stay silent one second longer.
+		// for 2s to 4s and may stay silent 200ms longer.
 		{name: "informer silence timer over HTTP/1.1", http1: true, watchTimeout: 2 * time.Second},
 		// Watches ask for 5 to 10 minutes: only the client's HTTP/2
 		// pings can notice within the test's deadline.
@@ -417,7 +417,6 @@ func TestAPIServerSilentConnectionRestarts(t *testing.T) {
 				Namespace:    ns,
 				Handler:      log.handler(),
 				WatchTimeout: tt.watchTimeout,
-				IdleMargin:   time.Second,
 			})
 			informerRun(t, inf)
 			waitFor(t, "sync", 30*time.Second, inf.HasSynced)

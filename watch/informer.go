@@ -70,13 +70,12 @@ type Config[T any] struct {
 	Logger *slog.Logger
 	// WatchTimeout is the shortest timeout a watch asks of the server;
 	// each watch asks for a random one between WatchTimeout and twice
-	// that. Zero means 5 minutes, so 5 to 10.
+	// that. Zero means 5 minutes, so 5 to 10. A watch may stay silent
+	// for its timeout plus a margin of a tenth of WatchTimeout (30 s by
+	// default) before it is deemed dead and restarted. A list page or the
+	// opening of a watch that gets no answer within twice WatchTimeout
+	// plus that margin is abandoned and retried.
 	WatchTimeout time.Duration
-	// IdleMargin is how long past its timeout a watch may stay silent
-	// before it is deemed dead and restarted. Zero means 30 seconds. A
-	// list page or the opening of a watch that gets no answer within
-	// twice WatchTimeout plus IdleMargin is abandoned and retried.
-	IdleMargin time.Duration
 }
 
 // Informer keeps a [Store] equal to the server's state of a resource and
@@ -102,7 +101,6 @@ func New[T any, P interface {
 	// A value zero or negative gets the default.
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
-	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
 		machine: machine[T]{meta: meta, cfg: cfg},
@@ -317,7 +315,7 @@ func (inf *Informer[T]) notify(old, obj *T) {
 // requestLimit bounds a list page and the opening of a watch: the longest
 // timeout a watch may ask for, plus the margin.
 func (inf *Informer[T]) requestLimit() time.Duration {
-	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
+	return 2*inf.cfg.WatchTimeout + inf.cfg.WatchTimeout/idleMargin
 }
 
 // next reads the next event of the open watch. A watch silent for longer
@@ -337,7 +335,7 @@ func (r *runner[T]) next() input[T] {
 // idleAfter is how long the open watch may stay silent: its timeout plus
 // the margin.
 func (r *runner[T]) idleAfter() time.Duration {
-	return r.s.watchTimeout + r.inf.cfg.IdleMargin
+	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
 // closeStream closes the open stream, if any, and stops its timer.

@@ -432,10 +432,10 @@ func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		var logs logbuf.Buffer
-		_, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+		_, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		defer func() { cancel(); <-done }()
-		limit := 2*time.Minute + 10*time.Second
+		limit := 2*time.Minute + 6*time.Second // a margin of a tenth of WatchTimeout
 
 		// A list the server never answers.
 		began := time.Now()
@@ -454,7 +454,7 @@ func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 		if n := strings.Count(logs.String(), "\n"); n != 2 {
 			t.Errorf("%d lines logged, want one per failure, 2:\n%s", n, logs.String())
 		}
-		for _, want := range []string{"list got no answer within 2m10s", "watch got no answer within 2m10s"} {
+		for _, want := range []string{"list got no answer within 2m6s", "watch got no answer within 2m6s"} {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("log lacks %q:\n%s", want, logs.String())
 			}
@@ -534,7 +534,7 @@ func TestInformerListErrorIsNotATimeout(t *testing.T) {
 }
 
 // Healthy allows silence up to the longest watch (twice WatchTimeout) plus
-// IdleMargin, and no longer: 10m30s by default.
+// a tenth of WatchTimeout, and no longer: 10m30s by default.
 func TestInformerHealthySilenceLimit(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -542,8 +542,8 @@ func TestInformerHealthySilenceLimit(t *testing.T) {
 		limit time.Duration
 	}{
 		{"defaults", Config[thing]{}, 10*time.Minute + 30*time.Second},
-		{"negative means default", Config[thing]{WatchTimeout: -time.Minute, IdleMargin: -time.Second}, 10*time.Minute + 30*time.Second},
-		{"configured", Config[thing]{WatchTimeout: time.Minute, IdleMargin: 10 * time.Second}, 2*time.Minute + 10*time.Second},
+		{"negative means default", Config[thing]{WatchTimeout: -time.Minute}, 10*time.Minute + 30*time.Second},
+		{"configured", Config[thing]{WatchTimeout: time.Minute}, 2*time.Minute + 6*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -617,7 +617,7 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 		src := &lateSource{scriptedSource: newScriptedSource()}
 		var logs logbuf.Buffer
 		inf, cancel, done := startInformer(t, Config[thing]{
-			Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second,
+			Source: src, WatchTimeout: time.Minute,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		defer func() { cancel(); <-done }()
@@ -630,7 +630,7 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 		if n := strings.Count(logs.String(), "\n"); n != 2 {
 			t.Errorf("%d lines logged, want one per failure, 2:\n%s", n, logs.String())
 		}
-		for _, want := range []string{"watch got no answer within 2m10s", "Source.Watch returned no stream"} {
+		for _, want := range []string{"watch got no answer within 2m6s", "Source.Watch returned no stream"} {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("log lacks %q:\n%s", want, logs.String())
 			}
@@ -644,26 +644,26 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 }
 
 // A watch that opens and then says nothing at all is given up exactly its
-// timeout plus IdleMargin after it opened, and watched again.
+// timeout plus a tenth of WatchTimeout after it opened, and watched again.
 func TestInformerSilentWatchFromTheStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute, IdleMargin: 10 * time.Second})
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute})
 		defer func() { cancel(); <-done }()
 		src.expectList(t, "0", page("10", ""), nil)
 		c := <-src.watches
 		st := newScriptedStream()
 		c.reply <- watchReply{stream: st}
-		silence := time.Duration(c.opts.TimeoutSeconds)*time.Second + 10*time.Second
+		silence := time.Duration(c.opts.TimeoutSeconds)*time.Second + 6*time.Second
 		time.Sleep(silence - time.Nanosecond) // fake time inside the bubble
 		synctest.Wait()
 		if st.isClosed() {
-			t.Fatalf("stream closed before its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+			t.Fatalf("stream closed before its timeout %ds plus 6s", c.opts.TimeoutSeconds)
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
 		if !st.isClosed() {
-			t.Fatalf("stream still open after its timeout %ds plus 10s", c.opts.TimeoutSeconds)
+			t.Fatalf("stream still open after its timeout %ds plus 6s", c.opts.TimeoutSeconds)
 		}
 		src.expectWatch(t, "10", nil)
 		if got := inf.Stats().Reconnects; got != 1 {

@@ -24,8 +24,8 @@ const (
 	backoffReset   = 2 * time.Minute // healthy this long: backoff starts over
 	minWatchLife   = time.Second     // a watch that ends sooner is a failure
 
-	defaultWatchTimeout = 5 * time.Minute  // each watch asks for 1 to 2 times this
-	defaultIdleMargin   = 30 * time.Second // silence allowed past a watch's timeout
+	defaultWatchTimeout = 5 * time.Minute // each watch asks for 1 to 2 times this
+	idleMargin          = 10              // a watch may stay silent 1/10 of WatchTimeout past its timeout
 	defaultPageSize     = 500
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
