@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -120,9 +119,6 @@ var awaits = [...]phase{
 	inIdle:   phaseWatch,
 }
 
-// eventTypes are the types of the watch events the machine knows.
-var eventTypes = []k8sapi.EventType{k8sapi.Added, k8sapi.Modified, k8sapi.Deleted, k8sapi.Bookmark}
-
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
 type input[T any] struct {
@@ -228,9 +224,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		s.watchEvents = 0
 
 	case inEvent:
-		if in.err == nil && (in.obj == nil || !slices.Contains(eventTypes, in.typ)) {
-			in.err = fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil)
-		}
 		if in.err != nil {
 			acts = append(acts, action[T]{kind: actClose})
 			acts = m.ended(&s, in, acts)

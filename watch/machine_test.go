@@ -423,17 +423,6 @@ func TestStep(t *testing.T) {
 				{input[thing]{kind: inStart, now: at(0)}, phaseList, ""},
 			},
 		},
-		{
-			name: "unknown event type restarts the watch",
-			steps: []stepCase{
-				start(),
-				listed(0, "10"),
-				opened(0),
-				{input[thing]{kind: inEvent, now: at(time.Second), typ: "SURPRISE", obj: obj("a", "11")}, phaseWait,
-					"close; log WARN watch failed; wait 400ms"},
-			},
-			wantRV: "10",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
