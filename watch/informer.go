@@ -176,7 +176,9 @@ type runner[T any] struct {
 	s   state[T]
 
 	// The open watch: its stream, the cancel of the context it was opened
-	// with, and the timer that ends it when it stays silent too long.
+	// with, and the timer that ends it when it stays silent too long. A
+	// watch is open while the machine is in phaseWatch: run closes it
+	// after any step that leaves that phase.
 	stream Stream[T]
 	cancel context.CancelFunc
 	timer  *time.Timer
@@ -193,6 +195,9 @@ func (r *runner[T]) run(ctx context.Context) {
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
 		r.inf.mu.Unlock()
+		if r.s.phase != phaseWatch {
+			r.closeStream() // the watch, if one was open, has ended
+		}
 		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
@@ -254,8 +259,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[T]{kind: inOpened}, true
-	case actClose:
-		r.closeStream()
 	case actWait:
 		select {
 		case <-ctx.Done():

@@ -137,7 +137,6 @@ type actionKind uint8
 const (
 	actList    actionKind = iota // request a list page with opts
 	actWatch                     // open a watch with opts
-	actClose                     // close the open watch
 	actWait                      // wait for delay, then send inTimer
 	actReplace                   // replace the whole cache with items: a full list
 	actApply                     // apply one event (typ, obj) to the cache
@@ -225,7 +224,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 
 	case inEvent:
 		if in.err != nil {
-			acts = append(acts, action[T]{kind: actClose})
 			acts = m.ended(&s, in, acts)
 			break
 		}
@@ -250,7 +248,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 
 	case inIdle:
-		acts = append(acts, action[T]{kind: actClose})
 		acts = m.fail(&s, in, "watch silent; reconnecting", acts)
 
 	case inTimer:
