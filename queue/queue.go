@@ -11,7 +11,7 @@ import (
 
 // Config configures a Queue. The zero value is a useful configuration.
 type Config struct {
-	// Name names the queue, for the metrics of a later exposition. Empty
+	// Name names the queue in the log lines of its Runner. Empty
 	// is allowed.
 	Name string
 	// Clock supplies the time and the timer for delayed adds. Nil means
@@ -106,9 +106,6 @@ func New(cfg Config) *Queue {
 	return q
 }
 
-// Name returns Config.Name.
-func (q *Queue) Name() string { return q.name }
-
 // Add makes key ready now, unless it is ready already. If a worker holds
 // the key, it becomes ready when that worker calls Done. Add cancels a
 // pending delayed add of key. After shutdown Add does nothing.
@@ -163,16 +160,15 @@ func (q *Queue) add(key string, d time.Duration) {
 // AddRateLimited adds key after the wait its RateLimiter asks for, and
 // records the retry. See AddAfter for how deadlines combine.
 func (q *Queue) AddRateLimited(key string) {
-	if q.ShuttingDown() { // record no retry that will not happen
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown { // record no retry that will not happen
 		return
 	}
-	d := q.limiter.When(key, q.clock.Now())
-	q.mu.Lock()
-	if !q.shuttingDown && q.metrics != nil {
+	if q.metrics != nil {
 		q.metrics.Retried()
 	}
-	q.add(key, d)
-	q.mu.Unlock()
+	q.add(key, q.limiter.When(key, q.clock.Now()))
 }
 
 // Forget tells the RateLimiter to forget key's retries. Call it when a key

@@ -408,9 +408,6 @@ func TestMetrics(t *testing.T) {
 		if want := []time.Duration{3 * time.Second, time.Second, 0}; !slices.Equal(m.worked, want) {
 			t.Errorf("worked %v, want %v", m.worked, want)
 		}
-		if q.Name() != "widgets" {
-			t.Errorf("Name = %q", q.Name())
-		}
 		q.ShutDown()
 	})
 }

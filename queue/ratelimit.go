@@ -12,7 +12,8 @@ import (
 // Implementations must be safe for concurrent use.
 type RateLimiter interface {
 	// When records one more retry of key at time now and returns how long
-	// the key should wait before it is processed again.
+	// the key should wait before it is processed again. A Queue calls it
+	// with its lock held, so it must not call back into the queue.
 	When(key string, now time.Time) time.Duration
 	// Forget clears what the limiter remembers about key.
 	Forget(key string)

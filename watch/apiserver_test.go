@@ -85,6 +85,23 @@ func informerRun[T any](t *testing.T, inf *Informer[T]) {
 	})
 }
 
+// countingSource is a Source that counts the lists and watches it passes
+// on.
+type countingSource[T any] struct {
+	Source[T]
+	lists, watches atomic.Int64
+}
+
+func (s *countingSource[T]) List(ctx context.Context, namespace string, opts k8sapi.ListOptions) (*k8sapi.List[T], error) {
+	s.lists.Add(1)
+	return s.Source.List(ctx, namespace, opts)
+}
+
+func (s *countingSource[T]) Watch(ctx context.Context, namespace string, opts k8sapi.ListOptions) (Stream[T], error) {
+	s.watches.Add(1)
+	return s.Source.Watch(ctx, namespace, opts)
+}
+
 // eventLog records handler calls, by object name, and counts deletes.
 type eventLog struct {
 	mu      sync.Mutex
@@ -198,16 +215,17 @@ func TestAPIServerEventsInOrder(t *testing.T) {
 			pre := createCM(t, cms, ns, "pre", "0")
 
 			var log eventLog
+			src := &countingSource[configMap]{Source: ClientSource[configMap](client, k8sapi.ConfigMaps)}
 			inf := New(Config[configMap]{
-				Source:        ClientSource[configMap](client, k8sapi.ConfigMaps),
+				Source:        src,
 				Namespace:     ns,
 				Handler:       log.handler(),
 				StreamingList: streaming,
 			})
 			informerRun(t, inf)
 			waitFor(t, "sync", 30*time.Second, inf.HasSynced)
-			if streaming && inf.Stats().ListRequests != 0 {
-				t.Errorf("streaming list fell back to a list: %+v", inf.Stats())
+			if n := src.lists.Load(); streaming && n != 0 {
+				t.Errorf("streaming list fell back to a list: %d list requests", n)
 			}
 
 			a := createCM(t, cms, ns, "a", "1")
@@ -376,7 +394,7 @@ func TestAPIServerSilentConnectionRestarts(t *testing.T) {
 		watchTimeout time.Duration
 	}{
 		// Only the informer's silence timer can notice: each watch asks
-		// for 2s to 4s and may stay silent one second longer.
+		// for 2s to 4s and may stay silent 200ms longer.
 		{name: "informer silence timer over HTTP/1.1", http1: true, watchTimeout: 2 * time.Second},
 		// Watches ask for 5 to 10 minutes: only the client's HTTP/2
 		// pings can notice within the test's deadline.
@@ -399,7 +417,6 @@ func TestAPIServerSilentConnectionRestarts(t *testing.T) {
 				Namespace:    ns,
 				Handler:      log.handler(),
 				WatchTimeout: tt.watchTimeout,
-				IdleMargin:   time.Second,
 			})
 			informerRun(t, inf)
 			waitFor(t, "sync", 30*time.Second, inf.HasSynced)
@@ -452,14 +469,15 @@ func TestAPIServerCompactionRelists(t *testing.T) {
 	}
 
 	var log eventLog
+	src := &countingSource[configMap]{Source: ClientSource[configMap](planeClient(t, p, px.URL(), nil, 0), k8sapi.ConfigMaps)}
 	inf := New(Config[configMap]{
-		Source:    ClientSource[configMap](planeClient(t, p, px.URL(), nil, 0), k8sapi.ConfigMaps),
+		Source:    src,
 		Namespace: ns,
 		Handler:   log.handler(),
 	})
 	informerRun(t, inf)
 	waitFor(t, "sync", 30*time.Second, inf.HasSynced)
-	waitFor(t, "a watch", 30*time.Second, func() bool { return inf.Stats().WatchRequests > 0 })
+	waitFor(t, "a watch", 30*time.Second, func() bool { return src.watches.Load() > 0 })
 	if got := strings.Join(log.take(), "; "); !sameSet(got, "add change; add drop; add keep") {
 		t.Fatalf("initial adds: %s", got)
 	}

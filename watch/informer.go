@@ -70,24 +70,21 @@ type Config[T any] struct {
 	Logger *slog.Logger
 	// WatchTimeout is the shortest timeout a watch asks of the server;
 	// each watch asks for a random one between WatchTimeout and twice
-	// that. Zero means 5 minutes, so 5 to 10.
+	// that. Zero means 5 minutes, so 5 to 10. A watch may stay silent
+	// for its timeout plus a margin of a tenth of WatchTimeout (30 s by
+	// default) before it is deemed dead and restarted. A list page or the
+	// opening of a watch that gets no answer within twice WatchTimeout
+	// plus that margin is abandoned and retried.
 	WatchTimeout time.Duration
-	// IdleMargin is how long past its timeout a watch may stay silent
-	// before it is deemed dead and restarted. Zero means 30 seconds. A
-	// list page or the opening of a watch that gets no answer within
-	// twice WatchTimeout plus IdleMargin is abandoned and retried.
-	IdleMargin time.Duration
 }
 
 // Informer keeps a [Store] equal to the server's state of a resource and
 // tells a [Handler] about every change. Create one with [New] and start it
-// with [Informer.Run]. Its methods are safe for concurrent use.
+// with [Informer.Run], once. Its methods are safe for concurrent use.
 type Informer[T any] struct {
 	machine[T] // its config, with New's defaults filled in, and its step
 	store      *Store[T]
-
-	running atomic.Bool
-	synced  atomic.Bool
+	synced     atomic.Bool
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
@@ -104,7 +101,6 @@ func New[T any, P interface {
 	// A value zero or negative gets the default.
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
-	cfg.IdleMargin = cmp.Or(max(cfg.IdleMargin, 0), defaultIdleMargin)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
 		machine: machine[T]{meta: meta, cfg: cfg},
@@ -160,20 +156,14 @@ func (inf *Informer[T]) count(c *int64) {
 	inf.mu.Unlock()
 }
 
-// ErrRunning is returned by [Informer.Run] on an informer already running.
-var ErrRunning = errors.New("watch: informer already running")
-
 // Run lists and watches until ctx ends, then returns nil. It retries every
 // failure with backoff, so it returns an error only when the informer
-// cannot start: no Source, or already running.
+// cannot start: no Source. Call it once: the informer's store has one
+// writer.
 func (inf *Informer[T]) Run(ctx context.Context) error {
 	if inf.cfg.Source == nil {
 		return errors.New("watch: Config.Source is nil")
 	}
-	if !inf.running.CompareAndSwap(false, true) {
-		return ErrRunning
-	}
-	defer inf.running.Store(false)
 	r := runner[T]{inf: inf}
 	r.run(ctx)
 	return nil
@@ -186,7 +176,9 @@ type runner[T any] struct {
 	s   state[T]
 
 	// The open watch: its stream, the cancel of the context it was opened
-	// with, and the timer that ends it when it stays silent too long.
+	// with, and the timer that ends it when it stays silent too long. A
+	// watch is open while the machine is in phaseWatch: run closes it
+	// after any step that leaves that phase.
 	stream Stream[T]
 	cancel context.CancelFunc
 	timer  *time.Timer
@@ -203,6 +195,9 @@ func (r *runner[T]) run(ctx context.Context) {
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
 		r.inf.mu.Unlock()
+		if r.s.phase != phaseWatch {
+			r.closeStream() // the watch, if one was open, has ended
+		}
 		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
@@ -228,7 +223,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	ns := inf.cfg.Namespace
 	switch a.kind {
 	case actList:
-		inf.count(&inf.stats.ListRequests)
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
@@ -238,7 +232,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
 	case actWatch:
-		inf.count(&inf.stats.WatchRequests)
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
 		}
@@ -266,10 +259,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[T]{kind: inOpened}, true
-	case actClose:
-		r.closeStream()
 	case actWait:
-		inf.count(&inf.stats.Failures)
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.delay):
@@ -279,7 +269,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
 		}
-		inf.count(&inf.stats.Lists)
 		for _, c := range inf.store.replace(a.items) {
 			inf.notify(c.old, c.new)
 		}
@@ -329,7 +318,7 @@ func (inf *Informer[T]) notify(old, obj *T) {
 // requestLimit bounds a list page and the opening of a watch: the longest
 // timeout a watch may ask for, plus the margin.
 func (inf *Informer[T]) requestLimit() time.Duration {
-	return 2*inf.cfg.WatchTimeout + inf.cfg.IdleMargin
+	return 2*inf.cfg.WatchTimeout + inf.cfg.WatchTimeout/idleMargin
 }
 
 // next reads the next event of the open watch. A watch silent for longer
@@ -349,7 +338,7 @@ func (r *runner[T]) next() input[T] {
 // idleAfter is how long the open watch may stay silent: its timeout plus
 // the margin.
 func (r *runner[T]) idleAfter() time.Duration {
-	return r.s.watchTimeout + r.inf.cfg.IdleMargin
+	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
 // closeStream closes the open stream, if any, and stops its timer.
@@ -364,16 +353,13 @@ func (r *runner[T]) closeStream() {
 }
 
 // StatsSnapshot counts what an informer did, as of one moment; see
-// [Informer.Stats]. The metrics code reads it.
+// [Informer.Stats]: the relists, reconnects and events by type that the
+// metrics code exposes.
 type StatsSnapshot struct {
-	ListRequests  int64 // list pages requested
-	Lists         int64 // full lists delivered to the cache
-	Relists       int64 // full lists after the first (after a 410)
-	WatchRequests int64 // watches opened or attempted
-	Reconnects    int64 // watches reopened after a failure
-	Failures      int64 // failed or dead lists and watches, each followed by a backoff
-	Bookmarks     int64 // bookmarks received
-	Added         int64 // objects added to the cache
-	Modified      int64 // objects updated in the cache
-	Deleted       int64 // objects removed from the cache
+	Relists    int64 // full lists after the first (after a 410)
+	Reconnects int64 // watches reopened after a failure
+	Bookmarks  int64 // bookmarks received
+	Added      int64 // objects added to the cache
+	Modified   int64 // objects updated in the cache
+	Deleted    int64 // objects removed from the cache
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -24,8 +23,8 @@ const (
 	backoffReset   = 2 * time.Minute // healthy this long: backoff starts over
 	minWatchLife   = time.Second     // a watch that ends sooner is a failure
 
-	defaultWatchTimeout = 5 * time.Minute  // each watch asks for 1 to 2 times this
-	defaultIdleMargin   = 30 * time.Second // silence allowed past a watch's timeout
+	defaultWatchTimeout = 5 * time.Minute // each watch asks for 1 to 2 times this
+	idleMargin          = 10              // a watch may stay silent 1/10 of WatchTimeout past its timeout
 	defaultPageSize     = 500
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
@@ -120,9 +119,6 @@ var awaits = [...]phase{
 	inIdle:   phaseWatch,
 }
 
-// eventTypes are the types of the watch events the machine knows.
-var eventTypes = []k8sapi.EventType{k8sapi.Added, k8sapi.Modified, k8sapi.Deleted, k8sapi.Bookmark}
-
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
 type input[T any] struct {
@@ -141,7 +137,6 @@ type actionKind uint8
 const (
 	actList    actionKind = iota // request a list page with opts
 	actWatch                     // open a watch with opts
-	actClose                     // close the open watch
 	actWait                      // wait for delay, then send inTimer
 	actReplace                   // replace the whole cache with items: a full list
 	actApply                     // apply one event (typ, obj) to the cache
@@ -228,11 +223,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		s.watchEvents = 0
 
 	case inEvent:
-		if in.err == nil && (in.obj == nil || !slices.Contains(eventTypes, in.typ)) {
-			in.err = fmt.Errorf("watch: unexpected event: type %q, no object: %v", in.typ, in.obj == nil)
-		}
 		if in.err != nil {
-			acts = append(acts, action[T]{kind: actClose})
 			acts = m.ended(&s, in, acts)
 			break
 		}
@@ -257,7 +248,6 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		}
 
 	case inIdle:
-		acts = append(acts, action[T]{kind: actClose})
 		acts = m.fail(&s, in, "watch silent; reconnecting", acts)
 
 	case inTimer:

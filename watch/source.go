@@ -18,10 +18,11 @@ type Source[T any] interface {
 
 // Stream is an open watch.
 type Stream[T any] interface {
-	// Next blocks until the next event: a [k8sapi.WatchEvent] with the
-	// object behind a pointer, never nil (for Deleted, the object's last
-	// state). The informer keeps the object, so the stream must not reuse
-	// it. Next returns io.EOF when the server ended the watch cleanly, and
+	// Next blocks until the next event: a [k8sapi.WatchEvent] of type
+	// Added, Modified, Deleted or Bookmark, with the object behind a
+	// pointer, never nil (for Deleted, the object's last state), as a
+	// [k8sapi.Watcher] checks them. The informer keeps the object, so the
+	// stream must not reuse it. Next returns io.EOF when the server ended the watch cleanly, and
 	// an error wrapping an [*k8sapi.APIError] for an ERROR event, which is
 	// never an event. After an error the stream is done.
 	Next() (k8sapi.WatchEvent[*T], error)
