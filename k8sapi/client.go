@@ -86,6 +86,18 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: config: Host %w", err)
 	}
+	if len(cfg.CAData) == 0 && cfg.CAFile != "" {
+		ca, err := readFileLimit(cfg.CAFile, maxPEMFileSize)
+		if err == nil {
+			_, err = certPool(ca)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: CA file %s: %w", cfg.CAFile, pathCause(err))
+		}
+		withCA := *cfg
+		withCA.CAData = ca
+		cfg = &withCA
+	}
 	creds, err := newCredentials(cfg)
 	if err != nil {
 		return nil, err
