@@ -254,7 +254,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, target string) (
 	if err != nil {
 		return nil, errors.New("cannot build request URL")
 	}
-	if op.body != nil {
+	if op.contentType != "" {
 		req.Header.Set("Content-Type", op.contentType)
 	}
 	req.Header.Set("Accept", cmp.Or(op.accept, "application/json"))

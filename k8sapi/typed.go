@@ -196,9 +196,6 @@ func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, op
 // the server's copy. [ApplyPatch] needs opts.FieldManager; opts.Force is
 // only valid with it.
 func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchType, data []byte, opts PatchOptions) (*T, error) {
-	if data == nil {
-		data = []byte{}
-	}
 	return t.patch(ctx, namespace, name, pt, data, opts)
 }
 

@@ -77,6 +77,14 @@ func TestVerbs(t *testing.T) {
 		method: "PATCH", path: "/apis/apps/v1/namespaces/shop/deployments/web",
 		contentType: "application/merge-patch+json", body: `{"spec":{"replicas":2}}`,
 	}, {
+		name: "nil merge patch",
+		call: func(ctx context.Context, d Typed[Deployment]) error {
+			_, err := d.Patch(ctx, "shop", "web", MergePatch, nil, PatchOptions{})
+			return err
+		},
+		method: "PATCH", path: "/apis/apps/v1/namespaces/shop/deployments/web",
+		contentType: "application/merge-patch+json",
+	}, {
 		name: "json patch",
 		call: func(ctx context.Context, d Typed[Deployment]) error {
 			_, err := d.Patch(ctx, "shop", "web", JSONPatch, []byte(`[{"op":"replace","path":"/spec/replicas","value":2}]`), PatchOptions{DryRun: true})
