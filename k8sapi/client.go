@@ -195,11 +195,8 @@ func (o *operation) decodeError(err error) error {
 
 // do sends op, with rate limiting, authentication and retries, and returns
 // the response if its status is 2xx; the caller closes its body. Any other
-// status becomes an *APIError.
+// status becomes an *APIError. ctx is not nil: the caller checked it.
 func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
-	if ctx == nil {
-		return nil, op.requestError(errors.New("nil Context"))
-	}
 	target := c.base + op.path
 	if len(op.query) > 0 {
 		target += "?" + op.query.Encode()

@@ -279,6 +279,17 @@ func TestBadArguments(t *testing.T) {
 			_, err := d.Watch(nilCtx, "", ListOptions{})
 			return err
 		}, "nil Context"},
+		{"get nil context", func() error {
+			var nilCtx context.Context
+			_, err := d.Get(nilCtx, "shop", "web", GetOptions{})
+			return err
+		}, "nil Context"},
+		{"stream nil context", func() error {
+			var nilCtx context.Context
+			_, err := c.Stream(nilCtx, "/api", nil, "")
+			return err
+		}, "nil Context"},
+		{"stream bad path", func() error { _, err := c.Stream(ctx, "/api/../x", nil, ""); return err }, "path must be clean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,12 +43,9 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.newOp("watch", namespace, "", "")
+	op, err := t.newOp(ctx, "watch", namespace, "", "")
 	if err != nil {
 		return nil, err
-	}
-	if ctx == nil {
-		return nil, op.requestError(errors.New("nil Context"))
 	}
 	op.query = opts.query(true)
 	wctx, cancel := context.WithCancel(ctx)
