@@ -223,8 +223,7 @@ func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchTyp
 		problem = "Force is only valid for an apply patch"
 	}
 	if problem != "" {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
-		return nil, op.requestError(errors.New(problem))
+		return nil, &RequestError{Op: "patch", Resource: t.Resource.Resource, Namespace: namespace, Name: name, Err: errors.New(problem)}
 	}
 	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }
