@@ -21,7 +21,10 @@ type Config struct {
 	// CAData is the PEM bundle used to verify the server. It wins over
 	// CAFile; when both are empty, the system roots are used.
 	CAData []byte
-	// CAFile names a file holding the PEM bundle. New reads it, once.
+	// CAFile names a file holding the PEM bundle, used when CAData is
+	// empty. New reads it, once, and fails naming it when it cannot be
+	// read or holds no certificate; it is read also with a Transport set,
+	// for an exec plugin given the cluster's information.
 	CAFile string
 	// Insecure skips verification of the server's certificate. It is only
 	// ever true when a kubeconfig asked for it explicitly.
