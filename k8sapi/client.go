@@ -86,6 +86,18 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8sapi: config: Host %w", err)
 	}
+	if len(cfg.CAData) == 0 && cfg.CAFile != "" {
+		ca, err := readFileLimit(cfg.CAFile, maxPEMFileSize)
+		if err == nil {
+			_, err = certPool(ca)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: CA file %s: %w", cfg.CAFile, pathCause(err))
+		}
+		withCA := *cfg
+		withCA.CAData = ca
+		cfg = &withCA
+	}
 	creds, err := newCredentials(cfg)
 	if err != nil {
 		return nil, err
@@ -183,11 +195,8 @@ func (o *operation) decodeError(err error) error {
 
 // do sends op, with rate limiting, authentication and retries, and returns
 // the response if its status is 2xx; the caller closes its body. Any other
-// status becomes an *APIError.
+// status becomes an *APIError. ctx is not nil: the caller checked it.
 func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
-	if ctx == nil {
-		return nil, op.requestError(errors.New("nil Context"))
-	}
 	target := c.base + op.path
 	if len(op.query) > 0 {
 		target += "?" + op.query.Encode()
@@ -242,7 +251,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, target string) (
 	if err != nil {
 		return nil, errors.New("cannot build request URL")
 	}
-	if op.body != nil {
+	if op.contentType != "" {
 		req.Header.Set("Content-Type", op.contentType)
 	}
 	req.Header.Set("Accept", cmp.Or(op.accept, "application/json"))

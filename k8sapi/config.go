@@ -18,9 +18,14 @@ type Config struct {
 	// A path suffix is kept and prefixed to every request path.
 	Host string
 
-	// CAData is the PEM bundle used to verify the server. Nil means the
-	// system roots.
+	// CAData is the PEM bundle used to verify the server. It wins over
+	// CAFile; when both are empty, the system roots are used.
 	CAData []byte
+	// CAFile names a file holding the PEM bundle, used when CAData is
+	// empty. New reads it, once, and fails naming it when it cannot be
+	// read or holds no certificate; it is read also with a Transport set,
+	// for an exec plugin given the cluster's information.
+	CAFile string
 	// Insecure skips verification of the server's certificate. It is only
 	// ever true when a kubeconfig asked for it explicitly.
 	Insecure bool
@@ -166,8 +171,8 @@ func (c *Config) authMethod() string {
 // never quote a value.
 func (c *Config) check() error {
 	switch {
-	case c.Insecure && len(c.CAData) > 0:
-		return errors.New("Insecure and CAData cannot both be set (insecure-skip-tls-verify and certificate-authority)")
+	case c.Insecure && (len(c.CAData) > 0 || c.CAFile != ""):
+		return errors.New("Insecure and CAData or CAFile cannot both be set (insecure-skip-tls-verify and certificate-authority)")
 	case (c.CertFile == "" && len(c.CertData) == 0) != (c.KeyFile == "" && len(c.KeyData) == 0):
 		return errors.New("a client certificate needs both a certificate and a key: CertFile or CertData, and KeyFile or KeyData (client-certificate and client-key, or their -data)")
 	case checkHeaderValue(c.BearerToken) != nil:

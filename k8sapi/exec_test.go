@@ -1,6 +1,7 @@
 package k8sapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -106,6 +107,43 @@ func runCount(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), "run\n")
+}
+
+// TestExecClusterInfoCAFile: a CA that the Config names by file reaches
+// a plugin given the cluster's information as data, and New leaves the
+// Config as it was.
+func TestExecClusterInfoCAFile(t *testing.T) {
+	ca, _ := selfSignedPair(t, "cluster-ca")
+	dir := writeFiles(t, t.TempDir(), map[string]string{"ca.crt": string(ca)})
+	rec := filepath.Join(dir, "record.json")
+	cfg := &Config{Host: "https://h:6443", CAFile: filepath.Join(dir, "ca.crt"),
+		Exec: helperExec(execV1, "token", "HELPER_TOKEN=tok", "HELPER_RECORD="+rec)}
+	cfg.Exec.ProvideClusterInfo = true
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authHeader(t, c.creds); got != "Bearer tok" {
+		t.Errorf("header %q", got)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Info string }
+	var info execInfo
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(r.Info), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Spec.Cluster == nil || !bytes.Equal(info.Spec.Cluster.CertificateAuthorityData, ca) {
+		t.Errorf("KUBERNETES_EXEC_INFO %s, want the CA file's content", r.Info)
+	}
+	if cfg.CAData != nil {
+		t.Error("New set the Config's CAData")
+	}
 }
 
 func TestExecPluginVersions(t *testing.T) {

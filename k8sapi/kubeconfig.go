@@ -69,8 +69,6 @@ type kcEntry struct {
 	kind string // "cluster", "user" or "context"
 	name string
 	cfg  Config
-	// caFile is a cluster's certificate-authority.
-	caFile string
 	// cluster and user are a context's.
 	cluster, user string
 }
@@ -330,7 +328,7 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 	case "cluster":
 		return map[string]any{
 			"server":                     &c.Host,
-			"certificate-authority":      &e.caFile,
+			"certificate-authority":      &c.CAFile,
 			"certificate-authority-data": &c.CAData,
 			"insecure-skip-tls-verify":   &c.Insecure,
 			"tls-server-name":            &c.ServerName,
@@ -457,13 +455,8 @@ func (kc *kubeconfig) config(paths, context string) (*Config, error) {
 	if !strings.Contains(cfg.Host, "://") {
 		return nil, cl.errorf("server is not an https:// or http:// URL")
 	}
-	if len(cfg.CAData) == 0 && cl.caFile != "" {
-		ca, err := readFileLimit(cl.file.resolve(cl.caFile), maxPEMFileSize)
-		if err != nil {
-			return nil, cl.errorf("certificate-authority: %w", err)
-		}
-		cfg.CAData = ca
-	}
+	// The CA file is named, for New to read: see Config.CAFile.
+	cfg.CAFile = cl.file.resolve(cfg.CAFile)
 	if err := cfg.check(); err != nil {
 		return nil, cl.errorf("%v", err)
 	}

@@ -35,6 +35,7 @@ type corpusWant struct {
 type corpusConfig struct {
 	Host            string         `json:"host"`
 	CAData          string         `json:"caData,omitempty"`
+	CAFile          string         `json:"caFile,omitempty"`
 	Insecure        bool           `json:"insecure,omitempty"`
 	ServerName      string         `json:"serverName,omitempty"`
 	ProxyURL        string         `json:"proxyURL,omitempty"`
@@ -58,7 +59,7 @@ func corpusView(t *testing.T, cfg *Config) *corpusConfig {
 		t.Fatal(err)
 	}
 	v := &corpusConfig{
-		Host: cfg.Host, CAData: string(cfg.CAData), Insecure: cfg.Insecure,
+		Host: cfg.Host, CAData: string(cfg.CAData), CAFile: strings.TrimPrefix(cfg.CAFile, abs+"/"), Insecure: cfg.Insecure,
 		ServerName: cfg.ServerName, ProxyURL: cfg.ProxyURL,
 		BearerToken: cfg.BearerToken, BearerTokenFile: strings.TrimPrefix(cfg.BearerTokenFile, abs+"/"),
 		Username: cfg.Username, Password: cfg.Password,

@@ -166,7 +166,7 @@ contexts:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Host != "https://only-b" || string(cfg.CAData) != "CA-B" || cfg.BearerTokenFile != filepath.Join(dir, "b/secrets/token") {
+	if cfg.Host != "https://only-b" || cfg.CAData != nil || cfg.CAFile != filepath.Join(dir, "b/ca.pem") || cfg.BearerTokenFile != filepath.Join(dir, "b/secrets/token") {
 		t.Errorf("second: got %+v", cfg)
 	}
 
@@ -208,8 +208,8 @@ current-context: x
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CA file is read now; the pair of files is named, for New to read.
-	if string(cfg.CAData) != "THE CA" || cfg.CertData != nil || cfg.KeyData != nil ||
+	// The CA file and the pair of files are named, for New to read.
+	if cfg.CAData != nil || cfg.CAFile != filepath.Join(dir, "pki/ca.crt") || cfg.CertData != nil || cfg.KeyData != nil ||
 		cfg.CertFile != filepath.Join(dir, "kube/certs/client.crt") || cfg.KeyFile != filepath.Join(dir, "kube/certs/client.key") {
 		t.Errorf("got %+v", cfg)
 	}
@@ -282,6 +282,31 @@ func TestLoadKubeconfigCertHalves(t *testing.T) {
 	}
 }
 
+// TestLoadKubeconfigCAFile: a cluster's certificate-authority is named,
+// relative to the kubeconfig, and a bad one is New's error.
+func TestLoadKubeconfigCAFile(t *testing.T) {
+	const doc = "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: %s}\n" +
+		"contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n"
+	for _, tt := range []struct{ file, path, msg string }{
+		{"/dev/zero", "/dev/zero", "k8sapi: TLS: CA file /dev/zero: larger than 1024 KiB"},
+		{"nope.crt", "DIR/nope.crt", "k8sapi: TLS: CA file DIR/nope.crt: no such file or directory"},
+		{"junk.crt", "DIR/junk.crt", "k8sapi: TLS: CA file DIR/junk.crt: the CA data holds no PEM certificate"},
+	} {
+		dir := writeFiles(t, t.TempDir(), map[string]string{"config": fmt.Sprintf(doc, tt.file), "junk.crt": "junk"})
+		cfg, err := LoadKubeconfig([]string{filepath.Join(dir, "config")}, "")
+		if err != nil {
+			t.Errorf("%s: %v", tt.file, err)
+			continue
+		}
+		if cfg.CAData != nil || cfg.CAFile != strings.ReplaceAll(tt.path, "DIR", dir) {
+			t.Errorf("%s: got %+v", tt.file, cfg)
+		}
+		if _, err := New(cfg); err == nil || err.Error() != strings.ReplaceAll(tt.msg, "DIR", dir) {
+			t.Errorf("%s: New: %v, want %q", tt.file, err, tt.msg)
+		}
+	}
+}
+
 func TestLoadKubeconfigErrors(t *testing.T) {
 	const head = "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
 	const ctx = "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
@@ -320,10 +345,9 @@ func TestLoadKubeconfigErrors(t *testing.T) {
 		{"server with credentials", "clusters:\n- name: c\n  cluster: {server: 'https://u:pw@h'}\n" + ctx, "", 2, "server must not hold credentials"},
 		{"insecure with CA", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: true\n    certificate-authority-data: Q0E=\n" + ctx, "", 2, "cannot both be set"},
 		{"ftp proxy", "clusters:\n- name: c\n  cluster:\n    server: https://h\n    proxy-url: ftp://p:21\n" + ctx, "", 2, "ProxyURL scheme must be http, https, socks5 or socks5h (proxy-url)"},
-		{"CA file too large", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /dev/zero}\n" + ctx, "", 2, "certificate-authority: larger than 1024 KiB"},
+		{"insecure with CA file", "clusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true, certificate-authority: ca.crt}\n" + ctx, "", 2, "Insecure and CAData or CAFile cannot both be set"},
 		{"two auth methods", head + ctx + "users:\n- name: u\n  user: {token: t, username: a, password: b}\n", "", 10, "more than one authentication method: token, username/password"},
 		{"cert without key", head + ctx + "users:\n- name: u\n  user: {client-certificate-data: Q0E=}\n", "", 10, "needs both"},
-		{"missing CA file", "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority: /nonexistent/ca}\n" + ctx, "", 2, "certificate-authority: open /nonexistent/ca"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,6 @@
 package k8sapi
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +47,7 @@ func TestInClusterIPv6(t *testing.T) {
 	if cfg.Host != "https://[fd00:10:96::1]:443" {
 		t.Errorf("Host = %q", cfg.Host)
 	}
-	if cfg.BearerToken != "" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || len(cfg.CAData) == 0 {
+	if cfg.BearerToken != "" || cfg.BearerTokenFile != filepath.Join(dir, "token") || cfg.Namespace != "operators" || cfg.CAData != nil || cfg.CAFile != filepath.Join(dir, "ca.crt") {
 		t.Errorf("got %+v", cfg)
 	}
 	if cfg.AuthMethod() != "token-file" {
@@ -70,23 +68,34 @@ func TestInClusterErrors(t *testing.T) {
 		t.Errorf("not in a pod: %+v, %v; want nil, nil", cfg, err)
 	}
 	env.set(t)
-	noCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t"})
-	if _, err := inCluster(noCA); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("no CA: %v", err)
-	}
-	badCA := writeFiles(t, t.TempDir(), map[string]string{"token": "t", "ca.crt": "junk"})
-	if _, err := inCluster(badCA); err == nil || err.Error() != "k8sapi: in-cluster config: CA bundle "+filepath.Join(badCA, "ca.crt")+": the CA data holds no PEM certificate" {
-		t.Errorf("bad CA: %v", err)
-	}
 	// Files without end (here /dev/zero) are read up to their limit only.
-	for _, name := range []string{"ca.crt", "namespace"} {
+	dir := serviceAccountDir(t, false)
+	os.Remove(filepath.Join(dir, "namespace"))
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "namespace")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inCluster(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("namespace is /dev/zero: %v", err)
+	}
+	// The CA file is named, not read: New reads it, once.
+	for name, want := range map[string]string{"missing": "no such file or directory", "junk": "the CA data holds no PEM certificate", "/dev/zero": "larger than 1024 KiB"} {
 		dir := serviceAccountDir(t, false)
-		os.Remove(filepath.Join(dir, name))
-		if err := os.Symlink("/dev/zero", filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
+		path := filepath.Join(dir, "ca.crt")
+		os.Remove(path)
+		switch name {
+		case "junk":
+			writeFiles(t, dir, map[string]string{"ca.crt": "junk"})
+		case "/dev/zero":
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := inCluster(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
-			t.Errorf("%s is /dev/zero: %v", name, err)
+		cfg, err := inCluster(dir)
+		if err != nil {
+			t.Fatalf("CA %s: in-cluster config read the CA file: %v", name, err)
+		}
+		if _, err := New(cfg); err == nil || err.Error() != "k8sapi: TLS: CA file "+path+": "+want {
+			t.Errorf("CA %s: New: %v", name, err)
 		}
 	}
 	// The token file is named, not read: New reads it, once.
@@ -172,8 +181,8 @@ func TestLoadErrors(t *testing.T) {
 			"k8sapi: none of the files in $KUBECONFIG (/nonexistent/a:/nonexistent/b) exists"},
 		{"nothing at all", fakeEnv{"HOME": empty}, LoadOptions{},
 			"k8sapi: no configuration found: no kubeconfig given, $KUBECONFIG empty, not in a cluster, and " + filepath.Join(empty, ".kube/config") + " does not exist"},
-		{"broken in-cluster", fakeEnv{"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1", "HOME": empty}, LoadOptions{InClusterDir: empty},
-			"k8sapi: in-cluster config: CA bundle " + filepath.Join(empty, "ca.crt") + ": no such file or directory"},
+		{"broken in-cluster", fakeEnv{"KUBERNETES_SERVICE_HOST": "h/x", "KUBERNETES_SERVICE_PORT": "1", "HOME": empty}, LoadOptions{InClusterDir: empty},
+			"k8sapi: in-cluster config: KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is malformed"},
 		{"unknown context", fakeEnv{}, LoadOptions{Kubeconfig: "testdata/kubeconfig/kind.yaml", Context: "prod"},
 			`k8sapi: kubeconfig testdata/kubeconfig/kind.yaml: context "prod" not found`},
 	}

@@ -24,6 +24,8 @@ import (
 func (c *Client) Stream(ctx context.Context, urlPath string, query url.Values, accept string) (io.ReadCloser, error) {
 	op := &operation{verb: "get", resource: urlPath, method: http.MethodGet, path: urlPath, query: query, accept: accept}
 	switch {
+	case ctx == nil:
+		return nil, op.requestError(errors.New("nil Context"))
 	case !strings.HasPrefix(urlPath, "/") || strings.ContainsAny(urlPath, "?#"):
 		return nil, op.requestError(errors.New("path must start with / and hold no query"))
 	case path.Clean(urlPath) != urlPath:

@@ -69,7 +69,7 @@ func TestConfigCheckTLS(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"insecure with CA", Config{Insecure: true, CAData: certPEM}, "k8sapi: config: Insecure and CAData cannot both be set (insecure-skip-tls-verify and certificate-authority)"},
+		{"insecure with CA", Config{Insecure: true, CAData: certPEM}, "k8sapi: config: Insecure and CAData or CAFile cannot both be set (insecure-skip-tls-verify and certificate-authority)"},
 		{"cert without key", Config{CertData: certPEM}, pair},
 		{"key without cert", Config{KeyData: keyPEM}, pair},
 		{"cert file without key file", Config{CertFile: "c.pem"}, pair},

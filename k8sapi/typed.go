@@ -38,11 +38,12 @@ var methods = map[string]string{
 	"delete": http.MethodDelete,
 }
 
-// newOp checks the arguments of a call of verb and describes it. Every
+// newOp checks the arguments of a call of verb, its context among them,
+// and describes it. Every
 // verb but list, watch and a create of the object itself acts on one
 // named object; every verb but list and watch needs a namespace when the
 // resource is namespaced.
-func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
+func (t Typed[T]) newOp(ctx context.Context, verb, namespace, name, sub string) (*operation, error) {
 	if !t.Resource.Namespaced {
 		namespace = ""
 	}
@@ -54,6 +55,8 @@ func (t Typed[T]) newOp(verb, namespace, name, sub string) (*operation, error) {
 	many := verb == "list" || verb == "watch"
 	var problem string
 	switch {
+	case ctx == nil:
+		problem = "nil Context"
 	case t.Client == nil:
 		problem = "nil Client"
 	case t.Resource.Resource == "" || t.Resource.Version == "":
@@ -80,7 +83,7 @@ func badSegment(s string) bool { return s == "." || s == ".." }
 // object limit and decodes it into a new T, unless T is struct{}: then
 // the answer is dropped.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
-	op, err := t.newOp(verb, namespace, name, sub)
+	op, err := t.newOp(ctx, verb, namespace, name, sub)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +145,7 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // body over the client's list page limit, or one item over its object
 // limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	op, err := t.newOp("list", namespace, "", "")
+	op, err := t.newOp(ctx, "list", namespace, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +199,6 @@ func (t Typed[T]) Update(ctx context.Context, namespace, name string, obj *T, op
 // the server's copy. [ApplyPatch] needs opts.FieldManager; opts.Force is
 // only valid with it.
 func (t Typed[T]) Patch(ctx context.Context, namespace, name string, pt PatchType, data []byte, opts PatchOptions) (*T, error) {
-	if data == nil {
-		data = []byte{}
-	}
 	return t.patch(ctx, namespace, name, pt, data, opts)
 }
 
@@ -223,8 +223,7 @@ func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchTyp
 		problem = "Force is only valid for an apply patch"
 	}
 	if problem != "" {
-		op := operation{verb: "patch", resource: t.Resource.Resource, namespace: namespace, name: name}
-		return nil, op.requestError(errors.New(problem))
+		return nil, &RequestError{Op: "patch", Resource: t.Resource.Resource, Namespace: namespace, Name: name, Err: errors.New(problem)}
 	}
 	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }

@@ -77,6 +77,14 @@ func TestVerbs(t *testing.T) {
 		method: "PATCH", path: "/apis/apps/v1/namespaces/shop/deployments/web",
 		contentType: "application/merge-patch+json", body: `{"spec":{"replicas":2}}`,
 	}, {
+		name: "nil merge patch",
+		call: func(ctx context.Context, d Typed[Deployment]) error {
+			_, err := d.Patch(ctx, "shop", "web", MergePatch, nil, PatchOptions{})
+			return err
+		},
+		method: "PATCH", path: "/apis/apps/v1/namespaces/shop/deployments/web",
+		contentType: "application/merge-patch+json",
+	}, {
 		name: "json patch",
 		call: func(ctx context.Context, d Typed[Deployment]) error {
 			_, err := d.Patch(ctx, "shop", "web", JSONPatch, []byte(`[{"op":"replace","path":"/spec/replicas","value":2}]`), PatchOptions{DryRun: true})
@@ -271,6 +279,17 @@ func TestBadArguments(t *testing.T) {
 			_, err := d.Watch(nilCtx, "", ListOptions{})
 			return err
 		}, "nil Context"},
+		{"get nil context", func() error {
+			var nilCtx context.Context
+			_, err := d.Get(nilCtx, "shop", "web", GetOptions{})
+			return err
+		}, "nil Context"},
+		{"stream nil context", func() error {
+			var nilCtx context.Context
+			_, err := c.Stream(nilCtx, "/api", nil, "")
+			return err
+		}, "nil Context"},
+		{"stream bad path", func() error { _, err := c.Stream(ctx, "/api/../x", nil, ""); return err }, "path must be clean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,12 +43,9 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.newOp("watch", namespace, "", "")
+	op, err := t.newOp(ctx, "watch", namespace, "", "")
 	if err != nil {
 		return nil, err
-	}
-	if ctx == nil {
-		return nil, op.requestError(errors.New("nil Context"))
 	}
 	op.query = opts.query(true)
 	wctx, cancel := context.WithCancel(ctx)
@@ -135,25 +132,19 @@ func (w *Watcher[T]) release() {
 type eventType EventType
 
 func (t *eventType) UnmarshalJSON(b []byte) error {
-	switch string(b) {
-	case `"ADDED"`:
-		*t = eventType(Added)
-	case `"MODIFIED"`:
-		*t = eventType(Modified)
-	case `"DELETED"`:
-		*t = eventType(Deleted)
-	case `"BOOKMARK"`:
-		*t = eventType(Bookmark)
-	case `"ERROR"`:
-		*t = eventType(Error)
-	default:
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return errors.New("event type is not a string")
+	// b is a whole JSON value: one of len(known)+2 bytes that holds known
+	// inside is that string.
+	for _, known := range [...]EventType{Added, Modified, Deleted, Bookmark, Error} {
+		if len(b) == len(known)+2 && string(b[1:len(b)-1]) == string(known) {
+			*t = eventType(known)
+			return nil
 		}
-		return fmt.Errorf("unknown event type %.64q", s)
 	}
-	return nil
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New("event type is not a string")
+	}
+	return fmt.Errorf("unknown event type %.64q", s)
 }
 
 // envelope is a watch event on the wire. Object is a pointer so that a
