@@ -31,11 +31,11 @@ type obj struct {
 // and its watches deliver what is sent on events.
 type memSource struct {
 	items  []obj
-	events chan k8sapi.WatchEvent[*obj]
+	events chan k8sapi.WatchEvent[obj]
 }
 
 func newMemSource(items ...obj) *memSource {
-	return &memSource{items: items, events: make(chan k8sapi.WatchEvent[*obj])}
+	return &memSource{items: items, events: make(chan k8sapi.WatchEvent[obj])}
 }
 
 func (s *memSource) List(context.Context, string, k8sapi.ListOptions) (*k8sapi.List[obj], error) {
@@ -50,15 +50,15 @@ func (s *memSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptions) (
 type memStream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	events chan k8sapi.WatchEvent[*obj]
+	events chan k8sapi.WatchEvent[obj]
 }
 
-func (s *memStream) Next() (k8sapi.WatchEvent[*obj], error) {
+func (s *memStream) Next() (k8sapi.WatchEvent[obj], error) {
 	select {
 	case ev := <-s.events:
 		return ev, nil
 	case <-s.ctx.Done():
-		return k8sapi.WatchEvent[*obj]{}, s.ctx.Err()
+		return k8sapi.WatchEvent[obj]{}, s.ctx.Err()
 	}
 }
 
@@ -172,7 +172,7 @@ func TestControllerWiring(t *testing.T) {
 		// A change after the sync: the owner is reconciled again.
 		upd := child("ns", "a-child", "example.com/v1", "Thing", "b")
 		upd.ResourceVersion = "2"
-		own.events <- k8sapi.WatchEvent[*obj]{Type: k8sapi.Modified, Object: &upd}
+		own.events <- k8sapi.WatchEvent[obj]{Type: k8sapi.Modified, Object: upd}
 		synctest.Wait()
 		if got := rec.sorted(); len(got) != len(want)+1 || !slices.Contains(got[len(want)-2:], "ns/b") {
 			t.Errorf("after an update of a child: reconciled %q, want ns/b once more", got)

@@ -71,9 +71,9 @@ func (s *decodingSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptio
 // blockingStream is a Stream with no events that ends with its context.
 type blockingStream struct{ done <-chan struct{} }
 
-func (s *blockingStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
+func (s *blockingStream) Next() (k8sapi.WatchEvent[k8sapi.Deployment], error) {
 	<-s.done
-	return k8sapi.WatchEvent[*k8sapi.Deployment]{}, context.Canceled
+	return k8sapi.WatchEvent[k8sapi.Deployment]{}, context.Canceled
 }
 
 func (s *blockingStream) Close() error { return nil }
@@ -88,19 +88,19 @@ type batchStream struct {
 	once    sync.Once
 }
 
-func (s *batchStream) Next() (k8sapi.WatchEvent[*k8sapi.Deployment], error) {
+func (s *batchStream) Next() (k8sapi.WatchEvent[k8sapi.Deployment], error) {
 	for len(s.cur) == 0 {
 		select {
 		case s.cur = <-s.batches:
 		case <-s.done:
-			return k8sapi.WatchEvent[*k8sapi.Deployment]{}, context.Canceled
+			return k8sapi.WatchEvent[k8sapi.Deployment]{}, context.Canceled
 		case <-s.closed:
-			return k8sapi.WatchEvent[*k8sapi.Deployment]{}, errors.New("batch stream closed")
+			return k8sapi.WatchEvent[k8sapi.Deployment]{}, errors.New("batch stream closed")
 		}
 	}
 	obj := s.cur[0]
 	s.cur = s.cur[1:]
-	return k8sapi.WatchEvent[*k8sapi.Deployment]{Type: k8sapi.Modified, Object: obj}, nil
+	return k8sapi.WatchEvent[k8sapi.Deployment]{Type: k8sapi.Modified, Object: *obj}, nil
 }
 
 func (s *batchStream) Close() error {

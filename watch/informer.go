@@ -332,7 +332,7 @@ func (r *runner[T]) next() input[T] {
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	}
-	return input[T]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
+	return input[T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
 }
 
 // idleAfter is how long the open watch may stay silent: its timeout plus

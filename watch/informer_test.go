@@ -90,12 +90,15 @@ func newScriptedStream() *scriptedStream {
 	return &scriptedStream{events: make(chan input[thing]), closed: make(chan struct{})}
 }
 
-func (s *scriptedStream) Next() (k8sapi.WatchEvent[*thing], error) {
+func (s *scriptedStream) Next() (k8sapi.WatchEvent[thing], error) {
 	select {
 	case it := <-s.events:
-		return k8sapi.WatchEvent[*thing]{Type: it.typ, Object: it.obj}, it.err
+		if it.err != nil {
+			return k8sapi.WatchEvent[thing]{}, it.err
+		}
+		return k8sapi.WatchEvent[thing]{Type: it.typ, Object: *it.obj}, nil
 	case <-s.closed:
-		return k8sapi.WatchEvent[*thing]{}, errors.New("scripted stream closed")
+		return k8sapi.WatchEvent[thing]{}, errors.New("scripted stream closed")
 	}
 }
 

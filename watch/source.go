@@ -19,25 +19,27 @@ type Source[T any] interface {
 // Stream is an open watch.
 type Stream[T any] interface {
 	// Next blocks until the next event: a [k8sapi.WatchEvent] of type
-	// Added, Modified, Deleted or Bookmark, with the object behind a
-	// pointer, never nil (for Deleted, the object's last state), as a
-	// [k8sapi.Watcher] checks them. The informer keeps the object, so the
-	// stream must not reuse it. Next returns io.EOF when the server ended the watch cleanly, and
-	// an error wrapping an [*k8sapi.APIError] for an ERROR event, which is
-	// never an event. After an error the stream is done.
-	Next() (k8sapi.WatchEvent[*T], error)
+	// Added, Modified, Deleted or Bookmark, with the object by value (for
+	// Deleted, its last state), as a [k8sapi.Watcher] checks them. The
+	// informer keeps the object, so the stream must not share memory
+	// between events' objects. Next returns io.EOF when the server ended
+	// the watch cleanly, and an error wrapping an [*k8sapi.APIError] for an
+	// ERROR event, which is never an event. After an error the stream is
+	// done.
+	Next() (k8sapi.WatchEvent[T], error)
 	// Close ends the stream; a blocked Next returns. It may be called
 	// from any goroutine, more than once.
 	Close() error
 }
 
-// ClientSource returns the Source that lists and watches r through c.
+// ClientSource returns the Source that lists and watches r through c. Its
+// streams are [*k8sapi.Watcher] values.
 func ClientSource[T any](c *k8sapi.Client, r k8sapi.Resource) Source[T] {
 	return clientSource[T]{k8sapi.For[T](c, r)}
 }
 
 // clientSource is a [k8sapi.Typed], whose List is the Source's, with a
-// Watch that yields a Stream.
+// Watch that yields a Stream: a [*k8sapi.Watcher] is one.
 type clientSource[T any] struct{ k8sapi.Typed[T] }
 
 func (s clientSource[T]) Watch(ctx context.Context, namespace string, opts k8sapi.ListOptions) (Stream[T], error) {
@@ -45,17 +47,5 @@ func (s clientSource[T]) Watch(ctx context.Context, namespace string, opts k8sap
 	if err != nil {
 		return nil, err
 	}
-	return clientStream[T]{w}, nil
-}
-
-// clientStream adapts a [k8sapi.Watcher], whose Close is the Stream's, to
-// a Stream.
-type clientStream[T any] struct{ *k8sapi.Watcher[T] }
-
-func (s clientStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
-	ev, err := s.Watcher.Next()
-	if err != nil {
-		return k8sapi.WatchEvent[*T]{}, err
-	}
-	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, nil
+	return w, nil
 }

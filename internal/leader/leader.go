@@ -114,7 +114,6 @@ func New(cfg Config) (*Shards, error) {
 		return nil, errors.New("leader: Config.Client is required")
 	}
 	cfg.Namespace = cmp.Or(cfg.Namespace, cfg.Client.Namespace())
-	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	// The longest Lease name stands for all of them: the one Lease's with
 	// one shard, the last membership Lease's with more. A bad name would
 	// be refused by the server at every attempt, forever: say so now
@@ -141,7 +140,7 @@ func New(cfg Config) (*Shards, error) {
 		cfg.Identity = id
 	}
 	cfg.Shards = max(cfg.Shards, 1)
-	cfg.Logger = cfg.Logger.With("identity", cfg.Identity)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("identity", cfg.Identity)
 	s := &Shards{cfg: cfg, leases: k8sapi.For[k8sapi.Lease](cfg.Client, k8sapi.Leases), held: make([]atomic.Bool, cfg.Shards)}
 	if cfg.Shards == 1 {
 		// Leader election: one Lease, named Name, and no membership.
