@@ -221,7 +221,7 @@ func TestCacheInformerClearsWrites(t *testing.T) {
 }
 
 func TestCacheBuiltInIndexes(t *testing.T) {
-	c := NewCache(Config[thing]{Indexers: map[string]IndexFunc[thing]{IndexOwnerUID: OwnerUIDs[thing]}})
+	c := NewCache(Config[thing]{Indexers: map[string]IndexFunc[thing]{indexOwnerUID: ownerUIDs}})
 	a := owned("a", "1", "w", true)
 	a.Labels = map[string]string{"app": "web", "tier": "front"}
 	c.store.replace([]*thing{a, owned("b", "1", "w", false)})
@@ -229,7 +229,7 @@ func TestCacheBuiltInIndexes(t *testing.T) {
 		{IndexControllerUID, "uid-w", "a"},
 		{IndexLabel, "app=web", "a"},
 		{IndexLabel, "tier=front", "a"},
-		{IndexOwnerUID, "uid-w", "a,b"},
+		{indexOwnerUID, "uid-w", "a,b"},
 	} {
 		if got := names(c.Store().ByIndex(tt.index, tt.value)); strings.Join(got, ",") != tt.want {
 			t.Errorf("ByIndex(%s, %s) = %v, want %s", tt.index, tt.value, got, tt.want)

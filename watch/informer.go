@@ -60,7 +60,7 @@ type Config[T any] struct {
 	StreamingList bool
 	// Handler receives the changes. The zero value receives nothing.
 	Handler Handler[T]
-	// Indexers adds indexes to the store, by name; see [OwnerUIDs] and
+	// Indexers adds indexes to the store, by name, such as
 	// [ControllerUID]. Nil means none.
 	Indexers map[string]IndexFunc[T]
 	// Name labels log lines, such as "deployments". Empty means none.

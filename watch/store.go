@@ -13,29 +13,9 @@ import (
 // values for the same object.
 type IndexFunc[T any] func(obj *T) []string
 
-// Well-known index names for [Config.Indexers].
-const (
-	// IndexOwnerUID names an index by the UIDs of all owner references.
-	IndexOwnerUID = "ownerUID"
-	// IndexControllerUID names an index by the UID of the controlling owner.
-	IndexControllerUID = "controllerUID"
-)
-
-// OwnerUIDs is an IndexFunc that indexes an object by the UID of every
-// owner reference it has.
-func OwnerUIDs[T any, P interface {
-	*T
-	k8sapi.Object
-}](obj *T) []string {
-	refs := P(obj).GetObjectMeta().OwnerReferences
-	uids := make([]string, 0, len(refs))
-	for i := range refs {
-		if refs[i].UID != "" {
-			uids = append(uids, refs[i].UID)
-		}
-	}
-	return uids
-}
+// IndexControllerUID names the index by the UID of the controlling owner,
+// which every [Cache] has.
+const IndexControllerUID = "controllerUID"
 
 // ControllerUID is an IndexFunc that indexes an object by the UID of its
 // controlling owner (the owner reference with controller: true), so that an

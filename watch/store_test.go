@@ -71,10 +71,22 @@ func TestStoreReplaceDiff(t *testing.T) {
 	}
 }
 
+// indexOwnerUID names an index a caller adds: by the UID of every owner
+// reference, which ownerUIDs computes.
+const indexOwnerUID = "ownerUID"
+
+func ownerUIDs(obj *thing) []string {
+	var uids []string
+	for _, ref := range obj.OwnerReferences {
+		uids = append(uids, ref.UID)
+	}
+	return uids
+}
+
 func TestStoreIndexes(t *testing.T) {
 	s := newStore(thingMeta, map[string]IndexFunc[thing]{
 		IndexControllerUID: ControllerUID[thing],
-		IndexOwnerUID:      OwnerUIDs[thing],
+		indexOwnerUID:      ownerUIDs,
 		"broken":           nil, // ignored
 	})
 	if !s.HasIndex(IndexControllerUID) || s.HasIndex("broken") || s.HasIndex("nope") {
@@ -87,7 +99,7 @@ func TestStoreIndexes(t *testing.T) {
 	if got := s.ByIndex(IndexControllerUID, "uid-w2"); got != nil {
 		t.Errorf("b1 has no controller, yet found %q", names(got))
 	}
-	if got := names(s.ByIndex(IndexOwnerUID, "uid-w2")); !slices.Equal(got, []string{"b1"}) {
+	if got := names(s.ByIndex(indexOwnerUID, "uid-w2")); !slices.Equal(got, []string{"b1"}) {
 		t.Errorf("owner w2 = %q", got)
 	}
 
@@ -118,7 +130,7 @@ func TestStoreIndexes(t *testing.T) {
 func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 	s := newStore(thingMeta, map[string]IndexFunc[thing]{
 		IndexControllerUID: ControllerUID[thing],
-		IndexOwnerUID:      OwnerUIDs[thing],
+		indexOwnerUID:      ownerUIDs,
 	})
 	s.put("ns/a1", owned("a1", "1", "w1", true))
 	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true)})
@@ -142,7 +154,7 @@ func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a2", "b1"}) {
 		t.Errorf("after a relist: w2 = %q, want [a2 b1]", got)
 	}
-	if _, built := s.indexes[IndexOwnerUID]; built {
+	if _, built := s.indexes[indexOwnerUID]; built {
 		t.Error("an index never queried was built")
 	}
 	s.remove("ns/b1")
