@@ -366,12 +366,14 @@ func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8s
 	t0 := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- floor(ctx, client, widgets, FloorWorkers) }()
+	written := false
 	select {
 	case <-tr.done:
 	case err := <-errc:
 		if err != nil {
 			return err
 		}
+		written = true
 		select {
 		case <-tr.done:
 		case <-time.After(cfg.Timeout):
@@ -381,6 +383,19 @@ func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8s
 		return fmt.Errorf("bench: floor: not converged within %v: %s", cfg.Timeout, tr.describe())
 	}
 	res.Converge = tr.at.Sub(t0)
+	// The tracker can see the last status before its write has its answer,
+	// and the API server logs a request once it has answered: count once
+	// every write is answered, so that each is in the audit log.
+	if !written {
+		select {
+		case err := <-errc:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	end := time.Now()
 	events, err := auditAfter(ctx, p, end)
 	if err != nil {
