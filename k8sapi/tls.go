@@ -17,9 +17,10 @@ type certSource interface {
 	clientCertificate(ctx context.Context) (*tls.Certificate, error)
 }
 
-// withClientCerts returns base, or a certTransport over it when the
-// Config has a client certificate or an exec plugin may return one, with
-// creds extended to reload certificate files after a 401. A certificate
+// withClientCerts returns base, which presents a client certificate given
+// as data alone, or a certTransport over it when the Config names a
+// certificate or key file or an exec plugin may return a certificate, with
+// creds extended to reload the files after a 401. A certificate
 // of the Config, which c.check found whole, is read now, so that a bad one
 // fails early. Over plain http:// no certificate is ever sent, and none
 // is read.
@@ -34,11 +35,15 @@ func withClientCerts(c *Config, creds credentials, base *http.Transport) (http.R
 		f.cert.read = func() (*tls.Certificate, error) {
 			return readKeyPair(c)
 		}
-		if _, err := f.cert.get(); err != nil {
+		cert, err := f.cert.get()
+		if err != nil {
 			return nil, nil, err
 		}
 		if len(c.CertData) > 0 && len(c.KeyData) > 0 {
-			f.cert.read = nil // no file to read again
+			// No file to read again: the TLS config presents it, with no
+			// work per request.
+			base.TLSClientConfig.Certificates = []tls.Certificate{*cert}
+			return base, creds, nil
 		}
 		return &certTransport{certs: f, base: base}, f, nil
 	case src == nil:
