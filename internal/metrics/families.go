@@ -55,7 +55,8 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 type ControllerMetrics struct {
 	collectors
 	errors, terminal, panics, time, active *Series
-	results                                *Vec
+	results                                map[string]*Series // reconcile_total by result, made at the start
+	total                                  *Vec
 	name                                   string
 }
 
@@ -70,8 +71,9 @@ func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 	durations := NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller")
 	maxConcurrent := NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller")
 	active := NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller")
+	results := map[string]*Series{}
 	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		total.WithLabelValues(name, r)
+		results[r] = total.WithLabelValues(name, r)
 	}
 	maxConcurrent.WithLabelValues(name).Set(float64(workers))
 	return &ControllerMetrics{
@@ -81,7 +83,8 @@ func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 		panics:     panics.WithLabelValues(name),
 		time:       durations.WithLabelValues(name),
 		active:     active.WithLabelValues(name),
-		results:    total,
+		results:    results,
+		total:      total,
 		name:       name,
 	}
 }
@@ -90,7 +93,11 @@ func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 // of the Result constants; ResultError also counts an error.
 func (m *ControllerMetrics) Reconciled(d time.Duration, result string) {
 	m.time.ObserveDuration(d)
-	m.results.WithLabelValues(m.name, result).Inc()
+	s, ok := m.results[result] // read only: no lock on the hot path
+	if !ok {
+		s = m.total.WithLabelValues(m.name, result)
+	}
+	s.Inc()
 	if result == ResultError {
 		m.errors.Inc()
 	}
