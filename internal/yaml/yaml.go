@@ -685,8 +685,13 @@ func quoted(s string, i, num, minIndent int) (string, int, int) {
 			// scalar is not closed.)
 			j += 1 + escape(&b, s[j+1:], n)
 		default:
-			b.put(s[j : j+1])
-			j++
+			// A run of ordinary characters, up to the next one of the cases.
+			k := j + 1 + strings.IndexAny(s[j+1:], " \t\n\\'\"")
+			if k == j {
+				k = len(s) // none: unterminated
+			}
+			b.put(s[j:k])
+			j = k
 		}
 	}
 	return "", -1, 0
@@ -814,7 +819,7 @@ func (p *parser) collection(depth int) *Node {
 	return n
 }
 
-// entry reads the rest of an entry of flow map m whose key k, on line num,
+// flowEntry reads the rest of an entry of flow map m whose key k, on line num,
 // has been read, adds it to m and returns its value. seen holds m's keys.
 func (p *parser) flowEntry(m, k *Node, num int, seen map[string]bool, depth int) *Node {
 	// The ':' is on the key's line.
