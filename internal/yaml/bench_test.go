@@ -29,6 +29,7 @@ func worstCases() []struct {
 		{"comments-8MiB", []byte(strings.Repeat("#\n", 4<<20))},
 		{"literal-of-newlines-8MiB", []byte("a: |\n" + strings.Repeat("\n", 8<<20) + "  x\n")},
 		{"quoted-of-newlines-8MiB", []byte("a: \"" + strings.Repeat("\n", 8<<20) + " x\"\n")},
+		{"quoted-text-8MiB", []byte("a: \"" + strings.Repeat("x", 8<<20) + "\"\n")},
 		{"plain-continued-8MiB", []byte("a: x\n" + strings.Repeat(" x\n", 8<<20/3))},
 		{"flow-list-of-lines-8MiB", []byte("[\n" + strings.Repeat("1,\n", 8<<20/3) + "]\n")},
 	}
@@ -77,6 +78,12 @@ func TestWorstCaseMemory(t *testing.T) {
 		if got := allocated(t, c.doc); got > 5*uint64(len(c.doc)) {
 			t.Errorf("%s: %d bytes allocated, want at most %d", c.name, got, 5*len(c.doc))
 		}
+	}
+	// A quoted value of ordinary characters is added a run at a time, not
+	// a byte at a time into a buffer that doubles: a copy and the value.
+	quoted := []byte("a: \"" + strings.Repeat("x", 8<<20) + "\"\n")
+	if got := allocated(t, quoted); got > 3*uint64(len(quoted)) {
+		t.Errorf("quoted text: %d bytes allocated, want at most %d", got, 3*len(quoted))
 	}
 	// A tree holds at most MaxValues entries and items, whatever the
 	// text: 8 MiB of list items is refused at the limit.
