@@ -162,7 +162,7 @@ func buildPlane(ctx context.Context) (*controlplane.Binaries, error) {
 		return nil, err
 	}
 	fmt.Println("building the local control plane (kube-apiserver, etcd, kwok...) from the Go module proxy;")
-	fmt.Println("the first build takes about 10 minutes on 2 cores, later runs start in seconds")
+	fmt.Println("the first build takes 10 to 30 minutes on 2 cores (about 10 on idle ones), later runs start in seconds")
 	start := time.Now()
 	b, err := controlplane.Build(ctx, controlplane.BuildOptions{Log: os.Stderr})
 	if err != nil {

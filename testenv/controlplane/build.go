@@ -274,7 +274,7 @@ func Build(ctx context.Context, opts BuildOptions) (*Binaries, error) {
 	}
 
 	start := time.Now()
-	fmt.Fprintf(logw, "controlplane: building kubernetes %s, etcd %s, kwok %s into %s (a cold build takes 10 to 20 minutes on two cores)\n",
+	fmt.Fprintf(logw, "controlplane: building kubernetes %s, etcd %s, kwok %s into %s (a cold build takes 10 to 30 minutes on two cores, about 10 on idle ones)\n",
 		KubernetesVersion, EtcdVersion, KwokVersion, dir)
 	for _, t := range tools() {
 		modDir := filepath.Join(toolsDir, t.sub)
