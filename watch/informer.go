@@ -341,12 +341,12 @@ func (r *runner[T]) idleAfter() time.Duration {
 	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
-// closeStream closes the open stream, if any, and stops its timer.
+// closeStream closes the open stream, if any, and stops its timer: the
+// stream's context ends, which closes it (see actWatch).
 func (r *runner[T]) closeStream() {
 	if r.stream == nil {
 		return
 	}
-	r.stream.Close()
 	r.cancel()
 	r.timer.Stop()
 	r.stream, r.cancel, r.timer = nil, nil, nil
