@@ -2,6 +2,7 @@ package watch
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -90,7 +91,10 @@ func (c *Cache[T]) shown(key string) *T {
 // created the object. Wrote records nothing when the store already holds
 // obj's resourceVersion, or when Get no longer shows prev: the watch has
 // moved since prev was read, to a state that may be older or newer than
-// obj, and the store is kept rather than risk hiding a newer state.
+// obj, and the store is kept rather than risk hiding a newer state. Nor
+// does it record a created object that the watch has already delivered
+// and deleted, which Get would otherwise show until a relist: it knows the
+// UIDs of the last 256 objects the watch deleted.
 func (c *Cache[T]) Wrote(prev, obj *T) {
 	s := c.store
 	rv := func(o *T) string { return s.meta(o).ResourceVersion }
@@ -102,6 +106,7 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 	switch {
 	case cur != nil && rv(cur) == rv(obj): // the watch has delivered it
 	case (shown == nil) != (prev == nil), shown != nil && rv(shown) != rv(prev): // the watch moved
+	case prev == nil && s.meta(obj).UID != "" && slices.Contains(s.removed, s.meta(obj).UID): // created, seen and deleted
 	default:
 		s.wrote[key] = obj
 		return

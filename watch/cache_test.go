@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,16 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 				c.Wrote(prev, obj("a", "5"))
 			}, "a@5"},
 			{event("6"), "a@6"},
+		}},
+		{"create seen and deleted before Wrote", []step{
+			{func(c *Cache[thing]) {
+				o := obj("a", "5")
+				o.UID = "u5"
+				c.store.put("ns/a", o)
+				c.store.remove("ns/a") // by someone else, before the creator's Wrote
+				c.Wrote(nil, o)
+			}, ""},
+			{event("9"), "a@9"},
 		}},
 		{"watch moved between read and Wrote", []step{
 			{event("1"), "a@1"},
@@ -234,5 +245,36 @@ func TestCacheBuiltInIndexes(t *testing.T) {
 		if got := names(c.Store().ByIndex(tt.index, tt.value)); strings.Join(got, ",") != tt.want {
 			t.Errorf("ByIndex(%s, %s) = %v, want %s", tt.index, tt.value, got, tt.want)
 		}
+	}
+}
+
+// TestCacheRemembersLastRemovals pins the bound on what Wrote can tell of
+// deleted objects: the UIDs of the last 256 removed, in order, and no more.
+func TestCacheRemembersLastRemovals(t *testing.T) {
+	c := NewCache(Config[thing]{})
+	for i := range 1000 {
+		o := obj("a", strconv.Itoa(i))
+		o.UID = "u" + strconv.Itoa(i)
+		c.store.put("ns/a", o)
+		c.store.remove("ns/a")
+	}
+	if n := len(c.store.removed); n != 256 {
+		t.Fatalf("%d UIDs kept, want 256", n)
+	}
+	if first, last := c.store.removed[0], c.store.removed[255]; first != "u744" || last != "u999" {
+		t.Errorf("kept %s to %s, want u744 to u999", first, last)
+	}
+	for _, tt := range []struct {
+		uid  string
+		want bool // Wrote records it
+	}{{"u999", false}, {"u744", false}, {"u743", true}, {"", true}} {
+		o := obj("a", "x")
+		o.UID = tt.uid
+		c.Wrote(nil, o)
+		_, recorded := c.store.wrote["ns/a"]
+		if recorded != tt.want {
+			t.Errorf("Wrote(nil, created %q) recorded %v, want %v", tt.uid, recorded, tt.want)
+		}
+		delete(c.store.wrote, "ns/a")
 	}
 }

@@ -51,6 +51,10 @@ type Store[T any] struct {
 	// drops any entry, and replace drops every entry whose key it changed
 	// or lacks.
 	wrote map[string]*T
+	// removed holds the UIDs of the last 256 objects remove took out,
+	// oldest first, for Cache.Wrote: an object may be created, seen and
+	// deleted before its creator calls it.
+	removed []string
 }
 
 // index maps an index value to the set of keys of the objects with that
@@ -169,6 +173,7 @@ func (s *Store[T]) remove(key string) (old *T) {
 	if old != nil {
 		delete(s.items, key)
 		s.reindex(key, old, nil)
+		s.removed = append(s.removed[max(0, len(s.removed)-255):], s.meta(old).UID)
 	}
 	return old
 }
