@@ -345,6 +345,15 @@ func TestOutOfBandDeletes(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "404"), fmt.Sprint("namespace still there: ", err)
 	})
 	// No orphans: every labelled child in ns1 belongs to a kept Widget.
+	defer func() {
+		if t.Failed() {
+			for _, line := range strings.Split(o.Log(), "\n") {
+				if strings.Contains(line, ns1) {
+					t.Log(line)
+				}
+			}
+		}
+	}()
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		ds, err := deployments(c).List(ctx, ns1, k8sapi.ListOptions{})
 		if err != nil {
@@ -354,18 +363,20 @@ func TestOutOfBandDeletes(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		var orphans []string
+		var orphans, names []string
 		for _, d := range ds.Items {
+			names = append(names, "deployment/"+d.Name)
 			if strings.HasPrefix(d.Name, "doomed") {
 				orphans = append(orphans, "deployment/"+d.Name)
 			}
 		}
 		for _, s := range ss.Items {
+			names = append(names, "service/"+s.Name)
 			if strings.HasPrefix(s.Name, "doomed") {
 				orphans = append(orphans, "service/"+s.Name)
 			}
 		}
-		return len(orphans) == 0 && len(ds.Items) == len(kept) && len(ss.Items) == len(kept), fmt.Sprintf("orphans %v", orphans)
+		return len(orphans) == 0 && len(ds.Items) == len(kept) && len(ss.Items) == len(kept), fmt.Sprintf("orphans %v; children %v, want a Deployment and a Service for each of %v", orphans, names, kept)
 	})
 	// No error loop: over a quiet 10 seconds (an absence), no reconcile
 	// fails.
