@@ -366,36 +366,25 @@ func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8s
 	t0 := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- floor(ctx, client, widgets, FloorWorkers) }()
-	written := false
+	// Both the tracker's convergence (whose time is the result) and every
+	// write's answer are awaited: the tracker can see the last status
+	// before its write has its answer, and the API server logs a request
+	// once it has answered, so counting earlier could miss one.
+	deadline := time.After(cfg.Timeout)
 	select {
-	case <-tr.done:
 	case err := <-errc:
 		if err != nil {
 			return err
 		}
-		written = true
-		select {
-		case <-tr.done:
-		case <-time.After(cfg.Timeout):
-			return fmt.Errorf("bench: floor: written but not converged within %v: %s", cfg.Timeout, tr.describe())
-		}
-	case <-time.After(cfg.Timeout):
-		return fmt.Errorf("bench: floor: not converged within %v: %s", cfg.Timeout, tr.describe())
+	case <-deadline:
+		return fmt.Errorf("bench: floor: writes not answered within %v: %s", cfg.Timeout, tr.describe())
+	}
+	select {
+	case <-tr.done:
+	case <-deadline:
+		return fmt.Errorf("bench: floor: written but not converged within %v: %s", cfg.Timeout, tr.describe())
 	}
 	res.Converge = tr.at.Sub(t0)
-	// The tracker can see the last status before its write has its answer,
-	// and the API server logs a request once it has answered: count once
-	// every write is answered, so that each is in the audit log.
-	if !written {
-		select {
-		case err := <-errc:
-			if err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	end := time.Now()
 	events, err := auditAfter(ctx, p, end)
 	if err != nil {
