@@ -264,10 +264,14 @@ func TestCacheRemembersLastRemovals(t *testing.T) {
 	if first, last := c.store.removed[0], c.store.removed[255]; first != "u744" || last != "u999" {
 		t.Errorf("kept %s to %s, want u744 to u999", first, last)
 	}
+	// An object without a UID (a test's, never the API server's) is
+	// removed too: a created one without a UID is still recorded.
+	c.store.put("ns/b", obj("b", "1"))
+	c.store.remove("ns/b")
 	for _, tt := range []struct {
 		uid  string
 		want bool // Wrote records it
-	}{{"u999", false}, {"u744", false}, {"u743", true}, {"", true}} {
+	}{{"u999", false}, {"u745", false}, {"u744", true}, {"", true}} {
 		o := obj("a", "x")
 		o.UID = tt.uid
 		c.Wrote(nil, o)
