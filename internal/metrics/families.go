@@ -48,16 +48,14 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 //	controller_runtime_max_concurrent_reconciles{controller}
 //	controller_runtime_active_workers{controller}
 //
-// Register the set with [Registry.Register]. Its series are looked up
-// once, but for the reconcile_total series of a result, found by
-// Reconciled under a lock and without allocating. Its methods are safe
-// for concurrent use.
+// Register the set with [Registry.Register]. Its series, one per result
+// of reconcile_total included, are looked up once, by
+// NewControllerMetrics, so that recording takes no lock. Its methods are
+// safe for concurrent use.
 type ControllerMetrics struct {
 	collectors
 	errors, terminal, panics, time, active *Series
 	results                                map[string]*Series // reconcile_total by result, made at the start
-	total                                  *Vec
-	name                                   string
 }
 
 // NewControllerMetrics returns the families of the controller name,
@@ -84,20 +82,18 @@ func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 		time:       durations.WithLabelValues(name),
 		active:     active.WithLabelValues(name),
 		results:    results,
-		total:      total,
-		name:       name,
 	}
 }
 
 // Reconciled records one reconcile that took d and ended with result, one
-// of the Result constants; ResultError also counts an error.
+// of the Result constants; ResultError also counts an error. Any other
+// result is timed but not counted: reconcile_total has a series for each
+// constant alone.
 func (m *ControllerMetrics) Reconciled(d time.Duration, result string) {
 	m.time.ObserveDuration(d)
-	s, ok := m.results[result] // read only: no lock on the hot path
-	if !ok {
-		s = m.total.WithLabelValues(m.name, result)
+	if s := m.results[result]; s != nil { // read only: no lock on the hot path
+		s.Inc()
 	}
-	s.Inc()
 	if result == ResultError {
 		m.errors.Inc()
 	}

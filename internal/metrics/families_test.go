@@ -54,7 +54,11 @@ func TestControllerMetrics(t *testing.T) {
 	s.Reconciled(2*time.Second, ResultError)
 	s.TerminalError()
 	s.Reconciled(time.Millisecond, ResultRequeueAfter)
+	s.Reconciled(time.Millisecond, "bogus") // timed, not counted
 	got := samples(t, r)
+	if v, ok := got["controller_runtime_reconcile_total{controller=widget,result=bogus}"]; ok {
+		t.Errorf("a result outside the constants has a series (%v)", v)
+	}
 	for k, want := range map[string]float64{
 		"controller_runtime_reconcile_total{controller=widget,result=success}":         1,
 		"controller_runtime_reconcile_total{controller=widget,result=error}":           1,
@@ -63,9 +67,9 @@ func TestControllerMetrics(t *testing.T) {
 		"controller_runtime_reconcile_errors_total{controller=widget}":                 1,
 		"controller_runtime_terminal_reconcile_errors_total{controller=widget}":        1,
 		"controller_runtime_reconcile_panics_total{controller=widget}":                 0,
-		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.005}": 1,
-		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.025}": 2,
-		"controller_runtime_reconcile_time_seconds_count{controller=widget}":           3,
+		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.005}": 2,
+		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.025}": 3,
+		"controller_runtime_reconcile_time_seconds_count{controller=widget}":           4,
 		"controller_runtime_max_concurrent_reconciles{controller=widget}":              3,
 		"controller_runtime_active_workers{controller=widget}":                         1,
 	} {
