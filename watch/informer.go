@@ -63,6 +63,15 @@ type Config[T any] struct {
 	// Indexers adds indexes to the store, by name, such as
 	// [ControllerUID]. Nil means none.
 	Indexers map[string]IndexFunc[T]
+	// Transform, when non-nil, is called on each object of a list page
+	// and of a watch event (bookmarks aside) as soon as it is decoded,
+	// before the store, the indexes or the Handler see it. It may change
+	// the object in place, which is the informer's own: to drop the
+	// fields the program never reads, so that the cache holds only what
+	// it needs (see [TrimMeta]). It must keep the name, namespace and
+	// resourceVersion. Objects given to [Cache.Wrote] are kept as they
+	// are. Nil means objects are kept as decoded.
+	Transform func(obj *T)
 	// Name labels log lines, such as "deployments". Empty means none.
 	Name string
 	// Logger receives reconnects and relists, one line per episode. Nil
@@ -230,6 +239,11 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
+		if err == nil {
+			for i := range list.Items {
+				inf.transform(&list.Items[i])
+			}
+		}
 		return input[T]{kind: inListed, list: list, err: err}, true
 	case actWatch:
 		if a.reconnect {
@@ -292,6 +306,13 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	return input[T]{}, false
 }
 
+// transform applies Config.Transform, if any, to obj.
+func (inf *Informer[T]) transform(obj *T) {
+	if inf.cfg.Transform != nil {
+		inf.cfg.Transform(obj)
+	}
+}
+
 // notify counts one change to the cache and tells the handler: old is nil
 // for an add, obj nil for a delete.
 func (inf *Informer[T]) notify(old, obj *T) {
@@ -331,6 +352,8 @@ func (r *runner[T]) next() input[T] {
 	}
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
+	} else if err == nil {
+		r.inf.transform(&ev.Object)
 	}
 	return input[T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
 }
