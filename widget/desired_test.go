@@ -2,6 +2,8 @@ package widget
 
 import (
 	"encoding/json"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -71,6 +73,20 @@ func TestUpToDate(t *testing.T) {
 		{"port number", func(d *k8sapi.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 80 }, false},
 		{"port protocol", func(d *k8sapi.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].Protocol = "UDP" }, false},
 		{"port missing", func(d *k8sapi.Deployment) { d.Spec.Template.Spec.Containers[0].Ports = nil }, false},
+		// What the cache trims away must not change the answer.
+		{"image past the longest a Widget may have", func(d *k8sapi.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image += strings.Repeat("x", 4*MaxImageLength)
+		}, false},
+		{"another controller first", func(d *k8sapi.Deployment) {
+			d.OwnerReferences = append([]k8sapi.OwnerReference{{Kind: "Widget", Name: "x", UID: "x", Controller: ptr(false)}}, d.OwnerReferences...)
+		}, true},
+		{"many selector labels", func(d *k8sapi.Deployment) { maps.Copy(d.Spec.Selector.MatchLabels, manyLabels(50)) }, false},
+		{"many template labels", func(d *k8sapi.Deployment) { maps.Copy(d.Spec.Template.Labels, manyLabels(50)) }, true},
+		{"containers and ports around ours", func(d *k8sapi.Deployment) {
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Ports = append([]k8sapi.ContainerPort{{Name: "metrics", ContainerPort: 9090}}, c.Ports...)
+			d.Spec.Template.Spec.Containers = append([]k8sapi.Container{{Name: "sidecar", Image: "s"}}, *c, k8sapi.Container{Name: "z"})
+		}, true},
 	}
 	for _, tt := range deploymentTests {
 		t.Run("deployment/"+tt.name, func(t *testing.T) {
@@ -78,6 +94,10 @@ func TestUpToDate(t *testing.T) {
 			tt.change(d)
 			if got := DeploymentUpToDate(d, DesiredDeployment(w)); got != tt.want {
 				t.Errorf("DeploymentUpToDate = %v, want %v", got, tt.want)
+			}
+			TrimDeployment(d)
+			if got := DeploymentUpToDate(d, DesiredDeployment(w)); got != tt.want {
+				t.Errorf("DeploymentUpToDate of the trimmed Deployment = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -94,6 +114,10 @@ func TestUpToDate(t *testing.T) {
 		{"target port number", func(s *k8sapi.Service) { s.Spec.Ports[0].TargetPort = k8sapi.FromInt(8080) }, false},
 		{"port", func(s *k8sapi.Service) { s.Spec.Ports[0].Port = 8080 }, false},
 		{"owner of another uid", func(s *k8sapi.Service) { s.OwnerReferences[0].UID = "other" }, false},
+		{"many selector labels", func(s *k8sapi.Service) { maps.Copy(s.Spec.Selector, manyLabels(50)) }, false},
+		{"our port after others", func(s *k8sapi.Service) {
+			s.Spec.Ports = append([]k8sapi.ServicePort{{Name: "m", Port: 9}}, s.Spec.Ports...)
+		}, true},
 	}
 	for _, tt := range serviceTests {
 		t.Run("service/"+tt.name, func(t *testing.T) {
@@ -101,6 +125,10 @@ func TestUpToDate(t *testing.T) {
 			tt.change(s)
 			if got := ServiceUpToDate(s, DesiredService(w)); got != tt.want {
 				t.Errorf("ServiceUpToDate = %v, want %v", got, tt.want)
+			}
+			TrimService(s)
+			if got := ServiceUpToDate(s, DesiredService(w)); got != tt.want {
+				t.Errorf("ServiceUpToDate of the trimmed Service = %v, want %v", got, tt.want)
 			}
 		})
 	}

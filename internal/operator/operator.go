@@ -197,16 +197,16 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
-	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig[widget.Widget](client, widget.Widgets, "", opts.Namespace, log))
-	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig[k8sapi.Deployment](client, k8sapi.Deployments, childSelector, opts.Namespace, log),
+	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
+	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, widget.TrimDeployment),
 		widget.Widgets, widget.WidgetKind)
-	op.services = reconcile.WatchOwned(op.ctrl, watchConfig[k8sapi.Service](client, k8sapi.Services, childSelector, opts.Namespace, log),
+	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, widget.TrimService),
 		widget.Widgets, widget.WidgetKind)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync. A
 	// change retries at once the Widgets of its namespace that wait on a
 	// ResourceQuota.
-	quotas := watchConfig[resourceQuota](client, resourceQuotas, "", opts.Namespace, log)
+	quotas := watchConfig(client, resourceQuotas, "", opts.Namespace, log, func(q *resourceQuota) { watch.TrimMeta(&q.ObjectMeta) })
 	quotas.Handler = watch.OnChange(func(q *resourceQuota) {
 		for _, key := range op.reconciler.RetryQuota(q.Namespace) {
 			op.ctrl.Enqueue(key)
@@ -233,10 +233,11 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 }
 
 // watchConfig configures the watch of res in namespace ("" for all),
-// limited to the objects that selector selects ("" for all), and named
-// after res.Resource.
-func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, namespace string, log *slog.Logger) watch.Config[T] {
+// limited to the objects that selector selects ("" for all), named after
+// res.Resource, whose cache keeps of each object what trim leaves.
+func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, namespace string, log *slog.Logger, trim func(*T)) watch.Config[T] {
 	return watch.Config[T]{
+		Transform:     trim,
 		Source:        watch.ClientSource[T](client, res),
 		Namespace:     namespace,
 		LabelSelector: selector,

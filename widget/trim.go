@@ -1,0 +1,91 @@
+package widget
+
+import (
+	"slices"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/reconcile"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// The caches of the operator keep only what the Reconciler reads, so that
+// whoever may create an object with the operator's label, or write to a
+// Widget's children, cannot make them grow: each function below is the
+// watch.Config.Transform of one cache, and what it keeps of an object is
+// bounded (a few KiB) whatever the object holds. DeploymentUpToDate,
+// ServiceUpToDate and StatusFor decide on a trimmed object as on the whole
+// one.
+
+// trimMeta keeps of m what watch.TrimMeta keeps with the labels the
+// Reconciler compares, those of Labels.
+func trimMeta(m *k8sapi.ObjectMeta) { watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy) }
+
+// TrimWidget keeps of w the metadata that watch.TrimMeta keeps without
+// labels, its spec and its status.
+func TrimWidget(w *Widget) { watch.TrimMeta(&w.ObjectMeta) }
+
+// TrimDeployment keeps of d the metadata that watch.TrimMeta keeps with the
+// Widget's labels; its replicas; at most one more selector label than a
+// Widget's selector has; the template's Widget labels; the container named
+// ContainerName with its image, cut past the longest a Widget may ask for,
+// and its port named PortName; and the status with its Available and
+// Progressing conditions.
+func TrimDeployment(d *k8sapi.Deployment) {
+	trimMeta(&d.ObjectMeta)
+	s := &d.Spec
+	if s.Selector != nil {
+		s.Selector = &k8sapi.LabelSelector{MatchLabels: firstEntries(s.Selector.MatchLabels)}
+	}
+	trimMeta(&s.Template.ObjectMeta)
+	s.Template.Spec.Containers = named(s.Template.Spec.Containers, ContainerName, func(c k8sapi.Container) string { return c.Name })
+	for i := range s.Template.Spec.Containers {
+		c := &s.Template.Spec.Containers[i]
+		c.Image = watch.Clip(c.Image, 4*MaxImageLength+1) // UTF-8 takes up to 4 bytes a character
+		c.Ports = named(c.Ports, PortName, func(p k8sapi.ContainerPort) string { return p.Name })
+	}
+	var conds []k8sapi.Condition
+	for _, t := range []string{"Available", "Progressing"} {
+		if c, ok := reconcile.FindCondition(d.Status.Conditions, t); ok {
+			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), trimMessage(c.Message)
+			conds = append(conds, c)
+		}
+	}
+	d.Status.Conditions = conds
+}
+
+// TrimService keeps of s the metadata that watch.TrimMeta keeps with the
+// Widget's labels, at most one more selector label than a Widget's
+// selector has, and the port named PortName.
+func TrimService(s *k8sapi.Service) {
+	trimMeta(&s.ObjectMeta)
+	s.Spec = k8sapi.ServiceSpec{Selector: firstEntries(s.Spec.Selector),
+		Ports: named(s.Spec.Ports, PortName, func(p k8sapi.ServicePort) string { return p.Name })}
+}
+
+// firstEntries returns m, or a new map of some len(SelectorLabels)+1 of its
+// entries when it has more: a map compared whole with a Widget's selector
+// is unequal to it either way.
+func firstEntries(m map[string]string) map[string]string {
+	n := len(SelectorLabels("")) + 1
+	if len(m) <= n {
+		return m
+	}
+	out := make(map[string]string, n)
+	for k, v := range m {
+		if len(out) == n {
+			break
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// named returns a new slice holding the first element of list whose name
+// is want, or nil when there is none. The API server keeps these names
+// unique.
+func named[T any](list []T, want string, name func(T) string) []T {
+	if i := slices.IndexFunc(list, func(e T) bool { return name(e) == want }); i >= 0 {
+		return []T{list[i]}
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package widget
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
+)
+
+// manyLabels returns n labels with long keys and values, none of the
+// Widget's.
+func manyLabels(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("pad.example.com/k%04d", i)] = strings.Repeat("v", 63)
+	}
+	return m
+}
+
+// bloat adds to meta what anyone who may write the object can add: many
+// labels, a large annotation, finalizers and owners.
+func bloat(meta *k8sapi.ObjectMeta) {
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	for k, v := range manyLabels(2000) {
+		meta.Labels[k] = v
+	}
+	meta.Annotations = map[string]string{"pad": strings.Repeat("a", 256<<10)}
+	meta.Finalizers = []string{"example.com/a", "example.com/b"}
+	meta.OwnerReferences = append(meta.OwnerReferences, k8sapi.OwnerReference{Kind: strings.Repeat("K", 1<<20), Name: "n", UID: "u"})
+}
+
+// TestTrimBounds: whatever a Widget or a child holds, what the cache keeps
+// of it is a few KiB, and the Reconciler's decisions stand.
+func TestTrimBounds(t *testing.T) {
+	w := widget()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	d := ownedDeployment(t, w, 3)
+	bloat(&d.ObjectMeta)
+	bloat(&d.Spec.Template.ObjectMeta)
+	c := &d.Spec.Template.Spec.Containers[0]
+	for i := range 1000 {
+		c.Ports = append(c.Ports, k8sapi.ContainerPort{Name: fmt.Sprintf("p%d", i), ContainerPort: int32(i + 1)})
+		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, k8sapi.Container{Name: fmt.Sprintf("c%d", i), Image: strings.Repeat("i", 1<<10)})
+	}
+	d.Status.Conditions = append(d.Status.Conditions, k8sapi.Condition{Type: "Pad", Message: strings.Repeat("m", 1<<20)})
+	d.Status.Conditions[1].Message = strings.Repeat("m", 1<<20)
+	s := ownedService(t, w)
+	bloat(&s.ObjectMeta)
+	ws := *w
+	bloat(&ws.ObjectMeta)
+
+	before := StatusFor(w, d, nil, now)
+	TrimDeployment(d)
+	TrimService(s)
+	TrimWidget(&ws)
+	// Changed where the Reconciler compares: selectors and the image.
+	hostileD, hostileS := ownedDeployment(t, w, 3), ownedService(t, w)
+	hostileD.Spec.Selector.MatchLabels = manyLabels(1000)
+	hostileD.Spec.Template.Spec.Containers[0].Image = strings.Repeat("i", 1<<20)
+	hostileS.Spec.Selector = manyLabels(1000)
+	TrimDeployment(hostileD)
+	TrimService(hostileS)
+	for _, o := range []any{d, s, &ws, hostileD, hostileS} {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 4<<10+4*MaxImageLength {
+			t.Errorf("%T trimmed to %d bytes, want at most 4 KiB and an image: %.300s", o, len(b), b)
+		}
+	}
+	if !DeploymentUpToDate(d, DesiredDeployment(w)) || !ServiceUpToDate(s, DesiredService(w)) {
+		t.Error("a trimmed child that holds the desired fields is not up to date")
+	}
+	if after := StatusFor(w, d, nil, now); !StatusEqual(before, after) {
+		t.Errorf("status of the trimmed Deployment = %+v, want %+v", after, before)
+	}
+	if ws.Spec != w.Spec || ws.UID != w.UID || ws.Generation != w.Generation || ws.Labels != nil {
+		t.Errorf("trimmed Widget = %+v", ws.ObjectMeta)
+	}
+}
+
+// TestTrimKeepsProgressDeadline: the Progressing condition's reason and
+// message, which a Widget's status quotes, survive the trim, its message
+// cut as the status cuts it.
+func TestTrimKeepsProgressDeadline(t *testing.T) {
+	w := widget()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	d := ownedDeployment(t, w, 0)
+	d.Status.Conditions = []k8sapi.Condition{
+		{Type: "ReplicaFailure", Status: "True", Reason: "FailedCreate"},
+		{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet \"web-1\" has timed out progressing."},
+	}
+	want := StatusFor(w, d, nil, now)
+	TrimDeployment(d)
+	if got := StatusFor(w, d, nil, now); !StatusEqual(got, want) || got.Phase != PhaseFailed {
+		t.Errorf("status = %+v, want %+v", got, want)
+	}
+}
