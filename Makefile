@@ -16,12 +16,22 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKub
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
+.PHONY: all build sbom run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
 
 all: build
 
+# -buildvcs=auto records the commit (vcs.revision, vcs.time, vcs.modified)
+# in a git clone, the same for two clones of one commit, and builds without
+# it elsewhere (an unpacked archive; a git worktree, which go does not read).
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/widget-operator
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/widget-operator
+	$(GOBUILD)
+
+## sbom: the binary's SBOM (SPDX 2.3) and provenance (in-toto, SLSA v1),
+## next to it: $(BIN).spdx.json and $(BIN).provenance.json.
+sbom: build
+	$(GO) run ./hack/sbom -bin $(BIN) -command '$(GOBUILD)'
 
 ## run: the operator against the current kubeconfig's cluster, or against
 ## the local control plane when there is none (built on first use).
