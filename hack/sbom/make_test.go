@@ -47,6 +47,86 @@ func TestMakeSBOM(t *testing.T) {
 		summary := spdxCheck(t, installSPDXCheck(t, root), filepath.Join(a, madeFiles[1]))
 		checkSummary(t, a, summary)
 	})
+	t.Run("image", func(t *testing.T) { checkImages(t, a, b) })
+}
+
+// checkImages runs `make image` in both clones: the same image digest,
+// the binary of `make build` inside, and annotations that name the commit
+// and the three files' digests.
+func checkImages(t *testing.T, a, b string) {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		t.Skip("podman is not installed, so make image cannot run (Debian: apt-get install -y podman)")
+	}
+	var images [2]imageInspect
+	for i, dir := range []string{a, b} {
+		tag := "localhost/widget-operator-sbom-test:" + string(rune('a'+i))
+		t.Cleanup(func() { _ = exec.Command(podman, "rmi", "--force", tag).Run() })
+		cmd := exec.Command("make", "--no-print-directory", "image", "IMAGE="+tag)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make image in %s: %v\n%s", dir, err, out)
+		}
+		images[i] = inspectImage(t, podman, tag)
+	}
+	if images[0].Digest != images[1].Digest {
+		t.Errorf("make image in two clones of one commit: digests %s and %s", images[0].Digest, images[1].Digest)
+	}
+	t.Logf("image %s in both clones", images[0].Digest)
+	head, err := exec.Command("git", "-C", a, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"org.opencontainers.image.revision":    strings.TrimSpace(string(head)),
+		"io.widget-operator.binary.sha256":     digest(readFile(t, filepath.Join(a, madeFiles[0]))),
+		"io.widget-operator.spdx.sha256":       digest(readFile(t, filepath.Join(a, madeFiles[1]))),
+		"io.widget-operator.provenance.sha256": digest(readFile(t, filepath.Join(a, madeFiles[2]))),
+	}
+	for k, v := range want {
+		if got := images[0].Annotations[k]; got != v {
+			t.Errorf("annotation %s = %q, want %q", k, got, v)
+		}
+	}
+	bin := imageBinary(t, podman, "localhost/widget-operator-sbom-test:a")
+	if digest(bin) != want["io.widget-operator.binary.sha256"] {
+		t.Errorf("the image's /widget-operator has sha256 %s; make build's %s", digest(bin), want["io.widget-operator.binary.sha256"])
+	}
+}
+
+type imageInspect struct {
+	Digest      string
+	Annotations map[string]string
+}
+
+func inspectImage(t *testing.T, podman, tag string) imageInspect {
+	t.Helper()
+	out, err := exec.Command(podman, "image", "inspect", tag).Output()
+	var ii []imageInspect
+	if err == nil {
+		err = json.Unmarshal(out, &ii)
+	}
+	if err != nil || len(ii) != 1 {
+		t.Fatalf("podman image inspect %s: %v (%d images)", tag, err, len(ii))
+	}
+	return ii[0]
+}
+
+// imageBinary copies /widget-operator out of a container made from the
+// image, never started.
+func imageBinary(t *testing.T, podman, tag string) []byte {
+	t.Helper()
+	out, err := exec.Command(podman, "create", tag).Output()
+	if err != nil {
+		t.Fatalf("podman create %s: %v", tag, err)
+	}
+	id := strings.TrimSpace(string(out))
+	defer exec.Command(podman, "rm", "--force", id).Run()
+	dst := filepath.Join(t.TempDir(), "widget-operator")
+	if out, err := exec.Command(podman, "cp", id+":/widget-operator", dst).CombinedOutput(); err != nil {
+		t.Fatalf("podman cp: %v\n%s", err, out)
+	}
+	return readFile(t, dst)
 }
 
 func cloneHead(t *testing.T, root string) string {
