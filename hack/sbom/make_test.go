@@ -44,8 +44,10 @@ func TestMakeSBOM(t *testing.T) {
 
 	t.Run("provenance", func(t *testing.T) { checkProvenance(t, a) })
 	t.Run("validated", func(t *testing.T) {
-		summary := spdxCheck(t, installSPDXCheck(t, root), filepath.Join(a, madeFiles[1]))
+		check := installSPDXCheck(t, root)
+		summary := spdxCheck(t, check, filepath.Join(a, madeFiles[1]))
 		checkSummary(t, a, summary)
+		refusesBroken(t, check, readFile(t, filepath.Join(a, madeFiles[1])))
 	})
 	t.Run("image", func(t *testing.T) { checkImages(t, a, b) })
 }
@@ -164,6 +166,32 @@ func installSPDXCheck(t *testing.T, root string) string {
 		t.Fatalf("building hack/sbom/spdxcheck: %v\n%s", err, out)
 	}
 	return exe
+}
+
+// refusesBroken shows that the validator validates: each one-line
+// change to a good SBOM must fail it.
+func refusesBroken(t *testing.T, check string, good []byte) {
+	for _, tc := range []struct{ old, new string }{
+		{`"checksumValue"`, `"checksumValu"`},                                 // a field SPDX does not know
+		{`"relationshipType": "DESCRIBES"`, `"relationshipType": "CONTAINS"`}, // describes nothing
+		{`"relatedSpdxElement": "SPDXRef-Package-go"`, `"relatedSpdxElement": "SPDXRef-Package-gone"`},
+		{`"algorithm": "SHA256"`, `"algorithm": "SHA257"`},
+		{`"filesAnalyzed": false`, `"filesAnalyzed": "no"`},
+		{`"spdxVersion": "SPDX-2.3"`, `"spdxVersion": "SPDX-2.9"`},
+		{`"downloadLocation": "NOASSERTION"`, `"downloadLocation": ""`},
+	} {
+		if !bytes.Contains(good, []byte(tc.old)) {
+			t.Errorf("the SBOM has no %s to break", tc.old)
+			continue
+		}
+		bad := filepath.Join(t.TempDir(), "bad.spdx.json")
+		if err := os.WriteFile(bad, bytes.Replace(good, []byte(tc.old), []byte(tc.new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(check, bad).CombinedOutput(); err == nil {
+			t.Errorf("spdxcheck accepts the SBOM with %s in place of %s:\n%s", tc.new, tc.old, out)
+		}
+	}
 }
 
 // unreachable tells a download that failed for the network from other
