@@ -16,10 +16,12 @@ import (
 // The files `make sbom` writes, in a checkout.
 var madeFiles = []string{"bin/widget-operator", "bin/widget-operator.spdx.json", "bin/widget-operator.provenance.json"}
 
-// TestMakeSBOM runs `make sbom` in two clones of HEAD, in two folders:
-// the binary and both files must be the same bytes. Then SPDX's own Go
-// tools, built from a tools module of their own, read and validate the
-// SBOM, and what they read must match `go version -m` and the binary.
+// TestMakeSBOM runs `make sbom` in two clones of HEAD (committed work
+// only), in two folders: the binary and both files must be the same bytes.
+// Then SPDX's own Go tools, built from a tools module of their own, read
+// and validate the SBOM, and what they read must match `go version -m` and
+// the binary; broken copies of it must fail them. Last, `make image` in
+// both clones must give one image digest, holding the same binary.
 func TestMakeSBOM(t *testing.T) {
 	for _, tool := range []string{"git", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {
