@@ -6,6 +6,7 @@ MODULE    := github.com/zerodep-k8s/widget-operator
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -buildid= -X main.Version=$(VERSION)
 BIN       := bin/widget-operator
+IMAGE     ?= widget-operator:$(VERSION)
 # Fuzzing runs for a count of executions, not a duration: with a duration,
 # Go 1.26's fuzzing coordinator can report a spurious "context deadline
 # exceeded" when the time runs out (go.dev/issue/75804, fixed in Go 1.27).
@@ -16,12 +17,22 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKub
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
+.PHONY: all build sbom run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
 
 all: build
 
+# -buildvcs=auto records the commit (vcs.revision, vcs.time, vcs.modified)
+# in a git clone, the same for two clones of one commit, and builds without
+# it elsewhere (an unpacked archive; a git worktree, which go does not read).
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/widget-operator
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/widget-operator
+	$(GOBUILD)
+
+## sbom: the binary's SBOM (SPDX 2.3) and provenance (in-toto, SLSA v1),
+## next to it: $(BIN).spdx.json and $(BIN).provenance.json.
+sbom: build
+	$(GO) run ./hack/sbom -bin $(BIN) -command '$(GOBUILD)'
 
 ## run: the operator against the current kubeconfig's cluster, or against
 ## the local control plane when there is none (built on first use).
@@ -71,10 +82,20 @@ container-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc busybox-static; \
 	else echo "container-deps: cannot install podman here; the container test will skip"; fi
 
-## image: the container image, built offline on a local Go builder image.
-image:
-	$(GO) run ./hack/image
-	podman build --build-arg GO_IMAGE=localhost/widget-go-builder:1.26 --build-arg VERSION=$(VERSION) -t widget-operator:$(VERSION) .
+## image: the release image, offline with podman: the binary of `make
+## build` alone, and as OCI annotations the commit and the SHA-256 of the
+## binary, its SBOM and its provenance (make sbom), which stay in bin/.
+## Dated by the commit, so that a rebuild of it gives the same digest.
+image: sbom
+	podman build --pull=never --layers=false --target release \
+		--timestamp "$$(git log -1 --format=%ct)" \
+		--annotation org.opencontainers.image.source=https://$(MODULE) \
+		--annotation org.opencontainers.image.revision="$$(git rev-parse HEAD)" \
+		--annotation org.opencontainers.image.version=$(VERSION) \
+		--annotation io.widget-operator.binary.sha256="$$(sha256sum < $(BIN) | cut -d' ' -f1)" \
+		--annotation io.widget-operator.spdx.sha256="$$(sha256sum < $(BIN).spdx.json | cut -d' ' -f1)" \
+		--annotation io.widget-operator.provenance.sha256="$$(sha256sum < $(BIN).provenance.json | cut -d' ' -f1)" \
+		-t $(IMAGE) .
 
 unit:
 	$(GO) test -race -count=1 -timeout 45m ./...
