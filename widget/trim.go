@@ -17,21 +17,31 @@ import (
 // one.
 
 // trimMeta keeps of m what watch.TrimMeta keeps with the labels the
-// Reconciler compares, those of Labels.
-func trimMeta(m *k8sapi.ObjectMeta) { watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy) }
+// Reconciler compares, those of Labels, and reports whether m's
+// controller is something other than a Widget. Of such a child nothing
+// but its metadata is ever read: the Reconciler only learns that it is in
+// the way, so it costs a small, fixed amount.
+func trimMeta(m *k8sapi.ObjectMeta) (foreign bool) {
+	watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy)
+	c := m.ControllerOf()
+	return c == nil || c.Kind != WidgetKind || c.APIVersion != WidgetAPIVersion
+}
 
 // TrimWidget keeps of w the metadata that watch.TrimMeta keeps without
 // labels, its spec and its status.
 func TrimWidget(w *Widget) { watch.TrimMeta(&w.ObjectMeta) }
 
 // TrimDeployment keeps of d the metadata that watch.TrimMeta keeps with the
-// Widget's labels; its replicas; at most one more selector label than a
+// Widget's labels and, when a Widget is its controller, its replicas; at most one more selector label than a
 // Widget's selector has; the template's Widget labels; the container named
 // ContainerName with its image, cut past the longest a Widget may ask for,
 // and its port named PortName; and the status with its Available and
 // Progressing conditions.
 func TrimDeployment(d *k8sapi.Deployment) {
-	trimMeta(&d.ObjectMeta)
+	if trimMeta(&d.ObjectMeta) {
+		*d = k8sapi.Deployment{ObjectMeta: d.ObjectMeta}
+		return
+	}
 	s := &d.Spec
 	if s.Selector != nil {
 		s.Selector = &k8sapi.LabelSelector{MatchLabels: firstEntries(s.Selector.MatchLabels)}
@@ -54,10 +64,13 @@ func TrimDeployment(d *k8sapi.Deployment) {
 }
 
 // TrimService keeps of s the metadata that watch.TrimMeta keeps with the
-// Widget's labels, at most one more selector label than a Widget's
+// Widget's labels and, when a Widget is its controller, at most one more selector label than a Widget's
 // selector has, and the port named PortName.
 func TrimService(s *k8sapi.Service) {
-	trimMeta(&s.ObjectMeta)
+	if trimMeta(&s.ObjectMeta) {
+		*s = k8sapi.Service{ObjectMeta: s.ObjectMeta}
+		return
+	}
 	s.Spec = k8sapi.ServiceSpec{Selector: firstEntries(s.Spec.Selector),
 		Ports: named(s.Spec.Ports, PortName, func(p k8sapi.ServicePort) string { return p.Name })}
 }

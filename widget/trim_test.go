@@ -102,3 +102,31 @@ func TestTrimKeepsProgressDeadline(t *testing.T) {
 		t.Errorf("status = %+v, want %+v", got, want)
 	}
 }
+
+// TestTrimForeignChild: of a child whose controller is not a Widget, or
+// that has none, the cache keeps its metadata alone, and the Reconciler
+// still finds it in the way.
+func TestTrimForeignChild(t *testing.T) {
+	w := widget()
+	yes := true
+	for _, refs := range [][]k8sapi.OwnerReference{nil,
+		{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: &yes}},
+		{{APIVersion: WidgetAPIVersion, Kind: "Gadget", Name: w.Name, UID: w.UID, Controller: &yes}},
+		{{APIVersion: "other.example.com/v1", Kind: WidgetKind, Name: w.Name, UID: w.UID, Controller: &yes}},
+	} {
+		d, s := ownedDeployment(t, w, 3), ownedService(t, w)
+		d.OwnerReferences, s.OwnerReferences = refs, refs
+		bloat(&d.ObjectMeta)
+		bloat(&s.ObjectMeta)
+		TrimDeployment(d)
+		TrimService(s)
+		for _, o := range []any{d, s} {
+			if b, _ := json.Marshal(o); len(b) > 1<<10 {
+				t.Errorf("foreign %T trimmed to %d bytes, want at most 1 KiB: %.300s", o, len(b), b)
+			}
+		}
+		if d.Name != w.Name || s.Name != w.Name || DeploymentUpToDate(d, DesiredDeployment(w)) || ServiceUpToDate(s, DesiredService(w)) {
+			t.Errorf("foreign children trimmed to %+v and %+v", d, s)
+		}
+	}
+}
