@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 )
 
 // ErrBodyTooLarge is wrapped by the error returned when a response body or
@@ -46,8 +48,9 @@ type APIError struct {
 	// the Status's details.retryAfterSeconds or the Retry-After header
 	// (in seconds), capped at a minute. Zero means the server did not say.
 	RetryAfter time.Duration
-	// Body is a trimmed snippet (at most 256 bytes, control characters
-	// removed) of a body that was not a Status. Empty otherwise.
+	// Body is a trimmed snippet (at most 256 bytes, what is not printable
+	// escaped as by [Escape]) of a body that was not a Status. Empty
+	// otherwise.
 	Body string
 }
 
@@ -224,16 +227,37 @@ func statusError(op *operation, code int, st Status, header http.Header) *APIErr
 	return e
 }
 
-// printable returns s with control characters turned into spaces, runs of
-// spaces collapsed and invalid UTF-8 dropped, cut to at most max bytes. Only
-// the first 4·max bytes of s are looked at.
+// printable returns s with runs of white space collapsed into one space
+// and what is not printable escaped, as [Escape] does, cut to at most max
+// bytes. Only the first 4·max bytes of s are looked at.
 func printable(s string, max int) string {
-	words := strings.FieldsFunc(strings.ToValidUTF8(s[:min(len(s), 4*max)], ""), func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r)
-	})
-	s = strings.Join(words, " ")
+	s = Escape(strings.Join(strings.Fields(s[:min(len(s), 4*max)]), " "))
 	if len(s) > max {
 		s = strings.TrimSpace(strings.ToValidUTF8(s[:max], ""))
 	}
 	return s
+}
+
+// Escape returns s with each rune that is not graphic (see
+// [unicode.IsGraphic]: the control characters of C0 and C1 such as ESC,
+// BEL and CSI, DEL, format characters such as the bidirectional
+// overrides, line and paragraph separators, private-use and unassigned
+// code points) written as a JSON escape such as \u001b, in UTF-16 halves
+// beyond U+FFFF, and each byte that is not UTF-8 as U+FFFD. What is left
+// is safe to print on a terminal, and shows that something was there.
+// Backslashes are kept as they are. Print text from a server, a file or a
+// user through it.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r1, r2 := utf16.EncodeRune(r); {
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		case r1 != unicode.ReplacementChar:
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
