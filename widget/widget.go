@@ -305,9 +305,12 @@ func validateImage(image string) string {
 	case n > MaxImageLength:
 		return fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength)
 	}
-	if i := strings.IndexFunc(image, unicode.IsSpace); i >= 0 {
+	// Letters, marks, numbers, punctuation and symbols: no whitespace,
+	// and nothing a terminal acts on when kubectl prints the image.
+	notPrintable := func(r rune) bool { return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) }
+	if i := strings.IndexFunc(image, notPrintable); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(image[i:])
-		return fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d", r, utf8.RuneCountInString(image[:i])+1)
+		return fmt.Sprintf("spec.image: must not contain whitespace or non-printable characters, found %q at character %d", r, utf8.RuneCountInString(image[:i])+1)
 	}
 	return ""
 }
