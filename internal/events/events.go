@@ -99,7 +99,8 @@ type Stats struct {
 //
 // A Recorder remembers per object a rate limiter and per distinct event
 // the Event to patch; both are bounded to 4096 entries, dropping the
-// least useful (refilled limiters, expired series) when full.
+// least useful (refilled limiters, expired series), else a few at random,
+// when full.
 type Recorder struct {
 	cfg    Config // with the defaults filled in
 	events k8sapi.Typed[k8sapi.Event]
@@ -158,7 +159,8 @@ func New(cfg Config) (*Recorder, error) {
 
 // Event queues an Event about regarding. eventType must be "Normal" or
 // "Warning" and reason must not be empty; other events are counted as
-// Invalid and dropped. note is cut to the API's 1024 bytes. Event returns
+// Invalid and dropped. note is escaped as by k8sapi.Escape and cut to the
+// API's 1024 bytes. Event returns
 // at once: the write happens on Run's goroutine, or not at all if the
 // object's rate limit or the queue refuses it.
 func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, note string) {
@@ -172,7 +174,7 @@ func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, no
 		return
 	}
 	select {
-	case r.queue <- item{regarding: regarding, eventType: eventType, reason: truncate(reason, maxReasonBytes), note: truncate(note, maxNoteBytes), at: now}:
+	case r.queue <- item{regarding: regarding, eventType: eventType, reason: truncate(reason, maxReasonBytes), note: truncate(k8sapi.Escape(note), maxNoteBytes), at: now}:
 	default:
 		r.dropped.Add(1)
 	}
@@ -229,13 +231,19 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
 
-// expire forgets the entries of m that stale reports: series past their
-// window, buckets full again (which behave like new ones). If none are, it
-// forgets them all, so that m stays bounded.
+// expire makes room in m, which is full: it forgets the entries that stale
+// reports (series past their window, buckets full again, which behave like
+// new ones), then, while m is still over 15/16 of maxTracked, entries the
+// map's random order picks. So m stays bounded, the cost of the scan is
+// shared by the next maxTracked/16 entries, and an eviction resets few
+// objects' limits, never every one at once.
 func expire[K comparable, V any](m map[K]V, stale func(V) bool) {
 	maps.DeleteFunc(m, func(_ K, v V) bool { return stale(v) })
-	if len(m) >= maxTracked {
-		clear(m)
+	for k := range m {
+		if len(m) <= maxTracked-maxTracked/16 {
+			return
+		}
+		delete(m, k)
 	}
 }
 

@@ -347,6 +347,16 @@ func TestInvalidEvents(t *testing.T) {
 	}
 }
 
+// A note is queued with what a terminal would act on escaped.
+func TestNoteEscaped(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	r, _ := New(Config{Client: c, Instance: "x"})
+	r.Event(widget, "Warning", "R", "refused: \x1b]0;owned\a\x1b[2J\u009b")
+	if it := <-r.queue; it.note != `refused: \u001b]0;owned\u0007\u001b[2J\u009b` {
+		t.Errorf("queued note %q", it.note)
+	}
+}
+
 func TestNewEventLimits(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
 	r, _ := New(Config{Client: c, Instance: "x"})
