@@ -195,7 +195,7 @@ func (o *operation) decodeError(err error) error {
 
 // do sends op, with rate limiting, authentication and retries, and returns
 // the response if its status is 2xx; the caller closes its body. Any other
-// status becomes an *APIError. ctx is not nil: the caller checked it.
+// status, 1xx included, becomes an *APIError. ctx is not nil: the caller checked it.
 func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
 	target := c.base + op.path
 	if len(op.query) > 0 {
@@ -222,7 +222,13 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 		case resp.StatusCode/100 == 2:
 			return resp, nil
 		default:
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
+			// A 1xx that reaches here (101 Switching Protocols: the
+			// transport hands on no other) has the connection as its body,
+			// which may stay silent: it is not read, only closed.
+			var body []byte
+			if resp.StatusCode >= 200 {
+				body, _ = io.ReadAll(io.LimitReader(resp.Body, errorLimit))
+			}
 			resp.Body.Close()
 			apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
 			if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {

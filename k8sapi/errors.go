@@ -125,6 +125,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // reasonForCode is the reason the server uses for an HTTP status code, for
 // errors whose body carried none.
 var reasonForCode = map[int]string{
+	http.StatusSwitchingProtocols:    "SwitchingProtocols",
 	http.StatusBadRequest:            "BadRequest",
 	http.StatusUnauthorized:          "Unauthorized",
 	http.StatusForbidden:             "Forbidden",
