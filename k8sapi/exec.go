@@ -265,7 +265,6 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.cfg.Command, e.cfg.Args...)
-	cmd.Dir = e.cfg.Dir
 	cmd.Env = e.cfg.Env
 	cmd.WaitDelay = 5 * time.Second
 	killGroupOnCancel(cmd)

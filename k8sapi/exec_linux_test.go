@@ -24,7 +24,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
+	e := &execCredentials{cfg: ExecConfig{Command: script}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Time is up once the grandchild is known to run.
@@ -105,7 +105,7 @@ func TestExecPluginLeavingItsGroupDoesNotHang(t *testing.T) {
 			}
 		}
 	})
-	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
+	e := &execCredentials{cfg: ExecConfig{Command: script}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
