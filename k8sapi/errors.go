@@ -61,9 +61,9 @@ func (e *APIError) Error() string {
 	if e.Code != 0 {
 		s += strconv.Itoa(e.Code) + " "
 	}
-	s += printable(e.reason(), 64)
+	s += Printable(e.reason(), 64)
 	if msg := cmp.Or(e.Body, e.Status.Message); msg != "" {
-		s += ": " + printable(msg, 512)
+		s += ": " + Printable(msg, 512)
 	}
 	return s
 }
@@ -116,7 +116,7 @@ type DecodeError struct {
 
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: decode: <cause>".
 func (e *DecodeError) Error() string {
-	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": decode: " + printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512)
+	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": decode: " + Printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512)
 }
 
 // Unwrap returns the cause.
@@ -206,7 +206,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 		return statusError(op, code, st, header)
 	}
 	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode[code]}, header)
-	e.Body = printable(string(body), 256)
+	e.Body = Printable(string(body), 256)
 	e.Status.Message = e.Body
 	return e
 }
@@ -228,10 +228,11 @@ func statusError(op *operation, code int, st Status, header http.Header) *APIErr
 	return e
 }
 
-// printable returns s with runs of white space collapsed into one space
-// and what is not printable escaped, as [Escape] does, cut to at most max
-// bytes. Only the first 4·max bytes of s are looked at.
-func printable(s string, max int) string {
+// Printable returns s as one line of at most max bytes, for a message:
+// runs of white space collapsed into one space, what is not printable
+// escaped as by [Escape], cut at a rune's start. Only the first 4·max
+// bytes of s are looked at.
+func Printable(s string, max int) string {
 	s = Escape(strings.Join(strings.Fields(s[:min(len(s), 4*max)]), " "))
 	if len(s) > max {
 		s = strings.TrimSpace(strings.ToValidUTF8(s[:max], ""))
@@ -251,13 +252,12 @@ func printable(s string, max int) string {
 func Escape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		switch r1, r2 := utf16.EncodeRune(r); {
-		case unicode.IsGraphic(r):
+		if unicode.IsGraphic(r) {
 			b.WriteRune(r)
-		case r1 != unicode.ReplacementChar:
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, `\u%04x`, u)
 		}
 	}
 	return b.String()

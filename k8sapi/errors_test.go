@@ -134,8 +134,8 @@ func TestPrintable(t *testing.T) {
 		{"ab cd", 4, "ab c"},
 	}
 	for _, tt := range tests {
-		if got := printable(tt.in, tt.max); got != tt.want {
-			t.Errorf("printable(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		if got := Printable(tt.in, tt.max); got != tt.want {
+			t.Errorf("Printable(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
 	}
 }
@@ -222,7 +222,7 @@ func TestRetryAfterFromStatusOrHeader(t *testing.T) {
 func TestErrorSnippetOfALongBody(t *testing.T) {
 	body := []byte(strings.Repeat("<p>busy</p>\n", 200))
 	e := newAPIError(&operation{verb: "get", resource: "deployments"}, 503, http.Header{}, body)
-	want := printable(string(body[:1024]), 256)
+	want := Printable(string(body[:1024]), 256)
 	if e.Body != want || len(e.Body) != 256 || !strings.HasPrefix(e.Body, "<p>busy</p> <p>busy</p>") {
 		t.Errorf("snippet %q (%d bytes), want the body's first 256 printable bytes", e.Body, len(e.Body))
 	}
