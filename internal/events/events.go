@@ -158,10 +158,10 @@ func New(cfg Config) (*Recorder, error) {
 
 // Event queues an Event about regarding. eventType must be "Normal" or
 // "Warning" and reason must not be empty; other events are counted as
-// Invalid and dropped. note is made one line by k8sapi.Printable, cut to
-// the API's 1024 bytes. Event returns
-// at once: the write happens on Run's goroutine, or not at all if the
-// object's rate limit or the queue refuses it.
+// Invalid and dropped. note is made one line, escaped and cut to the
+// API's 1024 bytes by k8sapi.Printable. Event returns at once: the write
+// happens on Run's goroutine, or not at all if the object's rate limit or
+// the queue refuses it.
 func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, note string) {
 	if (eventType != "Normal" && eventType != "Warning") || reason == "" || regarding.Name == "" {
 		r.invalid.Add(1)
