@@ -221,14 +221,14 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)
 		case resp.StatusCode/100 == 2:
 			return resp, nil
+		case resp.StatusCode < 200:
+			// 101 Switching Protocols, the one 1xx the transport hands
+			// on: its body is the connection, which may stay silent, so it
+			// is closed unread, and the answer is not retried.
+			resp.Body.Close()
+			fail = newAPIError(op, resp.StatusCode, resp.Header, nil)
 		default:
-			// A 1xx that reaches here (101 Switching Protocols: the
-			// transport hands on no other) has the connection as its body,
-			// which may stay silent: it is not read, only closed.
-			var body []byte
-			if resp.StatusCode >= 200 {
-				body, _ = io.ReadAll(io.LimitReader(resp.Body, errorLimit))
-			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
 			resp.Body.Close()
 			apiErr := newAPIError(op, resp.StatusCode, resp.Header, body)
 			if resp.StatusCode == http.StatusUnauthorized && !refreshed && c.creds.refresh() {
