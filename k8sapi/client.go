@@ -195,7 +195,8 @@ func (o *operation) decodeError(err error) error {
 
 // do sends op, with rate limiting, authentication and retries, and returns
 // the response if its status is 2xx; the caller closes its body. Any other
-// status, 1xx included, becomes an *APIError. ctx is not nil: the caller checked it.
+// status, 1xx included, becomes an *APIError. ctx is not nil: the caller
+// checked it.
 func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
 	target := c.base + op.path
 	if len(op.query) > 0 {
