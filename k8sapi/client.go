@@ -195,7 +195,8 @@ func (o *operation) decodeError(err error) error {
 
 // do sends op, with rate limiting, authentication and retries, and returns
 // the response if its status is 2xx; the caller closes its body. Any other
-// status becomes an *APIError. ctx is not nil: the caller checked it.
+// status, 1xx included, becomes an *APIError. ctx is not nil: the caller
+// checked it.
 func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) {
 	target := c.base + op.path
 	if len(op.query) > 0 {
@@ -221,6 +222,12 @@ func (c *Client) do(ctx context.Context, op *operation) (*http.Response, error) 
 			fail, retry = op.requestError(err), ctx.Err() == nil && retryableError(op.method, err)
 		case resp.StatusCode/100 == 2:
 			return resp, nil
+		case resp.StatusCode < 200:
+			// 101 Switching Protocols, the one 1xx the transport hands
+			// on: its body is the connection, which may stay silent, so it
+			// is closed unread, and the answer is not retried.
+			resp.Body.Close()
+			fail = newAPIError(op, resp.StatusCode, resp.Header, nil)
 		default:
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, errorLimit))
 			resp.Body.Close()

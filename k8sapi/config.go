@@ -100,7 +100,10 @@ type Config struct {
 }
 
 // ExecConfig runs an external credential plugin, as a kubeconfig's
-// users[].user.exec describes it.
+// users[].user.exec describes it. The plugin runs in the working
+// directory of the process, as kubectl runs it, and on Unix in a session
+// of its own: when it ends, what is left of its process group is killed,
+// and reaped when the process is PID 1 or a child subreaper.
 type ExecConfig struct {
 	// APIVersion is client.authentication.k8s.io/v1 or v1beta1.
 	APIVersion string
@@ -108,8 +111,6 @@ type ExecConfig struct {
 	Args       []string
 	// Env is extra "NAME=value" entries added to the plugin's environment.
 	Env []string
-	// Dir is the working directory: the kubeconfig's folder.
-	Dir string
 	// InteractiveMode is Never or IfAvailable (also when empty); the client
 	// never gives a plugin a terminal, so Always is refused.
 	InteractiveMode string

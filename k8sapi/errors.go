@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 )
 
 // ErrBodyTooLarge is wrapped by the error returned when a response body or
@@ -46,8 +48,9 @@ type APIError struct {
 	// the Status's details.retryAfterSeconds or the Retry-After header
 	// (in seconds), capped at a minute. Zero means the server did not say.
 	RetryAfter time.Duration
-	// Body is a trimmed snippet (at most 256 bytes, control characters
-	// removed) of a body that was not a Status. Empty otherwise.
+	// Body is a trimmed snippet (at most 256 bytes, what is not printable
+	// escaped as by [Escape]) of a body that was not a Status. Empty
+	// otherwise.
 	Body string
 }
 
@@ -58,9 +61,9 @@ func (e *APIError) Error() string {
 	if e.Code != 0 {
 		s += strconv.Itoa(e.Code) + " "
 	}
-	s += printable(e.reason(), 64)
+	s += Printable(e.reason(), 64)
 	if msg := cmp.Or(e.Body, e.Status.Message); msg != "" {
-		s += ": " + printable(msg, 512)
+		s += ": " + Printable(msg, 512)
 	}
 	return s
 }
@@ -113,7 +116,7 @@ type DecodeError struct {
 
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: decode: <cause>".
 func (e *DecodeError) Error() string {
-	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": decode: " + printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512)
+	return "k8sapi: " + target(e.Op, e.Resource, e.Namespace, e.Name) + ": decode: " + Printable(strings.TrimPrefix(e.Err.Error(), "k8sapi: "), 512)
 }
 
 // Unwrap returns the cause.
@@ -122,6 +125,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // reasonForCode is the reason the server uses for an HTTP status code, for
 // errors whose body carried none.
 var reasonForCode = map[int]string{
+	http.StatusSwitchingProtocols:    "SwitchingProtocols",
 	http.StatusBadRequest:            "BadRequest",
 	http.StatusUnauthorized:          "Unauthorized",
 	http.StatusForbidden:             "Forbidden",
@@ -202,7 +206,7 @@ func newAPIError(op *operation, code int, header http.Header, body []byte) *APIE
 		return statusError(op, code, st, header)
 	}
 	e := statusError(op, code, Status{Status: "Failure", Code: int32(code), Reason: reasonForCode[code]}, header)
-	e.Body = printable(string(body), 256)
+	e.Body = Printable(string(body), 256)
 	e.Status.Message = e.Body
 	return e
 }
@@ -224,16 +228,37 @@ func statusError(op *operation, code int, st Status, header http.Header) *APIErr
 	return e
 }
 
-// printable returns s with control characters turned into spaces, runs of
-// spaces collapsed and invalid UTF-8 dropped, cut to at most max bytes. Only
-// the first 4·max bytes of s are looked at.
-func printable(s string, max int) string {
-	words := strings.FieldsFunc(strings.ToValidUTF8(s[:min(len(s), 4*max)], ""), func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r)
-	})
-	s = strings.Join(words, " ")
+// Printable returns s as one line of at most max bytes, for a message:
+// runs of white space collapsed into one space, what is not printable
+// escaped as by [Escape], cut at a rune's start. Only the first 4·max
+// bytes of s are looked at.
+func Printable(s string, max int) string {
+	s = Escape(strings.Join(strings.Fields(s[:min(len(s), 4*max)]), " "))
 	if len(s) > max {
 		s = strings.TrimSpace(strings.ToValidUTF8(s[:max], ""))
 	}
 	return s
+}
+
+// Escape returns s with each rune that is not graphic (see
+// [unicode.IsGraphic]: the control characters of C0 and C1 such as ESC,
+// BEL and CSI, DEL, format characters such as the bidirectional
+// overrides, line and paragraph separators, private-use and unassigned
+// code points) written as a JSON escape such as \u001b, in UTF-16 halves
+// beyond U+FFFF, and each byte that is not UTF-8 as U+FFFD. What is left
+// is safe to print on a terminal, and shows that something was there.
+// Backslashes are kept as they are. Print text from a server, a file or a
+// user through it.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsGraphic(r) {
+			b.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, `\u%04x`, u)
+		}
+	}
+	return b.String()
 }

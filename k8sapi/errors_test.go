@@ -1,11 +1,13 @@
 package k8sapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestErrorKinds sends a get (or a create, for AlreadyExists) to a server
@@ -121,8 +123,8 @@ func TestPrintable(t *testing.T) {
 	}{
 		{"plain", 10, "plain"},
 		{"  a\r\n\tb  ", 10, "a b"},
-		{"a\x00\x1b[31mb", 10, "a [31mb"},
-		{"bad \xff\xfe utf8", 20, "bad utf8"},
+		{"a\x00\x1b[31mb", 20, `a\u0000\u001b[31mb`},
+		{"bad \xff\xfe utf8", 20, "bad \ufffd\ufffd utf8"},
 		{"héllo wörld", 6, "héllo"},
 		{strings.Repeat("x", 300), 256, strings.Repeat("x", 256)},
 		// The cut counts the space that joins two words, and no space
@@ -132,8 +134,37 @@ func TestPrintable(t *testing.T) {
 		{"ab cd", 4, "ab c"},
 	}
 	for _, tt := range tests {
-		if got := printable(tt.in, tt.max); got != tt.want {
-			t.Errorf("printable(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		if got := Printable(tt.in, tt.max); got != tt.want {
+			t.Errorf("Printable(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+// Escape writes what a terminal could act on as escapes a reader sees,
+// and keeps the rest, other scripts and spaces included.
+func TestEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"plain: é 世界 ✓ a\u00a0b \\x1b", "plain: é 世界 ✓ a\u00a0b \\x1b"},
+		{"\x1b]0;owned\a\x1b[2J", `\u001b]0;owned\u0007\u001b[2J`},
+		{"line\nfeed\ttab\r", `line\u000afeed\u0009tab\u000d`},
+		{"del\x7f c1\u0085\u009b", `del\u007f c1\u0085\u009b`},
+		{"bidi\u202e\u2066 zw\u200b ls\u2028", `bidi\u202e\u2066 zw\u200b ls\u2028`},
+		{"tag\U000e0041 private\U000f0000", `tag\udb40\udc41 private\udb80\udc00`},
+		{"bad \xff\xc3", "bad \ufffd\ufffd"},
+	}
+	for _, tt := range tests {
+		got := Escape(tt.in)
+		if got != tt.want {
+			t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		// Each escape is JSON's: a JSON reader gets the original back.
+		if !utf8.ValidString(tt.in) || strings.ContainsAny(tt.in, `\"`) {
+			continue
+		}
+		var back string
+		if err := json.Unmarshal([]byte(`"`+got+`"`), &back); err != nil || back != tt.in {
+			t.Errorf("Escape(%q) = %q reads back in JSON as %q (%v)", tt.in, got, back, err)
 		}
 	}
 }
@@ -191,7 +222,7 @@ func TestRetryAfterFromStatusOrHeader(t *testing.T) {
 func TestErrorSnippetOfALongBody(t *testing.T) {
 	body := []byte(strings.Repeat("<p>busy</p>\n", 200))
 	e := newAPIError(&operation{verb: "get", resource: "deployments"}, 503, http.Header{}, body)
-	want := printable(string(body[:1024]), 256)
+	want := Printable(string(body[:1024]), 256)
 	if e.Body != want || len(e.Body) != 256 || !strings.HasPrefix(e.Body, "<p>busy</p> <p>busy</p>") {
 		t.Errorf("snippet %q (%d bytes), want the body's first 256 printable bytes", e.Body, len(e.Body))
 	}

@@ -265,10 +265,8 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.cfg.Command, e.cfg.Args...)
-	cmd.Dir = e.cfg.Dir
 	cmd.Env = e.cfg.Env
 	cmd.WaitDelay = 5 * time.Second
-	killGroupOnCancel(cmd)
 	stdout := &boundedBuffer{max: execMaxStdout, overflow: cancel}
 	// The plugin's stderr is counted, never kept. A plugin writes whatever
 	// it likes there, secrets included (a token it was refused,
@@ -277,7 +275,7 @@ func (e *execCredentials) runPlugin(ctx context.Context) ([]byte, error) {
 	// for someone to run the plugin by hand.
 	stderr := &boundedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err := runInGroup(cmd)
 	switch {
 	case stdout.n > execMaxStdout:
 		return nil, fmt.Errorf("output larger than %d KiB", execMaxStdout>>10)

@@ -24,7 +24,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
+	e := &execCredentials{cfg: ExecConfig{Command: script}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Time is up once the grandchild is known to run.
@@ -105,7 +105,7 @@ func TestExecPluginLeavingItsGroupDoesNotHang(t *testing.T) {
 			}
 		}
 	})
-	e := &execCredentials{cfg: ExecConfig{Command: script, Dir: dir}}
+	e := &execCredentials{cfg: ExecConfig{Command: script}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -117,5 +117,66 @@ func TestExecPluginLeavingItsGroupDoesNotHang(t *testing.T) {
 	case <-done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("runPlugin still waits for the stdout of a process that left the plugin's group")
+	}
+}
+
+// TestExecReapsOrphans runs, in a subprocess that is a child subreaper
+// (PR_SET_CHILD_SUBREAPER) as PID 1 is, plugins that each leave a process
+// running in the background: once a run has ended, that process must be
+// gone, neither running nor a zombie, and the next runs must still work
+// (a reaper that waited for any child would take their exit statuses
+// from os/exec).
+func TestExecReapsOrphans(t *testing.T) {
+	if os.Getenv("K8SAPI_TEST_SUBREAPER") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestExecReapsOrphans$", "-test.v")
+		cmd.Env = append(os.Environ(), "K8SAPI_TEST_SUBREAPER=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestExecReapsOrphans") {
+			t.Fatalf("the subreaper's run: %v\n%s", err, out)
+		}
+		return
+	}
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "plugin.sh")
+	body := "#!/bin/sh\nsleep 300 >/dev/null 2>&1 &\necho $! > \"$1\"\necho '{}'\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := &execCredentials{cfg: ExecConfig{Command: script}}
+	var pids []int
+	for i := range 3 {
+		pidFile := filepath.Join(dir, strconv.Itoa(i)+".pid")
+		e.cfg.Args = []string{pidFile}
+		if out, err := e.runPlugin(context.Background()); err != nil || string(out) != "{}\n" {
+			t.Fatalf("run %d: %q, %v", i, out, err)
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for _, pid := range pids {
+		for {
+			_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the plugin's background process %d is still there (running: %v) after its run", pid, alive(pid))
+			}
+			<-tick.C
+		}
 	}
 }

@@ -4,6 +4,6 @@ package k8sapi
 
 import "os/exec"
 
-// killGroupOnCancel leaves the default: only the plugin itself is killed
-// when its context ends. Process groups are a Unix notion.
-func killGroupOnCancel(cmd *exec.Cmd) {}
+// runInGroup runs cmd as it is: only the plugin itself is killed when its
+// context ends. Process groups are a Unix notion.
+func runInGroup(cmd *exec.Cmd) error { return cmd.Run() }

@@ -154,7 +154,6 @@ func TestExecPluginVersions(t *testing.T) {
 				rec := filepath.Join(dir, "record.json")
 				cfg := &Config{Host: "https://h:6443", CAData: []byte("CA"), ServerName: "api", ProxyURL: "http://p:3128",
 					Exec: helperExec(version, "token", "HELPER_TOKEN=tok-"+version, "HELPER_RECORD="+rec, "REGION=eu-1")}
-				cfg.Exec.Dir = dir
 				cfg.Exec.ProvideClusterInfo = provide
 				creds, err := newCredentials(cfg)
 				if err != nil {
@@ -171,7 +170,7 @@ func TestExecPluginVersions(t *testing.T) {
 				if err := json.Unmarshal(b, &r); err != nil {
 					t.Fatal(err)
 				}
-				if r.Cwd != dir || r.Region != "eu-1" {
+				if cwd, _ := os.Getwd(); r.Cwd != cwd || r.Region != "eu-1" {
 					t.Errorf("plugin ran in %q with REGION %q", r.Cwd, r.Region)
 				}
 				want := `{"apiVersion":"` + version + `","kind":"ExecCredential","spec":{"interactive":false}}`
@@ -183,6 +182,64 @@ func TestExecPluginVersions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A plugin a kubeconfig names by a relative path is found relative to the
+// kubeconfig's folder, and runs in the process's working directory, as
+// kubectl runs it, not in that folder.
+func TestKubeconfigExecRunsInProcessDirectory(t *testing.T) {
+	self, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "record.json")
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "bin", "plugin")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"kubeconfig": `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://h:6443"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      interactiveMode: Never
+      command: ./bin/plugin
+      args: ["-test.run=^TestExecHelperProcess$", "--", "token"]
+      env:
+      - {name: GO_WANT_HELPER_PROCESS, value: "1"}
+      - {name: HELPER_TOKEN, value: tok}
+      - {name: HELPER_RECORD, value: "` + rec + `"}
+`})
+	cfg, err := LoadKubeconfig([]string{filepath.Join(dir, "kubeconfig")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authHeader(t, c.creds); got != "Bearer tok" {
+		t.Fatalf("header %q", got)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Cwd string }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if cwd, _ := os.Getwd(); r.Cwd != cwd {
+		t.Errorf("plugin ran in %q, want the process's working directory %q", r.Cwd, cwd)
 	}
 }
 

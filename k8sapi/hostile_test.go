@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,5 +153,73 @@ func TestHugeErrorBody(t *testing.T) {
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Code != 502 || len(ae.Body) > 256 || len(err.Error()) > 600 {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A server that answers 101 Switching Protocols to a request that asked
+// for no upgrade and then stays silent (the audit's case) fails a get or
+// a watch at once with an *APIError, the connection closed: the call
+// neither reads the silent connection nor waits for its context's end.
+// A server silent from the start is given up at the context's end.
+func TestSwitchingProtocolsFailsAtOnce(t *testing.T) {
+	get := func(ctx context.Context, c *Client) error {
+		_, err := For[Deployment](c, Deployments).Get(ctx, "shop", "web", GetOptions{})
+		return err
+	}
+	watch := func(ctx context.Context, c *Client) error {
+		_, err := For[Deployment](c, Deployments).Watch(ctx, "shop", ListOptions{})
+		return err
+	}
+	tests := []struct {
+		name     string
+		call     func(context.Context, *Client) error
+		answer   string        // what the server writes before it stays silent
+		timeout  time.Duration // the call's context
+		wantCode int           // 0: a RequestError at the context's end
+	}{
+		{"get", get, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: silence\r\n\r\n", 2 * time.Minute, 101},
+		{"watch", watch, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: silence\r\n\r\n", 2 * time.Minute, 101},
+		{"silent get", get, "", 100 * time.Millisecond, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The server holds the connection until the client closes it,
+			// or gives up after 10 s.
+			closedByClient := make(chan bool, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, buf, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					closedByClient <- false
+					return
+				}
+				defer conn.Close()
+				buf.WriteString(tt.answer)
+				buf.Flush()
+				conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_, err = io.Copy(io.Discard, conn)
+				closedByClient <- err == nil
+			}))
+			defer srv.Close()
+			c, err := New(&Config{Host: srv.URL, MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), tt.timeout)
+			defer cancel()
+			err = tt.call(ctx, c)
+			if !<-closedByClient {
+				t.Fatal("the client held the connection until the server gave up")
+			}
+			var ae *APIError
+			switch {
+			case tt.wantCode == 0 && !errors.Is(err, context.DeadlineExceeded):
+				t.Fatalf("got %v, want the context's deadline", err)
+			case tt.wantCode == 0:
+			case !errors.As(err, &ae) || ae.Code != tt.wantCode || ctx.Err() != nil:
+				t.Fatalf("got %v (context: %v), want an *APIError with code %d before the context's end", err, ctx.Err(), tt.wantCode)
+			case !strings.HasPrefix(err.Error(), "k8sapi: "+tt.name+" deployments shop") || !strings.HasSuffix(err.Error(), ": 101 SwitchingProtocols"):
+				t.Errorf("error %q, want the call and 101 SwitchingProtocols", err)
+			}
+		})
 	}
 }

@@ -369,8 +369,8 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 	}
 }
 
-// exec decodes an exec plugin, to run in the file's folder. Its
-// installHint is for people who run kubectl by hand.
+// exec decodes an exec plugin. Its installHint is for people who run
+// kubectl by hand.
 func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 	x := &ExecConfig{}
 	err := d.fields(n, field, field+".", map[string]any{
@@ -399,7 +399,6 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 	if strings.ContainsRune(x.Command, '/') || strings.ContainsRune(x.Command, filepath.Separator) {
 		x.Command = d.resolve(x.Command)
 	}
-	x.Dir = d.dir
 	return x, nil
 }
 

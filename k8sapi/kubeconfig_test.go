@@ -100,7 +100,6 @@ func TestLoadKubeconfigExec(t *testing.T) {
 		Command:            filepath.Join(dir, "bin/auth-plugin"),
 		Args:               []string{"get-token", "--cluster", "cloud"},
 		Env:                []string{"REGION=eu-1"},
-		Dir:                dir,
 		InteractiveMode:    "IfAvailable",
 		ProvideClusterInfo: true,
 	}

@@ -135,7 +135,7 @@ func TestWatchHostileStreams(t *testing.T) {
 		{"error event object first", `{"object":{"kind":"Status","code":500,"reason":"InternalError","message":"etcd"},"type":"ERROR"}`, 0, nil, true, "500 InternalError: etcd"},
 		{"error event then more", `{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}` + "\n" + added, 0, nil, true, "410 Expired: too old"},
 		{"garbage error event then more", `{"type":"ERROR","object":"<html>"}` + "\n" + added, 0, nil, false, "cannot unmarshal"},
-		{"control characters in message", `{"type":"ERROR","object":{"kind":"Status","code":500,"message":"a\u001b[2Jb\nc"}}`, 0, nil, true, "500 InternalError: a [2Jb c"},
+		{"control characters in message", `{"type":"ERROR","object":{"kind":"Status","code":500,"message":"a\u001b[2Jb\nc"}}`, 0, nil, true, `500 InternalError: a\u001b[2Jb c`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

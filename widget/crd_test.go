@@ -58,7 +58,17 @@ func TestAPIServerCRDAgreesWithValidate(t *testing.T) {
 		{"nbsp", `{"image":"nginx\u00a0"}`, "whitespace"},
 		{"line-sep", `{"image":"\u2028nginx"}`, "whitespace"},
 		{"ideographic-space", `{"image":"nginx\u3000"}`, "whitespace"},
-		{"zero-width-space-is-not-space", `{"image":"nginx\u200b"}`, ""},
+		// What a terminal acts on, or hides, when kubectl prints the image.
+		{"zero-width-space", `{"image":"nginx\u200b"}`, "non-printable"},
+		{"esc-title-bel", `{"image":"nginx\u001b]0;owned\u0007\u001b[2J"}`, "non-printable"},
+		{"bel", `{"image":"nginx\u0007"}`, "non-printable"},
+		{"nul", `{"image":"nginx\u0000"}`, "non-printable"},
+		{"del", `{"image":"nginx\u007f"}`, "non-printable"},
+		{"c1-csi", `{"image":"nginx\u009b2J"}`, "non-printable"},
+		{"bidi-override", `{"image":"nginx\u202e"}`, "non-printable"},
+		{"tag-character", `{"image":"nginx\udb40\udc41"}`, "non-printable"},
+		{"private-use", `{"image":"nginx\ue000"}`, "non-printable"},
+		{"printable-unicode", `{"image":"registry.example/ünïcode:✓"}`, ""},
 		{"image-number", `{"image":7}`, "spec.image"},
 		// Replicas and port.
 		{"replicas-0", `{"image":"nginx","replicas":0}`, "spec.replicas"},

@@ -42,8 +42,8 @@ func TestShortenEdges(t *testing.T) {
 
 func TestValidateImageWhitespaceEdges(t *testing.T) {
 	for _, tt := range []struct{ image, want string }{
-		{" nginx", `spec.image: must not contain whitespace, found ' ' at character 1`},
-		{"nginx ", `spec.image: must not contain whitespace, found ' ' at character 6`},
+		{" nginx", `spec.image: must not contain whitespace or non-printable characters, found ' ' at character 1`},
+		{"nginx ", `spec.image: must not contain whitespace or non-printable characters, found ' ' at character 6`},
 		{"nginx", ""},
 		{strings.Repeat("a", MaxImageLength), ""},
 	} {
@@ -67,17 +67,18 @@ func TestTrimMessageEdges(t *testing.T) {
 	if got := trimMessage(multi); len(got) > MaxMessageBytes || !strings.HasSuffix(got, "é...") {
 		t.Errorf("a cut inside a rune: %d bytes, ends %q", len(got), got[len(got)-5:])
 	}
-	// A byte that is not UTF-8 before the cut is dropped too.
-	if got := trimMessage("a\xffb" + exact); !strings.HasPrefix(got, "abaa") || !utf8.ValidString(got) || len(got) != MaxMessageBytes-1 {
+	// A byte that is not UTF-8 shows as U+FFFD, so that a reader sees it.
+	if got := trimMessage("a\xffb" + exact); !strings.HasPrefix(got, "a\ufffdba") || !utf8.ValidString(got) || len(got) != MaxMessageBytes {
 		t.Errorf("a cut message with a stray byte: %d bytes, starts %q", len(got), got[:4])
 	}
 }
 
-// A message that is not UTF-8 at all (continuation bytes only) is cut to
-// the marker alone, without reading before its start.
+// A message that is not UTF-8 at all (continuation bytes only) shows as
+// U+FFFD, cut at a rune's start.
 func TestTrimMessageNoRuneStart(t *testing.T) {
-	if got := trimMessage(strings.Repeat("\x80", MaxMessageBytes+1)); got != "..." {
-		t.Errorf("continuation bytes only: %q, want ...", got)
+	got := trimMessage(strings.Repeat("\x80", MaxMessageBytes+1))
+	if want := strings.Repeat("\ufffd", (MaxMessageBytes-3)/3) + "..."; got != want {
+		t.Errorf("continuation bytes only: %q, want %q", got, want)
 	}
 }
 

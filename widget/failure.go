@@ -83,11 +83,12 @@ func serverMessage(ae *k8sapi.APIError) string {
 	return cmp.Or(strings.Join(causes, "; "), ae.Status.Message, ae.Body)
 }
 
-// trimMessage cuts s to at most MaxMessageBytes bytes, marking a cut with
-// "...". What is kept of a cut message is valid UTF-8: the bytes that are
-// not (a rune the cut split, or any before it) are dropped.
+// trimMessage escapes what is not printable in s (k8sapi.Escape: the
+// server's text may hold ESC or BEL, which kubectl would print raw) and
+// cuts it to at most MaxMessageBytes bytes, marking a cut with "...".
+// What is kept of a cut message is valid UTF-8.
 func trimMessage(s string) string {
-	if len(s) <= MaxMessageBytes {
+	if s = k8sapi.Escape(s); len(s) <= MaxMessageBytes {
 		return s
 	}
 	return strings.ToValidUTF8(s[:MaxMessageBytes-len("...")], "") + "..."

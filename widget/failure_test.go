@@ -359,6 +359,27 @@ func TestReconcileRefusalMessageTrimmed(t *testing.T) {
 	})
 }
 
+// A 422 whose causes hold ESC and BEL (the audit's case) is quoted in the
+// Ready condition and the Event with those escaped, not raw.
+func TestReconcileRefusalMessageEscaped(t *testing.T) {
+	atT0(t, func(t *testing.T) {
+		c := newRecordingClient()
+		c.widgets["default/web"] = widget()
+		c.fail["ApplyDeployment"] = apiErr(422, "Invalid", "",
+			k8sapi.StatusCause{Field: "metadata.labels", Message: "Invalid value: \"\x1b]0;owned\a\x1b[2J\""})
+		r := c.reconciler(&Reconciler{Client: c, Recorder: c})
+		r.Reconcile(context.Background(), "default/web")
+		cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
+		const want = `Deployment default/web refused by the API server (422 Invalid): metadata.labels: Invalid value: "\u001b]0;owned\u0007\u001b[2J"`
+		if cond.Message != want {
+			t.Fatalf("Ready message %q, want %q", cond.Message, want)
+		}
+		if !slices.Contains(c.calls, "Event Warning ChildRejected default/web: "+want) {
+			t.Fatalf("calls %q, want the Event with the escaped message", c.calls)
+		}
+	})
+}
+
 func countPrefix(calls []string, prefix string) int {
 	n := 0
 	for _, c := range calls {

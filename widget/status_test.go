@@ -37,6 +37,8 @@ func TestStatusFor(t *testing.T) {
 			"Deployment default/web: generation 3 not yet observed (observed 2)"},
 		{"deadline exceeded", deploy(2, 2, 1, 3, unavailable, deadline), nil, PhaseFailed, 1, "False", ReasonProgressDeadlineExceeded,
 			"Deployment default/web: timed out"},
+		{"deadline message escaped", deploy(2, 2, 1, 3, unavailable, k8sapi.Condition{Type: "Progressing", Status: "False", Reason: "ProgressDeadlineExceeded", Message: "timed\x1b[2J out"}),
+			nil, PhaseFailed, 1, "False", ReasonProgressDeadlineExceeded, `Deployment default/web: timed\u001b[2J out`},
 		{"deadline of an old generation is not reported", deploy(3, 2, 1, 3, unavailable, deadline), nil, PhaseProgressing, 1, "False", ReasonProgressing,
 			"Deployment default/web: generation 3 not yet observed (observed 2)"},
 		{"some ready", deploy(1, 1, 2, 3, available), nil, PhaseProgressing, 2, "False", ReasonProgressing,

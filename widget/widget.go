@@ -299,15 +299,17 @@ func Validate(spec WidgetSpec) string {
 
 // validateImage checks spec.image, as Validate does.
 func validateImage(image string) string {
+	// Letters, marks, numbers, punctuation and symbols: no whitespace,
+	// and nothing a terminal acts on when kubectl prints the image.
+	bad := strings.IndexFunc(image, func(r rune) bool { return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) })
 	switch n := utf8.RuneCountInString(image); {
 	case image == "":
 		return "spec.image: must not be empty"
 	case n > MaxImageLength:
 		return fmt.Sprintf("spec.image: %d characters is longer than %d", n, MaxImageLength)
-	}
-	if i := strings.IndexFunc(image, unicode.IsSpace); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(image[i:])
-		return fmt.Sprintf("spec.image: must not contain whitespace, found %q at character %d", r, utf8.RuneCountInString(image[:i])+1)
+	case bad >= 0:
+		r, _ := utf8.DecodeRuneInString(image[bad:])
+		return fmt.Sprintf("spec.image: must not contain whitespace or non-printable characters, found %q at character %d", r, utf8.RuneCountInString(image[:bad])+1)
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/zerodep-k8s/widget-operator/internal/operator"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
@@ -36,7 +37,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "widget-operator: %v (see -h)\n", err)
+		fmt.Fprintf(stderr, "widget-operator: %s (see -h)\n", k8sapi.Escape(err.Error()))
 		return 2
 	}
 	if showVersion {
@@ -67,8 +68,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	opts.Version = Version
 	if err := operator.Run(ctx, opts.Options, logger); err != nil {
-		// One line, no stack trace.
-		fmt.Fprintf(stderr, "widget-operator: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+		// One line, no stack trace, nothing a terminal acts on (a
+		// certificate's names, a kubeconfig's keys).
+		fmt.Fprintf(stderr, "widget-operator: %s\n", k8sapi.Escape(strings.Join(strings.Fields(err.Error()), " ")))
 		return 1
 	}
 	return 0
@@ -141,7 +143,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	o := &slog.HandlerOptions{Level: l}
+	o, w := &slog.HandlerOptions{Level: l}, escapingWriter{w}
 	switch format {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, o)), nil
@@ -149,6 +151,17 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, o)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+// escapingWriter writes log lines, one per Write as slog's handlers write
+// them, through k8sapi.Escape: the JSON handler leaves DEL, the C1
+// controls and format characters raw, which Escape writes as the JSON
+// escapes that decode to them.
+type escapingWriter struct{ w io.Writer }
+
+func (e escapingWriter) Write(p []byte) (int, error) {
+	_, err := io.WriteString(e.w, k8sapi.Escape(strings.TrimSuffix(string(p), "\n"))+"\n")
+	return len(p), err
 }
 
 // memoryLimitEnv names the variable that holds the container's memory

@@ -33,7 +33,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +98,8 @@ type Stats struct {
 //
 // A Recorder remembers per object a rate limiter and per distinct event
 // the Event to patch; both are bounded to 4096 entries, dropping the
-// least useful (refilled limiters, expired series) when full.
+// least useful (refilled limiters, expired series), else a few at random,
+// when full.
 type Recorder struct {
 	cfg    Config // with the defaults filled in
 	events k8sapi.Typed[k8sapi.Event]
@@ -158,9 +158,10 @@ func New(cfg Config) (*Recorder, error) {
 
 // Event queues an Event about regarding. eventType must be "Normal" or
 // "Warning" and reason must not be empty; other events are counted as
-// Invalid and dropped. note is cut to the API's 1024 bytes. Event returns
-// at once: the write happens on Run's goroutine, or not at all if the
-// object's rate limit or the queue refuses it.
+// Invalid and dropped. note is made one line, escaped and cut to the
+// API's 1024 bytes by k8sapi.Printable. Event returns at once: the write
+// happens on Run's goroutine, or not at all if the object's rate limit or
+// the queue refuses it.
 func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, note string) {
 	if (eventType != "Normal" && eventType != "Warning") || reason == "" || regarding.Name == "" {
 		r.invalid.Add(1)
@@ -172,7 +173,7 @@ func (r *Recorder) Event(regarding k8sapi.ObjectReference, eventType, reason, no
 		return
 	}
 	select {
-	case r.queue <- item{regarding: regarding, eventType: eventType, reason: truncate(reason, maxReasonBytes), note: truncate(note, maxNoteBytes), at: now}:
+	case r.queue <- item{regarding: regarding, eventType: eventType, reason: k8sapi.Printable(reason, maxReasonBytes), note: k8sapi.Printable(note, maxNoteBytes), at: now}:
 	default:
 		r.dropped.Add(1)
 	}
@@ -223,19 +224,26 @@ func (r *Recorder) write(runCtx context.Context, it item) {
 	if err != nil {
 		return
 	}
-	if len(r.series) >= maxTracked {
-		expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > window })
-	}
+	expire(r.series, func(s *seriesState) bool { return it.at.Sub(s.last) > window })
 	r.series[key] = &seriesState{namespace: ev.Namespace, name: ev.Name, count: 1, last: it.at}
 }
 
-// expire forgets the entries of m that stale reports: series past their
-// window, buckets full again (which behave like new ones). If none are, it
-// forgets them all, so that m stays bounded.
+// expire makes room in m when it is full: it forgets the entries that stale
+// reports (series past their window, buckets full again, which behave like
+// new ones), then, while m is still over 15/16 of maxTracked, entries the
+// map's random order picks. So m stays bounded, the cost of the scan is
+// shared by the next maxTracked/16 entries, and an eviction resets few
+// objects' limits, never every one at once.
 func expire[K comparable, V any](m map[K]V, stale func(V) bool) {
+	if len(m) < maxTracked {
+		return
+	}
 	maps.DeleteFunc(m, func(_ K, v V) bool { return stale(v) })
-	if len(m) >= maxTracked {
-		clear(m)
+	for k := range m {
+		if len(m) <= maxTracked-maxTracked/16 {
+			return
+		}
+		delete(m, k)
 	}
 }
 
@@ -244,7 +252,7 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 	suffix := fmt.Sprintf(".%016x", rand.Uint64())
 	return &k8sapi.Event{
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
-		ObjectMeta:          k8sapi.ObjectMeta{Name: truncate(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
+		ObjectMeta:          k8sapi.ObjectMeta{Name: k8sapi.Printable(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
 		EventTime:           k8sapi.MicroTime{Time: it.at},
 		ReportingController: reportingController,
 		ReportingInstance:   r.cfg.Instance,
@@ -284,25 +292,13 @@ func objectKey(ref k8sapi.ObjectReference) string {
 	return cmp.Or(ref.UID, ref.APIVersion+"/"+ref.Kind+"/"+ref.Namespace+"/"+ref.Name)
 }
 
-// truncate cuts s to at most n bytes, keeping the valid UTF-8 of the cut
-// prefix: the bytes that are not (a rune the cut split, or any before it)
-// are dropped, as widget's trimMessage does.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}
-
 // allow takes a token from the object's bucket if it has one.
 func (r *Recorder) allow(obj string, now time.Time) bool {
 	r.limitMu.Lock()
 	defer r.limitMu.Unlock()
 	b := r.limits[obj]
 	if b == nil {
-		if len(r.limits) >= maxTracked {
-			expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
-		}
+		expire(r.limits, func(b *k8sapi.TokenBucket) bool { return b.Full(now) })
 		b = k8sapi.NewTokenBucket(1/refill.Seconds(), burst)
 		r.limits[obj] = b
 	}

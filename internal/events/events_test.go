@@ -347,28 +347,23 @@ func TestInvalidEvents(t *testing.T) {
 	}
 }
 
+// A note is queued as one line, with what a terminal would act on
+// escaped.
+func TestNoteEscaped(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	r, _ := New(Config{Client: c, Instance: "x"})
+	r.Event(widget, "Warning", "R", "refused: \x1b]0;owned\a\x1b[2J\u009b\n  again")
+	if it := <-r.queue; it.note != `refused: \u001b]0;owned\u0007\u001b[2J\u009b again` {
+		t.Errorf("queued note %q", it.note)
+	}
+}
+
 func TestNewEventLimits(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
 	r, _ := New(Config{Client: c, Instance: "x"})
 	long := strings.Repeat("é", 600) // 1200 bytes
-	ev := r.newEvent(item{regarding: k8sapi.ObjectReference{Name: strings.Repeat("n", 300)}, eventType: "Normal", reason: "R", note: truncate(long, maxNoteBytes)})
+	ev := r.newEvent(item{regarding: k8sapi.ObjectReference{Name: strings.Repeat("n", 300)}, eventType: "Normal", reason: "R", note: k8sapi.Printable(long, maxNoteBytes)})
 	if len(ev.Name) > 253 || ev.Namespace != "default" || len(ev.Note) != 1024 || !strings.HasSuffix(ev.Note, "é") {
 		t.Errorf("name %d bytes, namespace %q, note %d bytes", len(ev.Name), ev.Namespace, len(ev.Note))
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"", 0, ""},
-		{"a\xffbc", 3, "ab"},    // an invalid byte before the cut is dropped
-		{"a\xffb", 3, "a\xffb"}, // an uncut string is kept as it is
-	} {
-		if got := truncate(tc.s, tc.n); got != tc.want {
-			t.Errorf("truncate(%q, %d) = %q", tc.s, tc.n, got)
-		}
 	}
 }

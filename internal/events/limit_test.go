@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,5 +40,56 @@ func TestRefillCappedAtBurst(t *testing.T) {
 	}
 	if n := take(day.Add(refill)); n != 1 {
 		t.Fatalf("one refill after that: %d allowed, want 1", n)
+	}
+}
+
+// When the limiters are full and none is refilled, a new object makes
+// room by forgetting a few at random: the others keep their spent
+// budget, where clearing the map gave every object its burst back.
+func TestFullLimitersForgetFew(t *testing.T) {
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range maxTracked {
+		for r.allow(fmt.Sprint("obj-", i), t0) {
+		}
+	}
+	if !r.allow("new", t0) {
+		t.Fatal("a new object was refused")
+	}
+	if n := len(r.limits); n > maxTracked || n < maxTracked-maxTracked/16 {
+		t.Fatalf("%d limiters after the new object, want from %d to %d", n, maxTracked-maxTracked/16, maxTracked)
+	}
+	for k, b := range r.limits {
+		if k != "new" && b.Allow(t0) {
+			t.Fatalf("object %s kept its limiter but may write again", k)
+		}
+	}
+}
+
+// Some refilled limiters are forgotten before any spent one.
+func TestFullLimitersForgetRefilledFirst(t *testing.T) {
+	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	r, _ := New(Config{Client: c})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range maxTracked {
+		// The first 300 write once, and are full again an hour later;
+		// the others spend their burst.
+		for r.allow(fmt.Sprint("obj-", i), t0) && i >= 300 {
+		}
+	}
+	later := t0.Add(time.Hour)
+	r.allow("new", later)
+	for i := range maxTracked {
+		_, ok := r.limits[fmt.Sprint("obj-", i)]
+		if ok == (i < 300) {
+			t.Fatalf("after the new object, obj-%d tracked: %v", i, ok)
+		}
 	}
 }
