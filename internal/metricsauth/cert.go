@@ -1,6 +1,7 @@
 package metricsauth
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,34 +22,49 @@ import (
 const maxPEMSize = 1 << 20
 
 // recheck is how often the files of a certificate folder are read again
-// for a new certificate.
-const recheck = time.Minute
+// for a new certificate. A self-signed certificate is valid for
+// selfSignedLife and made again every selfSignedRenew, so that the one
+// served always has six days left.
+const (
+	recheck         = time.Minute
+	selfSignedLife  = 7 * 24 * time.Hour
+	selfSignedRenew = 24 * time.Hour
+)
 
 // Certificates holds an endpoint's serving certificate: tls.crt and tls.key
 // from a folder (as a kubernetes.io/tls Secret mounts them), read again
 // every minute so that a renewed pair is served, or a self-signed one made
-// at start. It is safe for concurrent use.
+// at start and again every day. It is safe for concurrent use.
 type Certificates struct {
-	dir string // "" for a self-signed certificate
+	load  func(now time.Time) (*tls.Certificate, error)
+	every time.Duration // how long a loaded certificate is served
+	log   *slog.Logger
 
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	checked time.Time
+	mu     sync.Mutex
+	cert   *tls.Certificate
+	due    time.Time // when to load again
+	failed string    // the last load error logged, "" since a success
 }
 
 // NewCertificates loads tls.crt and tls.key from dir, or, when dir is
-// empty, makes a self-signed ECDSA P-256 certificate valid for a year for
+// empty, makes a self-signed ECDSA P-256 certificate valid for a week for
 // hosts (DNS names or IP addresses), localhost and the loopback addresses.
-func NewCertificates(dir string, hosts ...string) (*Certificates, error) {
-	load := func() (*tls.Certificate, error) { return loadPair(dir) }
+// A later load that fails is logged to log, once until one succeeds or
+// fails otherwise, and the last good certificate stays; nil means no log.
+func NewCertificates(dir string, log *slog.Logger, hosts ...string) (*Certificates, error) {
+	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck,
+		log: cmp.Or(log, slog.New(slog.DiscardHandler))}
 	if dir == "" {
-		load = func() (*tls.Certificate, error) { return selfSigned(hosts, time.Now()) }
+		c.load = func(now time.Time) (*tls.Certificate, error) { return selfSigned(hosts, now) }
+		c.every = selfSignedRenew
 	}
-	cert, err := load()
+	now := time.Now()
+	cert, err := c.load(now)
 	if err != nil {
 		return nil, err
 	}
-	return &Certificates{dir: dir, cert: cert, checked: time.Now()}, nil
+	c.cert, c.due = cert, now.Add(c.every)
+	return c, nil
 }
 
 // TLSConfig returns a server configuration that serves the certificate,
@@ -60,17 +77,20 @@ func (c *Certificates) TLSConfig() *tls.Config {
 	}
 }
 
-// get returns the certificate, first reading the folder again if it is
-// due. A pair that fails to load leaves the current certificate in place.
+// get returns the certificate, first loading it again if it is due. A
+// load that fails leaves the current certificate in place.
 func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dir == "" || time.Since(c.checked) < recheck {
-		return c.cert, nil
-	}
-	c.checked = time.Now()
-	if cert, err := loadPair(c.dir); err == nil {
-		c.cert = cert
+	if now := time.Now(); !now.Before(c.due) {
+		c.due = now.Add(c.every)
+		cert, err := c.load(now)
+		if err == nil {
+			c.cert, c.failed = cert, ""
+		} else if err.Error() != c.failed {
+			c.failed = err.Error()
+			c.log.Warn("metricsauth: loading the serving certificate failed; serving the last good one", "err", err)
+		}
 	}
 	return c.cert, nil
 }
@@ -114,7 +134,7 @@ func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "widget-operator metrics"},
 		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(365 * 24 * time.Hour),
+		NotAfter:    now.Add(selfSignedLife),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:    []string{"localhost"},

@@ -4,10 +4,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -48,7 +50,7 @@ func served(t *testing.T, c *Certificates) *x509.Certificate {
 }
 
 func TestSelfSignedCertificate(t *testing.T) {
-	c, err := NewCertificates("", "widget-operator-7d9f", "10.1.2.3")
+	c, err := NewCertificates("", nil, "widget-operator-7d9f", "10.1.2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,47 +60,95 @@ func TestSelfSignedCertificate(t *testing.T) {
 			t.Errorf("not valid for %s: %v", host, err)
 		}
 	}
-	if d := time.Until(leaf.NotAfter); d < 364*24*time.Hour {
-		t.Errorf("valid for %v only", d)
+	if d := time.Until(leaf.NotAfter); d < selfSignedLife-time.Minute || d > selfSignedLife {
+		t.Errorf("valid for %v, want %v", d, selfSignedLife)
 	}
 	if cfg := c.TLSConfig(); cfg.MinVersion != tls.VersionTLS12 || len(cfg.NextProtos) != 1 || cfg.NextProtos[0] != "http/1.1" {
 		t.Errorf("TLS config: min version %x, protocols %v", cfg.MinVersion, cfg.NextProtos)
 	}
 }
 
+// TestSelfSignedCertificateIsRenewed serves the self-signed certificate
+// through a month of the fake clock, with handshakes a day and an hour
+// apart: each is a new certificate with six days left, or more.
+func TestSelfSignedCertificateIsRenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := NewCertificates("", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := served(t, c)
+		time.Sleep(selfSignedRenew - time.Second)
+		if !served(t, c).Equal(first) {
+			t.Fatal("made again before a day had passed")
+		}
+		last := first
+		for range 30 {
+			time.Sleep(selfSignedRenew + time.Hour)
+			leaf := served(t, c)
+			if left := time.Until(leaf.NotAfter); left < selfSignedLife-selfSignedRenew {
+				t.Fatalf("served with %v left", left)
+			}
+			if leaf.Equal(last) {
+				t.Fatal("not made again after a day")
+			}
+			last = leaf
+		}
+	})
+}
+
 func TestCertificatesFromFolderAreReloaded(t *testing.T) {
-	dir := t.TempDir()
-	first := writePair(t, dir, "first.example", time.Now().Add(-time.Hour))
-	c, err := NewCertificates(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := served(t, c); !got.Equal(first) {
-		t.Fatal("not the folder's certificate")
-	}
-	second := writePair(t, dir, "second.example", time.Now())
-	if got := served(t, c); !got.Equal(first) {
-		t.Fatal("the folder was read again before the recheck period")
-	}
-	c.mu.Lock()
-	c.checked = time.Now().Add(-recheck) // as if a minute had passed
-	c.mu.Unlock()
-	if got := served(t, c); !got.Equal(second) {
-		t.Fatal("the new certificate was not picked up")
-	}
-	// A broken pair leaves the last good one in place.
-	os.WriteFile(filepath.Join(dir, "tls.key"), []byte("garbage"), 0o600)
-	c.mu.Lock()
-	c.checked = time.Now().Add(-recheck)
-	c.mu.Unlock()
-	if got := served(t, c); !got.Equal(second) {
-		t.Fatal("a broken pair replaced the certificate")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		first := writePair(t, dir, "first.example", time.Now().Add(-time.Hour))
+		var logs strings.Builder
+		c, err := NewCertificates(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := served(t, c); !got.Equal(first) {
+			t.Fatal("not the folder's certificate")
+		}
+		second := writePair(t, dir, "second.example", time.Now())
+		time.Sleep(recheck - time.Second)
+		if got := served(t, c); !got.Equal(first) {
+			t.Fatal("the folder was read again before the recheck period")
+		}
+		time.Sleep(time.Second)
+		if got := served(t, c); !got.Equal(second) {
+			t.Fatal("the new certificate was not picked up")
+		}
+		// A broken pair leaves the last good one in place, and is logged
+		// once, however many handshakes and rechecks see it.
+		os.WriteFile(filepath.Join(dir, "tls.key"), []byte("garbage"), 0o600)
+		for range 3 {
+			time.Sleep(recheck)
+			if got := served(t, c); !got.Equal(second) {
+				t.Fatal("a broken pair replaced the certificate")
+			}
+			served(t, c)
+		}
+		if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), dir) {
+			t.Fatalf("%d warnings for one broken pair:\n%s", n, logs.String())
+		}
+		// After a good pair, a broken one is news again.
+		third := writePair(t, dir, "third.example", time.Now())
+		time.Sleep(recheck)
+		if got := served(t, c); !got.Equal(third) {
+			t.Fatal("the repaired pair was not picked up")
+		}
+		os.WriteFile(filepath.Join(dir, "tls.key"), []byte("garbage"), 0o600)
+		time.Sleep(recheck)
+		served(t, c)
+		if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
+			t.Fatalf("%d warnings, want 2:\n%s", n, logs.String())
+		}
+	})
 }
 
 func TestCertificateErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := NewCertificates(dir); err == nil || !strings.HasPrefix(err.Error(), "metricsauth: ") {
+	if _, err := NewCertificates(dir, nil); err == nil || !strings.HasPrefix(err.Error(), "metricsauth: ") {
 		t.Errorf("empty folder: %v", err)
 	}
 	writePair(t, dir, "x", time.Now())
@@ -106,7 +156,7 @@ func TestCertificateErrors(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, maxPEMSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewCertificates(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := NewCertificates(dir, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized tls.crt: %v", err)
 	}
 }
