@@ -3,6 +3,7 @@ package metricsauth
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/pem"
 	"log/slog"
 	"os"
@@ -63,8 +64,45 @@ func TestSelfSignedCertificate(t *testing.T) {
 	if d := time.Until(leaf.NotAfter); d < selfSignedLife-time.Minute || d > selfSignedLife {
 		t.Errorf("valid for %v, want %v", d, selfSignedLife)
 	}
+	if err := leaf.CheckSignature(leaf.SignatureAlgorithm, leaf.RawTBSCertificate, leaf.Signature); err != nil {
+		t.Errorf("signature: %v", err)
+	}
+	if leaf.KeyUsage != x509.KeyUsageDigitalSignature || len(leaf.ExtKeyUsage) != 1 || leaf.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth ||
+		leaf.Subject.CommonName != "widget-operator metrics" || leaf.SerialNumber.Sign() <= 0 {
+		t.Errorf("key usage %v, extended %v, subject %v, serial %v", leaf.KeyUsage, leaf.ExtKeyUsage, leaf.Subject, leaf.SerialNumber)
+	}
 	if cfg := c.TLSConfig(); cfg.MinVersion != tls.VersionTLS12 || len(cfg.NextProtos) != 1 || cfg.NextProtos[0] != "http/1.1" {
 		t.Errorf("TLS config: min version %x, protocols %v", cfg.MinVersion, cfg.NextProtos)
+	}
+	// A client that trusts the certificate completes a handshake with it.
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", c.TLSConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if sc, err := ln.Accept(); err == nil {
+			sc.(*tls.Conn).Handshake()
+			sc.Close()
+		}
+	}()
+	cc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "widget-operator-7d9f"})
+	if err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	cc.Close()
+}
+
+// TestDERLengths checks der's three length forms at their edges against
+// encoding/asn1, which refuses a length not in its shortest form.
+func TestDERLengths(t *testing.T) {
+	for _, n := range []int{0, 127, 128, 255, 256, 65535} {
+		var got []byte
+		if rest, err := asn1.Unmarshal(der(0x04, make([]byte, n)), &got); err != nil || len(rest) != 0 || len(got) != n {
+			t.Errorf("%d bytes: %d decoded, %d left, %v", n, len(got), len(rest), err)
+		}
 	}
 }
 
