@@ -43,18 +43,28 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.Client.newOp(ctx, t.Resource, "watch", namespace, "", "")
-	if err != nil {
+	w := new(Watcher[T])
+	if err := t.Client.watch(ctx, t.Resource, namespace, opts, &w.stream); err != nil {
 		return nil, err
+	}
+	return w, nil
+}
+
+// watch is Watch, opening the stream s.
+func (c *Client) watch(ctx context.Context, r Resource, namespace string, opts ListOptions, s *stream) error {
+	op, err := c.newOp(ctx, r, "watch", namespace, "", "")
+	if err != nil {
+		return err
 	}
 	op.query = opts.query(true)
 	wctx, cancel := context.WithCancel(ctx)
-	resp, err := t.Client.do(wctx, op)
+	resp, err := c.do(wctx, op)
 	if err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	return newWatcher[T](op, resp.Body, cancel, t.Client.objectLimit), nil
+	s.open(op, resp.Body, cancel, c.objectLimit)
+	return nil
 }
 
 // Watcher reads the events of one watch stream, decoding them one at a
@@ -84,9 +94,11 @@ type stream struct {
 	closeOnce sync.Once
 }
 
-func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
-	in := &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
-	return &Watcher[T]{stream: stream{op: op, body: body, cancel: cancel, in: in, dec: json.NewDecoder(in)}}
+// open starts reading body, the stream of op, whose context cancel ends;
+// an event is at most limit bytes.
+func (w *stream) open(op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) {
+	w.in = &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
+	w.op, w.body, w.cancel, w.dec = op, body, cancel, json.NewDecoder(w.in)
 }
 
 // Next blocks until the next event and returns it. It returns:
