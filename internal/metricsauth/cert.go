@@ -52,19 +52,25 @@ type Certificates struct {
 // A later load that fails is logged to log, once until one succeeds or
 // fails otherwise, and the last good certificate stays; nil means no log.
 func NewCertificates(dir string, log *slog.Logger, hosts ...string) (*Certificates, error) {
-	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck,
-		log: cmp.Or(log, slog.New(slog.DiscardHandler))}
+	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck, log: log}
 	if dir == "" {
-		c.load = func(now time.Time) (*tls.Certificate, error) { return selfSigned(hosts, now) }
-		c.every = selfSignedRenew
+		c.load, c.every = func(now time.Time) (*tls.Certificate, error) { return selfSigned(hosts, now) }, selfSignedRenew
 	}
-	now := time.Now()
-	cert, err := c.load(now)
-	if err != nil {
+	if err := c.reload(time.Now()); err != nil {
 		return nil, err
 	}
-	c.cert, c.due = cert, now.Add(c.every)
 	return c, nil
+}
+
+// reload loads the certificate again, due again after c.every. One that
+// fails to load leaves the current certificate in place.
+func (c *Certificates) reload(now time.Time) error {
+	c.due = now.Add(c.every)
+	cert, err := c.load(now)
+	if err == nil {
+		c.cert, c.failed = cert, ""
+	}
+	return err
 }
 
 // TLSConfig returns a server configuration that serves the certificate,
@@ -77,17 +83,12 @@ func (c *Certificates) TLSConfig() *tls.Config {
 	}
 }
 
-// get returns the certificate, first loading it again if it is due. A
-// load that fails leaves the current certificate in place.
+// get returns the certificate, first loading it again if it is due.
 func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); !now.Before(c.due) {
-		c.due = now.Add(c.every)
-		cert, err := c.load(now)
-		if err == nil {
-			c.cert, c.failed = cert, ""
-		} else if err.Error() != c.failed {
+		if err := c.reload(now); err != nil && err.Error() != c.failed && c.log != nil {
 			c.failed = err.Error()
 			c.log.Warn("metricsauth: loading the serving certificate failed; serving the last good one", "err", err)
 		}
