@@ -7,11 +7,11 @@ import (
 	"io"
 )
 
-// decodeList decodes a List object from dec, which reads r, item by item.
-// Fields other than apiVersion, kind, metadata and items are skipped. r is
-// told the stream offset of each item as its decoding starts, and -1
-// after the last.
-func decodeList[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
+// decodeList decodes a List object from dec, which reads r: apiVersion
+// and kind into tm, metadata into lm, and the items one by one with add.
+// Fields other than these are skipped. r is told the stream offset of
+// each item as its decoding starts, and -1 after the last.
+func decodeList(dec *json.Decoder, tm *TypeMeta, lm *ListMeta, add func(*json.Decoder) error, r *limitReader) error {
 	if err := expectDelim(dec, '{'); err != nil {
 		return err
 	}
@@ -22,13 +22,13 @@ func decodeList[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 		}
 		switch key, _ := tok.(string); key {
 		case "apiVersion":
-			err = dec.Decode(&out.APIVersion)
+			err = dec.Decode(&tm.APIVersion)
 		case "kind":
-			err = dec.Decode(&out.Kind)
+			err = dec.Decode(&tm.Kind)
 		case "metadata":
-			err = dec.Decode(&out.Metadata)
+			err = dec.Decode(lm)
 		case "items":
-			err = decodeItems(dec, out, r)
+			err = decodeItems(dec, add, r)
 		default:
 			err = dec.Decode(new(json.RawMessage)) // read and dropped
 		}
@@ -46,8 +46,7 @@ func decodeList[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 }
 
 // decodeItems decodes the items array, or null, one element at a time.
-func decodeItems[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
-	out.Items = nil
+func decodeItems(dec *json.Decoder, add func(*json.Decoder) error, r *limitReader) error {
 	tok, err := dec.Token()
 	if err != nil || tok == nil {
 		return err
@@ -57,11 +56,9 @@ func decodeItems[T any](dec *json.Decoder, out *List[T], r *limitReader) error {
 	}
 	for dec.More() {
 		r.start = dec.InputOffset()
-		var item T
-		if err := dec.Decode(&item); err != nil {
+		if err := add(dec); err != nil {
 			return err
 		}
-		out.Items = append(out.Items, item)
 	}
 	r.start = -1
 	return expectDelim(dec, ']')

@@ -16,27 +16,27 @@ import (
 // from (kept by send) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
-func (t Typed[T]) updateBody(ctx context.Context, op *operation, subresource string, obj *T) ([]byte, error) {
+func (c *Client) updateBody(ctx context.Context, r Resource, op *operation, subresource string, obj any) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
 	}
-	if _, whole := any(obj).(*json.RawMessage); whole {
+	if _, whole := obj.(*json.RawMessage); whole {
 		return now, nil
 	}
 	var base []byte
-	if o, ok := any(obj).(Object); ok {
+	if o, ok := obj.(Object); ok {
 		base = o.GetObjectMeta().raw
 	}
 	if base == nil {
-		cur, err := For[json.RawMessage](t.Client, t.Resource).Get(ctx, op.namespace, op.name, GetOptions{Subresource: subresource})
+		cur, err := For[json.RawMessage](c, r).Get(ctx, op.namespace, op.name, GetOptions{Subresource: subresource})
 		if err != nil {
 			return nil, err
 		}
 		base = *cur
 	}
 	// was is what T made of base: the caller's changes are from it to now.
-	seen := new(T)
+	seen := reflect.New(reflect.TypeOf(obj).Elem()).Interface()
 	if err := json.Unmarshal(base, seen); err != nil {
 		return nil, op.decodeError(fmt.Errorf("object as read: %w", err))
 	}

@@ -38,16 +38,17 @@ var methods = map[string]string{
 	"delete": http.MethodDelete,
 }
 
-// newOp checks the arguments of a call of verb, its context among them,
-// and describes it. Every
+// newOp checks the arguments of a call of verb on r, its context among
+// them, and describes it. It and the other methods of Client that Typed
+// calls do not need T, so that the binary holds them once, not once per T. Every
 // verb but list, watch and a create of the object itself acts on one
 // named object; every verb but list and watch needs a namespace when the
 // resource is namespaced.
-func (t Typed[T]) newOp(ctx context.Context, verb, namespace, name, sub string) (*operation, error) {
-	if !t.Resource.Namespaced {
+func (c *Client) newOp(ctx context.Context, r Resource, verb, namespace, name, sub string) (*operation, error) {
+	if !r.Namespaced {
 		namespace = ""
 	}
-	res := t.Resource.Resource
+	res := r.Resource
 	if sub != "" {
 		res += "/" + sub
 	}
@@ -57,13 +58,13 @@ func (t Typed[T]) newOp(ctx context.Context, verb, namespace, name, sub string) 
 	switch {
 	case ctx == nil:
 		problem = "nil Context"
-	case t.Client == nil:
+	case c == nil:
 		problem = "nil Client"
-	case t.Resource.Resource == "" || t.Resource.Version == "":
+	case r.Resource == "" || r.Version == "":
 		problem = "Resource needs a version and a resource name"
 	case name == "" && !many && (verb != "create" || sub != ""):
 		problem = "name is empty"
-	case namespace == "" && !many && t.Resource.Namespaced:
+	case namespace == "" && !many && r.Namespaced:
 		problem = "namespace is empty"
 	case badSegment(name), badSegment(namespace), badSegment(sub):
 		problem = `"." and ".." are not valid names`
@@ -71,7 +72,7 @@ func (t Typed[T]) newOp(ctx context.Context, verb, namespace, name, sub string) 
 	if problem != "" {
 		return nil, op.requestError(errors.New(problem))
 	}
-	op.path = t.Resource.Path(namespace, name, sub)
+	op.path = r.Path(namespace, name, sub)
 	return op, nil
 }
 
@@ -83,52 +84,66 @@ func badSegment(s string) bool { return s == "." || s == ".." }
 // object limit and decodes it into a new T, unless T is struct{}: then
 // the answer is dropped.
 func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q url.Values, body any, contentType string) (*T, error) {
-	op, err := t.newOp(ctx, verb, namespace, name, sub)
-	if err != nil {
+	if obj, isT := body.(*T); isT && obj == nil {
+		body = nil // a nil object: an error, as no object is
+	}
+	out := new(T)
+	if err := t.Client.send(ctx, t.Resource, verb, namespace, name, sub, q, body, contentType, out); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// send is Typed.send, decoding into out, a new *T. A create of
+// subresource sub is of the object body itself: its name is body's.
+func (c *Client) send(ctx context.Context, r Resource, verb, namespace, name, sub string, q url.Values, body any, contentType string, out any) error {
+	if o, ok := body.(Object); ok && verb == "create" && sub != "" {
+		name = o.GetObjectMeta().Name
+	}
+	op, err := c.newOp(ctx, r, verb, namespace, name, sub)
+	if err != nil {
+		return err
 	}
 	op.query, op.contentType = q, contentType
 	// Only a get sends no body; a write needs its object.
-	obj, isT := body.(*T)
-	if body == nil && verb != "get" || isT && obj == nil {
-		return nil, op.requestError(errors.New("nil object"))
+	if body == nil && verb != "get" {
+		return op.requestError(errors.New("nil object"))
 	}
-	if isT && verb == "update" {
-		if body, err = t.updateBody(ctx, op, sub, obj); err != nil {
-			return nil, err
+	if verb == "update" { // body is the *T of Update
+		if body, err = c.updateBody(ctx, r, op, sub, body); err != nil {
+			return err
 		}
 	}
 	if b, ok := body.([]byte); ok {
 		op.body = b
 	} else if body != nil {
 		if op.body, err = json.Marshal(body); err != nil {
-			return nil, op.requestError(fmt.Errorf("encode body: %w", err))
+			return op.requestError(fmt.Errorf("encode body: %w", err))
 		}
 	}
-	resp, err := t.Client.do(ctx, op)
+	resp, err := c.do(ctx, op)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	data, err := readBody(op, resp, t.Client.objectLimit)
+	data, err := readBody(op, resp, c.objectLimit)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := new(T)
-	if _, discard := any(out).(*struct{}); discard {
-		return out, nil
+	if _, discard := out.(*struct{}); discard {
+		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return nil, op.decodeError(err)
+		return op.decodeError(err)
 	}
 	// An object that embeds ObjectMeta keeps the whole JSON it was decoded
 	// from, so that a later Update keeps the fields its struct does not
 	// name. Only the answers of Get and Update are kept: not list items or
 	// watch events, so that caches hold no second copy, nor the answers of
 	// the writes a controller makes most (Create, Patch, Apply).
-	if o, ok := any(out).(Object); ok && (verb == "get" || verb == "update") {
+	if o, ok := out.(Object); ok && (verb == "get" || verb == "update") {
 		o.GetObjectMeta().raw = data
 	}
-	return out, nil
+	return nil
 }
 
 // Get reads one object.
@@ -145,37 +160,46 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // body over the client's list page limit, or one item over its object
 // limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
-	op, err := t.newOp(ctx, "list", namespace, "", "")
-	if err != nil {
-		return nil, err
-	}
-	op.query = opts.query(false)
-	resp, err := t.Client.do(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	limit := t.Client.listLimit
-	if resp.ContentLength > limit {
-		return nil, op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
-	}
-	r := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: t.Client.objectLimit, start: -1}
 	out := new(List[T])
-	if err := decodeList(json.NewDecoder(r), out, r); err != nil {
-		return nil, r.fail(op, err)
+	err := t.Client.list(ctx, t.Resource, namespace, opts, &out.TypeMeta, &out.Metadata, func(dec *json.Decoder) error {
+		out.Items = append(out.Items, *new(T))
+		return dec.Decode(&out.Items[len(out.Items)-1])
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// list is List, decoding the page's head into tm and lm, and its items
+// one at a time with add.
+func (c *Client) list(ctx context.Context, r Resource, namespace string, opts ListOptions, tm *TypeMeta, lm *ListMeta, add func(*json.Decoder) error) error {
+	op, err := c.newOp(ctx, r, "list", namespace, "", "")
+	if err != nil {
+		return err
+	}
+	op.query = opts.query(false)
+	resp, err := c.do(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	limit := c.listLimit
+	if resp.ContentLength > limit {
+		return op.decodeError(fmt.Errorf("%w (list page of %d bytes, limit %d)", ErrBodyTooLarge, resp.ContentLength, limit))
+	}
+	lr := &limitReader{r: resp.Body, limit: limit, item: "list item", itemLimit: c.objectLimit, start: -1}
+	if err := decodeList(json.NewDecoder(lr), tm, lm, add, lr); err != nil {
+		return lr.fail(op, err)
+	}
+	return nil
 }
 
 // Create creates obj and returns the server's copy. With opts.Subresource
 // set (such as "eviction"), the object's own name is used, so *T must
 // implement [Object].
 func (t Typed[T]) Create(ctx context.Context, namespace string, obj *T, opts WriteOptions) (*T, error) {
-	name := ""
-	if o, ok := any(obj).(Object); ok && obj != nil && opts.Subresource != "" {
-		name = o.GetObjectMeta().Name
-	}
-	return t.send(ctx, "create", namespace, name, opts.Subresource, opts.query(), obj, "application/json")
+	return t.send(ctx, "create", namespace, "", opts.Subresource, opts.query(), obj, "application/json")
 }
 
 // Update replaces the object (PUT) and returns the server's copy. Set

@@ -43,18 +43,28 @@ type WatchEvent[T any] struct {
 // Opening the watch is retried like a GET; once the stream has started, it
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
-	op, err := t.newOp(ctx, "watch", namespace, "", "")
-	if err != nil {
+	w := new(Watcher[T])
+	if err := t.Client.watch(ctx, t.Resource, namespace, opts, &w.stream); err != nil {
 		return nil, err
+	}
+	return w, nil
+}
+
+// watch is Watch, opening the stream s.
+func (c *Client) watch(ctx context.Context, r Resource, namespace string, opts ListOptions, s *stream) error {
+	op, err := c.newOp(ctx, r, "watch", namespace, "", "")
+	if err != nil {
+		return err
 	}
 	op.query = opts.query(true)
 	wctx, cancel := context.WithCancel(ctx)
-	resp, err := t.Client.do(wctx, op)
+	resp, err := c.do(wctx, op)
 	if err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	return newWatcher[T](op, resp.Body, cancel, t.Client.objectLimit), nil
+	s.open(op, resp.Body, cancel, c.objectLimit)
+	return nil
 }
 
 // Watcher reads the events of one watch stream, decoding them one at a
@@ -65,22 +75,30 @@ func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions)
 // from any goroutine, at any time, also while Next is blocked, and more
 // than once.
 type Watcher[T any] struct {
+	stream
+	env envelope[T] // reused
+}
+
+// stream is all of a Watcher but its event: its code is the same for
+// every T, so the binary holds it once.
+type stream struct {
 	op     *operation
 	body   io.ReadCloser
 	cancel context.CancelFunc
 	in     *eventReader
 	dec    *json.Decoder
-	base   int64       // stream offset at which dec began
-	env    envelope[T] // reused
-	err    error       // sticky: once set, every Next returns it
+	base   int64 // stream offset at which dec began
+	err    error // sticky: once set, every Next returns it
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
 
-func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
-	in := &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
-	return &Watcher[T]{op: op, body: body, cancel: cancel, in: in, dec: json.NewDecoder(in)}
+// open starts reading body, the stream of op, whose context cancel ends;
+// an event is at most limit bytes.
+func (w *stream) open(op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) {
+	w.in = &eventReader{limitReader: limitReader{r: body, limit: math.MaxInt64 / 2, item: "watch event", itemLimit: limit}}
+	w.op, w.body, w.cancel, w.dec = op, body, cancel, json.NewDecoder(w.in)
 }
 
 // Next blocks until the next event and returns it. It returns:
@@ -100,8 +118,8 @@ func (w *Watcher[T]) Next() (WatchEvent[T], error) {
 	if w.err != nil {
 		return WatchEvent[T]{}, w.err
 	}
-	ev, err := w.next()
-	if err != nil {
+	w.env = envelope[T]{}
+	if err := w.decode(&w.env); err != nil {
 		if w.closed.Load() {
 			err = ErrClosed
 		}
@@ -109,18 +127,18 @@ func (w *Watcher[T]) Next() (WatchEvent[T], error) {
 		w.release()
 		return WatchEvent[T]{}, err
 	}
-	return ev, nil
+	return WatchEvent[T]{Type: EventType(w.env.Type), Object: *w.env.Object}, nil
 }
 
 // Close ends the watch and releases its connection. A Next blocked in
 // another goroutine returns [ErrClosed]. Close always returns nil.
-func (w *Watcher[T]) Close() error {
+func (w *stream) Close() error {
 	w.closed.Store(true)
 	w.release()
 	return nil
 }
 
-func (w *Watcher[T]) release() {
+func (w *stream) release() {
 	w.closeOnce.Do(func() {
 		w.cancel()
 		w.body.Close()
@@ -154,60 +172,67 @@ type envelope[T any] struct {
 	Object *T        `json:"object"`
 }
 
-// next decodes one event, {"type": ..., "object": ...}, in one pass,
-// straight into T. An ERROR event's object, a Status, is decoded again
-// from the event's bytes, which eventReader keeps.
-func (w *Watcher[T]) next() (WatchEvent[T], error) {
+// An event is an envelope of any T.
+type event interface {
+	kind() (typ EventType, hasObject bool)
+}
+
+func (e *envelope[T]) kind() (EventType, bool) { return EventType(e.Type), e.Object != nil }
+
+// decode decodes one event, {"type": ..., "object": ...}, in one pass,
+// straight into env, an empty envelope. An ERROR event's object, a
+// Status, is decoded again from the event's bytes, which eventReader
+// keeps.
+func (w *stream) decode(env event) error {
 	start := w.offset()
 	w.in.begin(start)
-	w.env = envelope[T]{}
-	err := w.dec.Decode(&w.env)
-	typ := EventType(w.env.Type)
+	err := w.dec.Decode(env)
+	typ, hasObject := env.kind()
 	if err != nil {
 		te, isTypeErr := errors.AsType[*json.UnmarshalTypeError](err)
 		switch {
 		case err == io.EOF:
-			return WatchEvent[T]{}, io.EOF
+			return io.EOF
 		case isTypeErr && te.Field == "":
-			return WatchEvent[T]{}, w.op.decodeError(errors.New("event is not a JSON object"))
+			return w.op.decodeError(errors.New("event is not a JSON object"))
 		case isTypeErr && typ == Error:
 			// A Status that does not fit T; decoded below.
 		default:
-			return WatchEvent[T]{}, w.in.fail(w.op, err)
+			return w.in.fail(w.op, err)
 		}
 	}
 	switch {
 	case typ == "":
-		return WatchEvent[T]{}, w.op.decodeError(errors.New("event has no type"))
+		return w.op.decodeError(errors.New("event has no type"))
 	case typ == Error:
 		// Only this event's bytes: the reader may hold the next ones.
 		kept, size := w.in.since(start), w.offset()-start
 		if int64(len(kept)) < size {
-			return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
+			return w.op.decodeError(fmt.Errorf("ERROR event over %d bytes", eventKeepMax))
 		}
-		return WatchEvent[T]{}, w.errorEvent(kept[:size])
-	case w.env.Object == nil:
-		return WatchEvent[T]{}, w.op.decodeError(fmt.Errorf("%s event has no object", typ))
+		return w.errorEvent(kept[:size])
+	case !hasObject:
+		return w.op.decodeError(fmt.Errorf("%s event has no object", typ))
 	}
 	if w.offset()-start > renewDecoderAfter {
 		w.renewDecoder()
 	}
-	return WatchEvent[T]{Type: typ, Object: *w.env.Object}, nil
+	return nil
 }
 
 // offset returns the stream offset the decoder has reached.
-func (w *Watcher[T]) offset() int64 { return w.base + w.dec.InputOffset() }
+func (w *stream) offset() int64 { return w.base + w.dec.InputOffset() }
 
 // renewDecoder replaces the decoder with one that goes on where it
 // stopped, so that the buffer the last, large event grew is let go.
-func (w *Watcher[T]) renewDecoder() {
+func (w *stream) renewDecoder() {
 	rest, _ := io.ReadAll(w.dec.Buffered()) // at most one read
 	w.base = w.offset()
 	w.dec = json.NewDecoder(io.MultiReader(bytes.NewReader(rest), w.in))
 }
 
 // errorEvent turns the bytes of an ERROR event into its *APIError.
-func (w *Watcher[T]) errorEvent(event []byte) error {
+func (w *stream) errorEvent(event []byte) error {
 	var e envelope[Status]
 	if err := json.Unmarshal(event, &e); err != nil {
 		return w.op.decodeError(fmt.Errorf("ERROR event: %w", err))

@@ -18,6 +18,14 @@ import (
 )
 
 // serveStream answers a watch with body, flushed, then ends the stream.
+// newWatcher returns a watcher of the stream body, as Typed.Watch opens
+// one.
+func newWatcher[T any](op *operation, body io.ReadCloser, cancel context.CancelFunc, limit int64) *Watcher[T] {
+	w := new(Watcher[T])
+	w.open(op, body, cancel, limit)
+	return w
+}
+
 func serveStream(body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -91,9 +91,10 @@ type Config[T any] struct {
 // tells a [Handler] about every change. Create one with [New] and start it
 // with [Informer.Run], once. Its methods are safe for concurrent use.
 type Informer[T any] struct {
-	machine[T] // its config, with New's defaults filled in, and its step
-	store      *Store[T]
-	synced     atomic.Bool
+	cfg         Config[T] // with New's defaults filled in
+	machine[*T]           // its step, the same code for every T
+	store       *Store[T]
+	synced      atomic.Bool
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
@@ -112,7 +113,8 @@ func New[T any, P interface {
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Informer[T]{
-		machine: machine[T]{meta: meta, cfg: cfg},
+		cfg:     cfg,
+		machine: machine[*T]{meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}},
 		store:   newStore(meta, cfg.Indexers),
 	}
 }
@@ -182,7 +184,7 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 // and feeds the outcomes back as inputs.
 type runner[T any] struct {
 	inf *Informer[T]
-	s   state[T]
+	s   state[*T]
 
 	// The open watch: its stream, the cancel of the context it was opened
 	// with, and the timer that ends it when it stays silent too long. A
@@ -195,11 +197,11 @@ type runner[T any] struct {
 
 func (r *runner[T]) run(ctx context.Context) {
 	defer r.closeStream()
-	next := input[T]{kind: inStart}
+	next := input[*T]{kind: inStart}
 	for ctx.Err() == nil {
 		next.now = time.Now()
 		next.rand = rand.Float64()
-		var acts []action[T]
+		var acts []action[*T]
 		r.s, acts = r.inf.step(r.s, next)
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
@@ -227,7 +229,7 @@ func (r *runner[T]) run(ctx context.Context) {
 
 // do carries out one action. It returns the input that follows from it,
 // if any.
-func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
+func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
 	inf := r.inf
 	ns := inf.cfg.Namespace
 	switch a.kind {
@@ -244,7 +246,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 				inf.transform(&list.Items[i])
 			}
 		}
-		return input[T]{kind: inListed, list: list, err: err}, true
+		return input[*T]{kind: inListed, list: pointers(list), err: err}, true
 	case actWatch:
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
@@ -267,18 +269,18 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		if err != nil {
 			cancel()
-			return input[T]{kind: inOpened, err: err}, true
+			return input[*T]{kind: inOpened, err: err}, true
 		}
 		context.AfterFunc(wctx, func() { st.Close() })
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
-		return input[T]{kind: inOpened}, true
+		return input[*T]{kind: inOpened}, true
 	case actWait:
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.delay):
 		}
-		return input[T]{kind: inTimer}, true
+		return input[*T]{kind: inTimer}, true
 	case actReplace:
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
@@ -303,7 +305,21 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		r.inf.cfg.Logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
-	return input[T]{}, false
+	return input[*T]{}, false
+}
+
+// pointers returns list with a pointer to a copy of its own of each item:
+// a pointer into the page would keep the whole page alive for as long as
+// any one object of it stays in the cache.
+func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
+	if list == nil {
+		return nil
+	}
+	out := &k8sapi.List[*T]{TypeMeta: list.TypeMeta, Metadata: list.Metadata}
+	for _, item := range list.Items {
+		out.Items = append(out.Items, &item)
+	}
+	return out
 }
 
 // transform applies Config.Transform, if any, to obj.
@@ -345,17 +361,17 @@ func (inf *Informer[T]) requestLimit() time.Duration {
 // next reads the next event of the open watch. A watch silent for longer
 // than its timeout plus the margin is closed by its timer and reported
 // idle, whatever its last read returned.
-func (r *runner[T]) next() input[T] {
+func (r *runner[T]) next() input[*T] {
 	ev, err := r.stream.Next()
 	if !r.timer.Reset(r.idleAfter()) {
-		return input[T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+		return input[*T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
 	}
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	} else if err == nil {
 		r.inf.transform(&ev.Object)
 	}
-	return input[T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
+	return input[*T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
 }
 
 // idleAfter is how long the open watch may stay silent: its timeout plus

@@ -81,13 +81,13 @@ func (s *scriptedSource) Watch(ctx context.Context, _ string, opts k8sapi.ListOp
 
 // scriptedStream is a Stream fed by the test.
 type scriptedStream struct {
-	events    chan input[thing]
+	events    chan input[*thing]
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
 func newScriptedStream() *scriptedStream {
-	return &scriptedStream{events: make(chan input[thing]), closed: make(chan struct{})}
+	return &scriptedStream{events: make(chan input[*thing]), closed: make(chan struct{})}
 }
 
 func (s *scriptedStream) Next() (k8sapi.WatchEvent[thing], error) {
@@ -110,7 +110,7 @@ func (s *scriptedStream) Close() error {
 func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
 	t.Helper()
 	select {
-	case s.events <- input[thing]{typ: typ, obj: o}:
+	case s.events <- input[*thing]{typ: typ, obj: o}:
 	case <-s.closed:
 		t.Fatalf("send %s %s: stream closed", typ, o.Name)
 	}
@@ -118,7 +118,7 @@ func (s *scriptedStream) send(t *testing.T, typ k8sapi.EventType, o *thing) {
 
 func (s *scriptedStream) end(err error) {
 	select {
-	case s.events <- input[thing]{err: err}:
+	case s.events <- input[*thing]{err: err}:
 	case <-s.closed:
 	}
 }

@@ -54,7 +54,7 @@ func (p phase) String() string {
 
 // state is everything the machine remembers. It is a value: step returns a
 // new one.
-type state[T any] struct {
+type state[P any] struct {
 	phase phase
 
 	rv     string // last resourceVersion seen: list, event or bookmark
@@ -71,7 +71,7 @@ type state[T any] struct {
 	// The sync in progress: a paginated list or a streaming list.
 	initial bool   // the open watch is a streaming list before its end bookmark
 	cont    string // continue token of the next list page
-	pending []*T   // objects collected so far
+	pending []P    // objects collected so far
 
 	// The watch in progress.
 	watchStart   time.Time
@@ -121,13 +121,13 @@ var awaits = [...]phase{
 
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
-type input[T any] struct {
+type input[P any] struct {
 	kind inputKind
 	now  time.Time
 	rand float64
-	list *k8sapi.List[T] // inListed
+	list *k8sapi.List[P] // inListed: a pointer to a copy of each item
 	typ  k8sapi.EventType
-	obj  *T    // inEvent
+	obj  P     // inEvent
 	err  error // inListed, inOpened, inEvent
 }
 
@@ -144,13 +144,13 @@ const (
 )
 
 // action is one thing for the driver to do.
-type action[T any] struct {
+type action[P any] struct {
 	kind  actionKind
 	opts  k8sapi.ListOptions // actList, actWatch
 	delay time.Duration      // actWait
-	items []*T               // actReplace
+	items []P                // actReplace
 	typ   k8sapi.EventType   // actApply
-	obj   *T                 // actApply
+	obj   P                  // actApply
 
 	reconnect bool // actWatch: this watch replaces one that failed
 
@@ -159,21 +159,32 @@ type action[T any] struct {
 	err   error
 }
 
+// settings are the fields of Config that step reads.
+type settings struct {
+	LabelSelector, FieldSelector string
+	PageSize                     int64
+	StreamingList                bool
+	WatchTimeout                 time.Duration
+}
+
 // machine holds what step needs that never changes during a run: the
-// informer's config, with New's defaults filled in.
-type machine[T any] struct {
-	meta func(*T) *k8sapi.ObjectMeta
-	cfg  Config[T]
+// fields of the informer's config it reads, with New's defaults filled in.
+// P, like the type parameter of state, input and action, is the pointer
+// type of the objects: every pointer type has the same shape, so the
+// binary holds one machine for all the informers, not one per object type.
+type machine[P any] struct {
+	meta func(P) *k8sapi.ObjectMeta
+	cfg  settings
 }
 
 // step returns the state after in and the actions to carry out, in order.
 // At most one action of kinds actList, actWatch and actWait is returned,
 // and it comes last: the machine waits for one thing at a time.
-func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
+func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 	if s.phase != awaits[in.kind] {
 		return s, nil // not what the machine waits for: stale
 	}
-	var acts []action[T]
+	var acts []action[P]
 	switch in.kind {
 	case inStart:
 		acts = m.sync(&s, in, acts)
@@ -188,15 +199,10 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			break
 		}
 		m.healthy(&s, in.now)
-		for _, item := range in.list.Items {
-			// A copy of its own per object (item is a new variable in each
-			// iteration): a pointer into the page would keep the whole page
-			// alive for as long as any one object of it stays in the cache.
-			s.pending = append(s.pending, &item)
-		}
+		s.pending = append(s.pending, in.list.Items...)
 		if c := in.list.Metadata.Continue; c != "" {
 			s.cont = c
-			acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
+			acts = append(acts, action[P]{kind: actList, opts: m.listOptions(&s)})
 			break
 		}
 		s.rv = in.list.Metadata.ResourceVersion
@@ -209,7 +215,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				// The server does not do streaming lists: list instead,
 				// now and from now on.
 				s.streamRefused, s.initial = true, false
-				acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+				acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
 					msg: "streaming list refused; using list and watch", err: in.err})
 				acts = m.list(&s, acts)
 				break
@@ -240,7 +246,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 				acts = m.synced(&s, acts)
 			}
 		case !s.initial:
-			acts = append(acts, action[T]{kind: actApply, typ: in.typ, obj: in.obj})
+			acts = append(acts, action[P]{kind: actApply, typ: in.typ, obj: in.obj})
 		case in.typ != k8sapi.Deleted:
 			// Before the end bookmark a streaming list sends only the
 			// objects that exist; collect them.
@@ -257,7 +263,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 		case s.cont != "":
 			// Resume a paginated list where it failed.
 			s.phase = phaseList
-			acts = append(acts, action[T]{kind: actList, opts: m.listOptions(&s)})
+			acts = append(acts, action[P]{kind: actList, opts: m.listOptions(&s)})
 		default:
 			acts = m.sync(&s, in, acts)
 		}
@@ -266,14 +272,14 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 }
 
 // ended handles the end of a watch stream with err (io.EOF if clean).
-func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[T] {
+func (m *machine[P]) ended(s *state[P], in input[P], acts []action[P]) []action[P] {
 	if errors.Is(in.err, io.EOF) {
 		if s.initial {
 			// The stream ended before its initial events did. A server
 			// that ignores sendInitialEvents does this at its timeout;
 			// list instead.
 			s.streamRefused, s.initial = true, false
-			acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+			acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
 				msg: "streaming list ended early; using list and watch"})
 			return m.list(s, acts)
 		}
@@ -300,13 +306,13 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 // from the list's first page at the full page size, so that the list
 // succeeds once the object is gone (a continue token would show the
 // list's old snapshot, object included).
-func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []action[T] {
+func (m *machine[P]) pageTooLarge(s *state[P], in input[P], acts []action[P]) []action[P] {
 	s.big = true
 	if size := cmp.Or(s.pageSize, m.cfg.PageSize); size > 1 {
 		s.pageSize = size / 2
-		acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
+		acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
 			msg: fmt.Sprintf("list page too large; page size now %d", s.pageSize), err: in.err})
-		return append(acts, action[T]{kind: actList, opts: m.listOptions(s)})
+		return append(acts, action[P]{kind: actList, opts: m.listOptions(s)})
 	}
 	s.cont, s.pending, s.pageSize = "", nil, 0
 	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
@@ -315,7 +321,7 @@ func (m *machine[T]) pageTooLarge(s *state[T], in input[T], acts []action[T]) []
 
 // sync starts a full sync: a streaming list if offered and not refused,
 // else a paginated list.
-func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T] {
+func (m *machine[P]) sync(s *state[P], in input[P], acts []action[P]) []action[P] {
 	if m.cfg.StreamingList && !s.streamRefused && !s.big {
 		s.initial = true
 		return m.watch(s, in, acts)
@@ -324,15 +330,15 @@ func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T
 }
 
 // list starts a paginated list from its first page.
-func (m *machine[T]) list(s *state[T], acts []action[T]) []action[T] {
+func (m *machine[P]) list(s *state[P], acts []action[P]) []action[P] {
 	s.phase = phaseList
 	s.pending, s.cont = nil, ""
-	return append(acts, action[T]{kind: actList, opts: m.listOptions(s)})
+	return append(acts, action[P]{kind: actList, opts: m.listOptions(s)})
 }
 
 // synced delivers the collected objects as the whole cache and moves on.
-func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
-	acts = append(acts, action[T]{kind: actReplace, items: s.pending})
+func (m *machine[P]) synced(s *state[P], acts []action[P]) []action[P] {
+	acts = append(acts, action[P]{kind: actReplace, items: s.pending})
 	s.pending, s.cont = nil, ""
 	s.gone, s.relistLogged = false, false
 	s.big, s.pageSize = false, 0
@@ -342,17 +348,17 @@ func (m *machine[T]) synced(s *state[T], acts []action[T]) []action[T] {
 
 // watch opens a watch from the last resourceVersion, or a streaming list
 // (from its start) if s.initial.
-func (m *machine[T]) watch(s *state[T], in input[T], acts []action[T]) []action[T] {
+func (m *machine[P]) watch(s *state[P], in input[P], acts []action[P]) []action[P] {
 	s.pending = nil // a streaming list collects from its start
 	s.phase = phaseOpen
 	s.watchTimeout = m.timeout(in.rand)
 	// A watch opened during a failure episode replaces one that failed.
-	return append(acts, action[T]{kind: actWatch, opts: m.watchOptions(s), reconnect: !s.failingSince.IsZero()})
+	return append(acts, action[P]{kind: actWatch, opts: m.watchOptions(s), reconnect: !s.failingSince.IsZero()})
 }
 
 // fail records a failure, whose cause is in.err, and schedules a retry of
 // what failed once the backoff has passed: the list page, or the watch.
-func (m *machine[T]) fail(s *state[T], in input[T], msg string, acts []action[T]) []action[T] {
+func (m *machine[P]) fail(s *state[P], in input[P], msg string, acts []action[P]) []action[P] {
 	if k8sapi.IsGone(in.err) {
 		// The resourceVersion or continue token expired: sync again,
 		// consistently, from the first page.
@@ -385,7 +391,7 @@ func (m *machine[T]) fail(s *state[T], in input[T], msg string, acts []action[T]
 	}
 	s.failingSince = cmp.Or(s.failingSince, in.now)
 	s.err = in.err
-	acts = append(acts, action[T]{kind: actLog, level: level, msg: msg, err: in.err})
+	acts = append(acts, action[P]{kind: actLog, level: level, msg: msg, err: in.err})
 
 	s.after = phaseOpen
 	if s.phase == phaseList || s.gone || s.big {
@@ -395,11 +401,11 @@ func (m *machine[T]) fail(s *state[T], in input[T], msg string, acts []action[T]
 		s.after, s.initial = phaseList, false
 	}
 	s.phase = phaseWait
-	return append(acts, action[T]{kind: actWait, delay: delay})
+	return append(acts, action[P]{kind: actWait, delay: delay})
 }
 
 // healthy records a success: an answer that ends a failure episode.
-func (m *machine[T]) healthy(s *state[T], now time.Time) {
+func (m *machine[P]) healthy(s *state[P], now time.Time) {
 	if s.healthySince.IsZero() {
 		s.healthySince = now
 	}
@@ -415,7 +421,7 @@ func (m *machine[T]) healthy(s *state[T], now time.Time) {
 // any later full list, asks for "": a consistent read, never older than
 // what the cache has already seen. Later pages of a list carry only the
 // continue token.
-func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
+func (m *machine[P]) listOptions(s *state[P]) k8sapi.ListOptions {
 	o := k8sapi.ListOptions{
 		LabelSelector: m.cfg.LabelSelector,
 		FieldSelector: m.cfg.FieldSelector,
@@ -432,7 +438,7 @@ func (m *machine[T]) listOptions(s *state[T]) k8sapi.ListOptions {
 // the last resourceVersion seen. A streaming list asks for "" with
 // NotOlderThan: the server sends the current state, then a bookmark, then
 // changes.
-func (m *machine[T]) watchOptions(s *state[T]) k8sapi.ListOptions {
+func (m *machine[P]) watchOptions(s *state[P]) k8sapi.ListOptions {
 	o := k8sapi.ListOptions{
 		LabelSelector:       m.cfg.LabelSelector,
 		FieldSelector:       m.cfg.FieldSelector,
@@ -466,7 +472,7 @@ func apiError(err error) *k8sapi.APIError {
 // timeout returns the timeout of the next watch: between watchTimeout and
 // twice that (by default 5 to 10 minutes), drawn by r in [0, 1), so that
 // watches started together do not end together.
-func (m *machine[T]) timeout(r float64) time.Duration {
+func (m *machine[P]) timeout(r float64) time.Duration {
 	d := m.cfg.WatchTimeout + time.Duration(r*float64(m.cfg.WatchTimeout))
 	return d.Truncate(time.Second)
 }

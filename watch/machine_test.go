@@ -64,7 +64,7 @@ func netErr() error {
 }
 
 // describe renders actions compactly for comparison.
-func describe(acts []action[thing]) string {
+func describe(acts []action[*thing]) string {
 	var parts []string
 	for _, a := range acts {
 		var s string
@@ -111,13 +111,13 @@ func describe(acts []action[thing]) string {
 }
 
 type stepCase struct {
-	in    input[thing]
+	in    input[*thing]
 	phase phase
 	acts  string
 }
 
 func start() stepCase {
-	return stepCase{input[thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=500`}
+	return stepCase{input[*thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=500`}
 }
 
 // listed is the first list coming back with rv, then the first watch.
@@ -126,24 +126,24 @@ func listed(d time.Duration, rv string, items ...*thing) stepCase {
 	for _, it := range items {
 		names = append(names, it.Name)
 	}
-	return stepCase{input[thing]{kind: inListed, now: at(d), list: page(rv, "", items...)}, phaseOpen,
+	return stepCase{input[*thing]{kind: inListed, now: at(d), list: pointers(page(rv, "", items...))}, phaseOpen,
 		"replace [" + strings.Join(names, " ") + "]; watch rv=\"" + rv + "\" timeout=300"}
 }
 
 func opened(d time.Duration) stepCase {
-	return stepCase{input[thing]{kind: inOpened, now: at(d)}, phaseWatch, ""}
+	return stepCase{input[*thing]{kind: inOpened, now: at(d)}, phaseWatch, ""}
 }
 
 func event(d time.Duration, typ k8sapi.EventType, o *thing, acts string) stepCase {
-	return stepCase{input[thing]{kind: inEvent, now: at(d), typ: typ, obj: o}, phaseWatch, acts}
+	return stepCase{input[*thing]{kind: inEvent, now: at(d), typ: typ, obj: o}, phaseWatch, acts}
 }
 
 func ended(d time.Duration, err error, p phase, acts string) stepCase {
-	return stepCase{input[thing]{kind: inEvent, now: at(d), err: err}, p, acts}
+	return stepCase{input[*thing]{kind: inEvent, now: at(d), err: err}, p, acts}
 }
 
 func timer(d time.Duration, p phase, acts string) stepCase {
-	return stepCase{input[thing]{kind: inTimer, now: at(d)}, p, acts}
+	return stepCase{input[*thing]{kind: inTimer, now: at(d)}, p, acts}
 }
 
 func TestStep(t *testing.T) {
@@ -171,10 +171,10 @@ func TestStep(t *testing.T) {
 			steps: []stepCase{
 				start(),
 				listed(0, "10", obj("a", "5")),
-				{input[thing]{kind: inOpened, now: at(time.Second), err: gone410()}, phaseWait,
+				{input[*thing]{kind: inOpened, now: at(time.Second), err: gone410()}, phaseWait,
 					"log INFO resourceVersion expired; relisting; wait 400ms"},
 				timer(2*time.Second, phaseList, `list rv="" limit=500`),
-				{input[thing]{kind: inListed, now: at(3 * time.Second), list: page("20", "", obj("b", "19"))}, phaseOpen,
+				{input[*thing]{kind: inListed, now: at(3 * time.Second), list: pointers(page("20", "", obj("b", "19")))}, phaseOpen,
 					`replace [b]; watch rv="20" timeout=300`},
 			},
 			wantRV: "20",
@@ -188,9 +188,9 @@ func TestStep(t *testing.T) {
 				event(time.Second, k8sapi.Added, obj("b", "11"), "apply ADDED b"),
 				ended(2*time.Second, goneEvent(), phaseWait, "log INFO resourceVersion expired; relisting; wait 400ms"),
 				timer(3*time.Second, phaseList, `list rv="" limit=500`),
-				{input[thing]{kind: inListed, now: at(4 * time.Second), list: page("30", "tok", obj("a", "25"))}, phaseList,
+				{input[*thing]{kind: inListed, now: at(4 * time.Second), list: pointers(page("30", "tok", obj("a", "25")))}, phaseList,
 					`list rv="" cont=tok limit=500`},
-				{input[thing]{kind: inListed, now: at(4 * time.Second), list: page("30", "", obj("c", "28"))}, phaseOpen,
+				{input[*thing]{kind: inListed, now: at(4 * time.Second), list: pointers(page("30", "", obj("c", "28")))}, phaseOpen,
 					`replace [a c]; watch rv="30" timeout=300`},
 			},
 			wantRV: "30",
@@ -200,10 +200,10 @@ func TestStep(t *testing.T) {
 			steps: []stepCase{
 				start(),
 				listed(0, "10"),
-				{input[thing]{kind: inOpened, now: at(time.Second), err: tooMany(7 * time.Second)}, phaseWait,
+				{input[*thing]{kind: inOpened, now: at(time.Second), err: tooMany(7 * time.Second)}, phaseWait,
 					"log WARN watch failed; wait 7s"},
-				{input[thing]{kind: inTimer, now: at(8 * time.Second)}, phaseOpen, `watch rv="10" timeout=300 reconnect`},
-				{input[thing]{kind: inOpened, now: at(9 * time.Second), err: tooMany(time.Second)}, phaseWait,
+				{input[*thing]{kind: inTimer, now: at(8 * time.Second)}, phaseOpen, `watch rv="10" timeout=300 reconnect`},
+				{input[*thing]{kind: inOpened, now: at(9 * time.Second), err: tooMany(time.Second)}, phaseWait,
 					"log DEBUG watch failed; wait 1s"},
 			},
 			wantRV: "10",
@@ -217,10 +217,10 @@ func TestStep(t *testing.T) {
 				event(time.Second, k8sapi.Added, obj("a", "12"), "apply ADDED a"),
 				ended(2*time.Second, netErr(), phaseWait, "log WARN watch failed; wait 400ms"),
 				timer(3*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
-				{input[thing]{kind: inOpened, now: at(4 * time.Second), err: netErr()}, phaseWait,
+				{input[*thing]{kind: inOpened, now: at(4 * time.Second), err: netErr()}, phaseWait,
 					"log DEBUG watch failed; wait 800ms"},
 				timer(5*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
-				{input[thing]{kind: inOpened, now: at(6 * time.Second), err: netErr()}, phaseWait,
+				{input[*thing]{kind: inOpened, now: at(6 * time.Second), err: netErr()}, phaseWait,
 					"log DEBUG watch failed; wait 1.6s"},
 				timer(8*time.Second, phaseOpen, `watch rv="12" timeout=300 reconnect`),
 				opened(9 * time.Second),
@@ -252,7 +252,7 @@ func TestStep(t *testing.T) {
 				listed(0, "10"),
 				opened(0),
 				event(time.Second, k8sapi.Bookmark, bookmark("11", false), ""),
-				{input[thing]{kind: inIdle, now: at(6 * time.Minute), err: errors.New("watch: no data for 5m30s")}, phaseWait,
+				{input[*thing]{kind: inIdle, now: at(6 * time.Minute), err: errors.New("watch: no data for 5m30s")}, phaseWait,
 					"log WARN watch silent; reconnecting; wait 400ms"},
 				timer(6*time.Minute+time.Second, phaseOpen, `watch rv="11" timeout=300 reconnect`),
 			},
@@ -319,12 +319,12 @@ func TestStep(t *testing.T) {
 			name: "failed list page is retried from its continue token",
 			steps: []stepCase{
 				start(),
-				{input[thing]{kind: inListed, now: at(0), list: page("", "tok", obj("a", "1"))}, phaseList,
+				{input[*thing]{kind: inListed, now: at(0), list: pointers(page("", "tok", obj("a", "1")))}, phaseList,
 					`list rv="" cont=tok limit=500`},
-				{input[thing]{kind: inListed, now: at(time.Second), err: netErr()}, phaseWait,
+				{input[*thing]{kind: inListed, now: at(time.Second), err: netErr()}, phaseWait,
 					"log WARN list failed; wait 400ms"},
 				timer(2*time.Second, phaseList, `list rv="" cont=tok limit=500`),
-				{input[thing]{kind: inListed, now: at(3 * time.Second), list: page("9", "", obj("b", "2"))}, phaseOpen,
+				{input[*thing]{kind: inListed, now: at(3 * time.Second), list: pointers(page("9", "", obj("b", "2")))}, phaseOpen,
 					`replace [a b]; watch rv="9" timeout=300`},
 			},
 			wantRV: "9",
@@ -333,9 +333,9 @@ func TestStep(t *testing.T) {
 			name: "expired continue token restarts the list consistently",
 			steps: []stepCase{
 				start(),
-				{input[thing]{kind: inListed, now: at(0), list: page("", "tok", obj("a", "1"))}, phaseList,
+				{input[*thing]{kind: inListed, now: at(0), list: pointers(page("", "tok", obj("a", "1")))}, phaseList,
 					`list rv="" cont=tok limit=500`},
-				{input[thing]{kind: inListed, now: at(time.Second), err: gone410()}, phaseWait,
+				{input[*thing]{kind: inListed, now: at(time.Second), err: gone410()}, phaseWait,
 					"log INFO resourceVersion expired; relisting; wait 400ms"},
 				timer(2*time.Second, phaseList, `list rv="" limit=500`),
 			},
@@ -344,7 +344,7 @@ func TestStep(t *testing.T) {
 			name:      "streaming list delivers the initial events at the end bookmark",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
 				event(0, k8sapi.Added, obj("a", "3"), ""),
 				event(0, k8sapi.Added, obj("b", "4"), ""),
@@ -361,7 +361,7 @@ func TestStep(t *testing.T) {
 			name:      "streaming list ignores bookmarks before its end bookmark",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
 				event(0, k8sapi.Added, obj("a", "3"), ""),
 				event(0, k8sapi.Bookmark, bookmark("5", false), ""),
@@ -374,7 +374,7 @@ func TestStep(t *testing.T) {
 			name:      "streaming list relists by streaming after a 410",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
 				event(0, k8sapi.Bookmark, bookmark("9", true), "replace []"),
 				ended(time.Second, goneEvent(), phaseWait, "log INFO resourceVersion expired; relisting; wait 400ms"),
@@ -389,8 +389,8 @@ func TestStep(t *testing.T) {
 			name:      "streaming list refused falls back to list and watch",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				{input[thing]{kind: inOpened, now: at(0), err: &k8sapi.APIError{Code: 422, Status: k8sapi.Status{Reason: "Invalid"}}}, phaseList,
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inOpened, now: at(0), err: &k8sapi.APIError{Code: 422, Status: k8sapi.Status{Reason: "Invalid"}}}, phaseList,
 					`log INFO streaming list refused; using list and watch; list rv="0" limit=500`},
 				listed(time.Second, "10", obj("a", "5")),
 			},
@@ -400,7 +400,7 @@ func TestStep(t *testing.T) {
 			name:      "streaming list broken before its end bookmark starts over",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
 				event(0, k8sapi.Added, obj("a", "3"), ""),
 				ended(time.Second, netErr(), phaseWait, "log WARN watch failed; wait 400ms"),
@@ -415,10 +415,10 @@ func TestStep(t *testing.T) {
 			name: "inputs that do not fit the phase are ignored",
 			steps: []stepCase{
 				start(),
-				{input[thing]{kind: inTimer, now: at(0)}, phaseList, ""},
-				{input[thing]{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("x", "1")}, phaseList, ""},
-				{input[thing]{kind: inIdle, now: at(0)}, phaseList, ""},
-				{input[thing]{kind: inStart, now: at(0)}, phaseList, ""},
+				{input[*thing]{kind: inTimer, now: at(0)}, phaseList, ""},
+				{input[*thing]{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("x", "1")}, phaseList, ""},
+				{input[*thing]{kind: inIdle, now: at(0)}, phaseList, ""},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseList, ""},
 			},
 		},
 	}
@@ -431,20 +431,20 @@ func TestStep(t *testing.T) {
 
 // testMachine returns a machine with a page size of pageSize, streaming
 // lists if streaming, and the default watch timeout.
-func testMachine(pageSize int64, streaming bool) *machine[thing] {
-	return &machine[thing]{
+func testMachine(pageSize int64, streaming bool) *machine[*thing] {
+	return &machine[*thing]{
 		meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-		cfg:  Config[thing]{PageSize: pageSize, StreamingList: streaming, WatchTimeout: 5 * time.Minute},
+		cfg:  settings{PageSize: pageSize, StreamingList: streaming, WatchTimeout: 5 * time.Minute},
 	}
 }
 
 // runSteps feeds steps to m from the zero state, checking each step's
 // actions and phase, then the last resourceVersion.
-func runSteps(t *testing.T, m *machine[thing], steps []stepCase, wantRV string) {
+func runSteps(t *testing.T, m *machine[*thing], steps []stepCase, wantRV string) {
 	t.Helper()
-	var s state[thing]
+	var s state[*thing]
 	for i, sc := range steps {
-		var acts []action[thing]
+		var acts []action[*thing]
 		s, acts = m.step(s, sc.in)
 		if got := describe(acts); got != sc.acts {
 			t.Fatalf("step %d: actions\n got: %s\nwant: %s", i, got, sc.acts)
@@ -467,18 +467,18 @@ func TestNextResourceVersion(t *testing.T) {
 	tests := []struct {
 		name      string
 		watch     bool // a watch (or streaming list if initial), not a list page
-		s         state[thing]
+		s         state[*thing]
 		rv, match string
 	}{
-		{"first list from the watch cache", false, state[thing]{}, "0", ""},
-		{"first list retried", false, state[thing]{failures: 1}, "0", ""},
-		{"relist after 410 is consistent", false, state[thing]{rv: "10", synced: true, gone: true}, "", ""},
-		{"list after an oversized answer is consistent", false, state[thing]{big: true}, "", ""},
-		{"later page carries only the token", false, state[thing]{cont: "tok"}, "", ""},
-		{"relist page", false, state[thing]{rv: "10", synced: true, gone: true, cont: "tok"}, "", ""},
-		{"watch from last seen", true, state[thing]{rv: "42", synced: true}, "42", ""},
-		{"streaming list", true, state[thing]{initial: true}, "", "NotOlderThan"},
-		{"streaming relist", true, state[thing]{rv: "42", synced: true, gone: true, initial: true}, "", "NotOlderThan"},
+		{"first list from the watch cache", false, state[*thing]{}, "0", ""},
+		{"first list retried", false, state[*thing]{failures: 1}, "0", ""},
+		{"relist after 410 is consistent", false, state[*thing]{rv: "10", synced: true, gone: true}, "", ""},
+		{"list after an oversized answer is consistent", false, state[*thing]{big: true}, "", ""},
+		{"later page carries only the token", false, state[*thing]{cont: "tok"}, "", ""},
+		{"relist page", false, state[*thing]{rv: "10", synced: true, gone: true, cont: "tok"}, "", ""},
+		{"watch from last seen", true, state[*thing]{rv: "42", synced: true}, "42", ""},
+		{"streaming list", true, state[*thing]{initial: true}, "", "NotOlderThan"},
+		{"streaming relist", true, state[*thing]{rv: "42", synced: true, gone: true, initial: true}, "", "NotOlderThan"},
 	}
 	m := testMachine(0, false)
 	for _, tt := range tests {
@@ -574,17 +574,17 @@ func TestRefused(t *testing.T) {
 // many events it brought.
 func TestWatchEndedAtOnceCause(t *testing.T) {
 	m := testMachine(500, false)
-	var s state[thing]
-	for _, in := range []input[thing]{
+	var s state[*thing]
+	for _, in := range []input[*thing]{
 		{kind: inStart, now: at(0)},
-		{kind: inListed, now: at(0), list: page("10", "")},
+		{kind: inListed, now: at(0), list: pointers(page("10", ""))},
 		{kind: inOpened, now: at(0)},
 		{kind: inEvent, now: at(0), typ: k8sapi.Bookmark, obj: bookmark("11", false)},
 		{kind: inEvent, now: at(0), typ: k8sapi.Added, obj: obj("a", "12")},
 	} {
 		s, _ = m.step(s, in)
 	}
-	_, acts := m.step(s, input[thing]{kind: inEvent, now: at(500 * time.Millisecond), err: io.EOF})
+	_, acts := m.step(s, input[*thing]{kind: inEvent, now: at(500 * time.Millisecond), err: io.EOF})
 	for _, a := range acts {
 		if a.kind == actLog {
 			if a.err == nil || a.err.Error() != "watch: server closed the watch after 500ms with 2 events" {
@@ -604,23 +604,23 @@ func TestHealth(t *testing.T) {
 	m := testMachine(500, false)
 	refused := errors.New("refused")
 	tests := []struct {
-		in      input[thing]
+		in      input[*thing]
 		heard   time.Duration // -1: never
 		failing time.Duration // -1: not failing
 		err     error
 	}{
-		{input[thing]{kind: inStart, now: at(0)}, -1, -1, nil},
-		{input[thing]{kind: inListed, now: at(1 * time.Second), list: page("10", "")}, time.Second, -1, nil},
-		{input[thing]{kind: inOpened, now: at(2 * time.Second)}, 2 * time.Second, -1, nil},
-		{input[thing]{kind: inEvent, now: at(3 * time.Second), typ: k8sapi.Added, obj: obj("a", "11")}, 3 * time.Second, -1, nil},
-		{input[thing]{kind: inEvent, now: at(4 * time.Second), err: io.ErrUnexpectedEOF}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
-		{input[thing]{kind: inTimer, now: at(5 * time.Second)}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
-		{input[thing]{kind: inOpened, now: at(6 * time.Second), err: refused}, 3 * time.Second, 4 * time.Second, refused},
-		{input[thing]{kind: inTimer, now: at(7 * time.Second)}, 3 * time.Second, 4 * time.Second, refused},
-		{input[thing]{kind: inOpened, now: at(8 * time.Second)}, 8 * time.Second, -1, nil},
-		{input[thing]{kind: inEvent, now: at(8*time.Second + 500*time.Millisecond), err: io.EOF}, 8 * time.Second, 8*time.Second + 500*time.Millisecond, nil},
+		{input[*thing]{kind: inStart, now: at(0)}, -1, -1, nil},
+		{input[*thing]{kind: inListed, now: at(1 * time.Second), list: pointers(page("10", ""))}, time.Second, -1, nil},
+		{input[*thing]{kind: inOpened, now: at(2 * time.Second)}, 2 * time.Second, -1, nil},
+		{input[*thing]{kind: inEvent, now: at(3 * time.Second), typ: k8sapi.Added, obj: obj("a", "11")}, 3 * time.Second, -1, nil},
+		{input[*thing]{kind: inEvent, now: at(4 * time.Second), err: io.ErrUnexpectedEOF}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
+		{input[*thing]{kind: inTimer, now: at(5 * time.Second)}, 3 * time.Second, 4 * time.Second, io.ErrUnexpectedEOF},
+		{input[*thing]{kind: inOpened, now: at(6 * time.Second), err: refused}, 3 * time.Second, 4 * time.Second, refused},
+		{input[*thing]{kind: inTimer, now: at(7 * time.Second)}, 3 * time.Second, 4 * time.Second, refused},
+		{input[*thing]{kind: inOpened, now: at(8 * time.Second)}, 8 * time.Second, -1, nil},
+		{input[*thing]{kind: inEvent, now: at(8*time.Second + 500*time.Millisecond), err: io.EOF}, 8 * time.Second, 8*time.Second + 500*time.Millisecond, nil},
 	}
-	var s state[thing]
+	var s state[*thing]
 	for i, tt := range tests {
 		s, _ = m.step(s, tt.in)
 		if want := at(tt.heard); tt.heard < 0 && !s.heard.IsZero() || tt.heard >= 0 && !s.heard.Equal(want) {

@@ -29,11 +29,11 @@ func eventTooLarge() error {
 }
 
 func listErr(d time.Duration, err error, p phase, acts string) stepCase {
-	return stepCase{input[thing]{kind: inListed, now: at(d), err: err}, p, acts}
+	return stepCase{input[*thing]{kind: inListed, now: at(d), err: err}, p, acts}
 }
 
 func listOK(d time.Duration, l *k8sapi.List[thing], p phase, acts string) stepCase {
-	return stepCase{input[thing]{kind: inListed, now: at(d), list: l}, p, acts}
+	return stepCase{input[*thing]{kind: inListed, now: at(d), list: pointers(l)}, p, acts}
 }
 
 // TestStepTooLarge: the page size shrinks when a page is over the client's
@@ -50,7 +50,7 @@ func TestStepTooLarge(t *testing.T) {
 		{
 			name: "a page too large is asked for again, consistently, with half as many objects; the next sync is at full size",
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
 				listErr(0, pageTooLarge(), phaseList, `log INFO list page too large; page size now 2; list rv="" limit=2`),
 				listOK(time.Second, page("30", "tok", obj("a", "5"), obj("b", "6")), phaseList, `list rv="" cont=tok limit=2`),
 				listErr(time.Second, pageTooLarge(), phaseList, `log INFO list page too large; page size now 1; list rv="" cont=tok limit=1`),
@@ -64,7 +64,7 @@ func TestStepTooLarge(t *testing.T) {
 		{
 			name: "one object over the limit fails with backoff; the list starts over and succeeds once it is gone",
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
 				listErr(0, pageTooLarge(), phaseList, `log INFO list page too large; page size now 2; list rv="" limit=2`),
 				listOK(0, page("30", "tok", obj("a", "5"), obj("b", "6")), phaseList, `list rv="" cont=tok limit=2`),
 				listErr(0, pageTooLarge(), phaseList, `log INFO list page too large; page size now 1; list rv="" cont=tok limit=1`),
@@ -83,7 +83,7 @@ func TestStepTooLarge(t *testing.T) {
 		{
 			name: "a watch event over the limit leads to a consistent list, not the same event again",
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseList, `list rv="0" limit=4`},
 				listOK(0, page("10", "", obj("a", "5")), phaseOpen, `replace [a]; watch rv="10" timeout=300`),
 				opened(0),
 				ended(time.Second, eventTooLarge(), phaseWait, "log WARN watch failed; wait 400ms"),
@@ -96,7 +96,7 @@ func TestStepTooLarge(t *testing.T) {
 			name:      "a streaming list with an event over the limit falls back to a list",
 			streaming: true,
 			steps: []stepCase{
-				{input[thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				opened(0),
 				ended(time.Second, eventTooLarge(), phaseWait, "log WARN watch failed; wait 400ms"),
 				timer(2*time.Second, phaseList, `list rv="" limit=4`),

@@ -18,9 +18,12 @@ const module = "github.com/zerodep-k8s/widget-operator"
 
 // maxSize is the most the stripped binary, and the image, may weigh. It
 // was 8 MiB until /metrics was served over HTTPS with TokenReview and
-// SubjectAccessReview: the TLS server and the self-signed certificate cost
-// about 270 KB (8.25 MiB in all).
-const maxSize = 9 << 20
+// SubjectAccessReview, which took linux/amd64 to 8,520 KiB. Generic code
+// held once instead of once per object type, and a self-signed
+// certificate written without x509.CreateCertificate, brought it back to
+// 8,260 KiB; the bound is 8.25 MiB until the 8 MiB goal is met again
+// (linux/arm64 is 7,680 KiB).
+const maxSize = 8<<20 + 256<<10
 
 // releaseFlags are the build flags of the Makefile and the Dockerfile.
 func releaseFlags(version string) []string {
@@ -72,7 +75,7 @@ func TestBuildIsReproducible(t *testing.T) {
 	}
 	t.Logf("linux/amd64: %d bytes (%.2f MiB), sha256 %x, identical in both builds", len(da), mib(len(da)), sha256.Sum256(da))
 	if len(da) > maxSize {
-		t.Errorf("the stripped binary is %d bytes (%.2f MiB), over %d MiB", len(da), mib(len(da)), maxSize>>20)
+		t.Errorf("the stripped binary is %d bytes (%.2f MiB), over %.2f MiB", len(da), mib(len(da)), mib(maxSize))
 	}
 }
 
@@ -136,7 +139,7 @@ func TestCrossBuildArm64(t *testing.T) {
 	}
 	t.Logf("linux/arm64: %d bytes (%.2f MiB), %v, static, stripped", st.Size(), mib(int(st.Size())), f.Machine)
 	if st.Size() > maxSize {
-		t.Errorf("the arm64 binary is %.2f MiB, over %d MiB", mib(int(st.Size())), maxSize>>20)
+		t.Errorf("the arm64 binary is %.2f MiB, over %.2f MiB", mib(int(st.Size())), mib(maxSize))
 	}
 }
 

@@ -141,7 +141,7 @@ func TestImageRunsInPodman(t *testing.T) {
 		t.Errorf("the image holds %q; want the binary alone", files)
 	}
 	if ic.Size > maxSize {
-		t.Errorf("the image is %.2f MiB, over %d MiB", mib(int(ic.Size)), maxSize>>20)
+		t.Errorf("the image is %.2f MiB, over %.2f MiB", mib(int(ic.Size)), mib(maxSize))
 	}
 	// Built in the container from the same sources with the same flags:
 	// the same bytes as on this machine.

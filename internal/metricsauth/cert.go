@@ -1,17 +1,19 @@
 package metricsauth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"cmp"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,34 +22,55 @@ import (
 const maxPEMSize = 1 << 20
 
 // recheck is how often the files of a certificate folder are read again
-// for a new certificate.
-const recheck = time.Minute
+// for a new certificate. A self-signed certificate is valid for
+// selfSignedLife and made again every selfSignedRenew, so that the one
+// served always has six days left.
+const (
+	recheck         = time.Minute
+	selfSignedLife  = 7 * 24 * time.Hour
+	selfSignedRenew = 24 * time.Hour
+)
 
 // Certificates holds an endpoint's serving certificate: tls.crt and tls.key
 // from a folder (as a kubernetes.io/tls Secret mounts them), read again
 // every minute so that a renewed pair is served, or a self-signed one made
-// at start. It is safe for concurrent use.
+// at start and again every day. It is safe for concurrent use.
 type Certificates struct {
-	dir string // "" for a self-signed certificate
+	load  func(now time.Time) (*tls.Certificate, error)
+	every time.Duration // how long a loaded certificate is served
+	log   *slog.Logger
 
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	checked time.Time
+	mu     sync.Mutex
+	cert   *tls.Certificate
+	due    time.Time // when to load again
+	failed string    // the last load error logged, "" since a success
 }
 
 // NewCertificates loads tls.crt and tls.key from dir, or, when dir is
-// empty, makes a self-signed ECDSA P-256 certificate valid for a year for
+// empty, makes a self-signed Ed25519 certificate valid for a week for
 // hosts (DNS names or IP addresses), localhost and the loopback addresses.
-func NewCertificates(dir string, hosts ...string) (*Certificates, error) {
-	load := func() (*tls.Certificate, error) { return loadPair(dir) }
+// A later load that fails is logged to log, once until one succeeds or
+// fails otherwise, and the last good certificate stays; nil means no log.
+func NewCertificates(dir string, log *slog.Logger, hosts ...string) (*Certificates, error) {
+	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck, log: log}
 	if dir == "" {
-		load = func() (*tls.Certificate, error) { return selfSigned(hosts, time.Now()) }
+		c.load, c.every = func(now time.Time) (*tls.Certificate, error) { return selfSigned(hosts, now) }, selfSignedRenew
 	}
-	cert, err := load()
-	if err != nil {
+	if err := c.reload(time.Now()); err != nil {
 		return nil, err
 	}
-	return &Certificates{dir: dir, cert: cert, checked: time.Now()}, nil
+	return c, nil
+}
+
+// reload loads the certificate again, due again after c.every. One that
+// fails to load leaves the current certificate in place.
+func (c *Certificates) reload(now time.Time) error {
+	c.due = now.Add(c.every)
+	cert, err := c.load(now)
+	if err == nil {
+		c.cert, c.failed = cert, ""
+	}
+	return err
 }
 
 // TLSConfig returns a server configuration that serves the certificate,
@@ -60,17 +83,15 @@ func (c *Certificates) TLSConfig() *tls.Config {
 	}
 }
 
-// get returns the certificate, first reading the folder again if it is
-// due. A pair that fails to load leaves the current certificate in place.
+// get returns the certificate, first loading it again if it is due.
 func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dir == "" || time.Since(c.checked) < recheck {
-		return c.cert, nil
-	}
-	c.checked = time.Now()
-	if cert, err := loadPair(c.dir); err == nil {
-		c.cert = cert
+	if now := time.Now(); !now.Before(c.due) {
+		if err := c.reload(now); err != nil && err.Error() != c.failed && c.log != nil {
+			c.failed = err.Error()
+			c.log.Warn("metricsauth: loading the serving certificate failed; serving the last good one", "err", err)
+		}
 	}
 	return c.cert, nil
 }
@@ -105,31 +126,52 @@ func readFile(path string) ([]byte, error) {
 	return b, err
 }
 
+// selfSigned makes a certificate for hosts (DNS names or IP addresses),
+// localhost and the loopback addresses, valid from an hour before now for
+// selfSignedLife and signed by its own new Ed25519 key. Its DER is written
+// here, and read back by the parser TLS clients use: x509.CreateCertificate
+// would add 56 KiB to the binary.
 func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
-	}
-	// A nil SerialNumber makes CreateCertificate choose a random one.
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "widget-operator metrics"},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(365 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	serial := make([]byte, 16)
+	rand.Read(serial)
+	serial[0] = serial[0]&0x3f | 0x40 // positive, and its first byte not 0
+	sans := slices.Concat(der(0x82, []byte("localhost")), der(0x87, []byte{127, 0, 0, 1}), der(0x87, net.IPv6loopback))
 	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		if ip, perr := netip.ParseAddr(h); perr == nil {
+			sans = append(sans, der(0x87, ip.AsSlice())...)
 		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
+			sans = append(sans, der(0x82, []byte(h))...)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	oid := func(b ...byte) []byte { return der(0x06, b) }
+	alg := der(0x30, oid(0x2b, 0x65, 0x70)) // Ed25519
+	name := der(0x30, der(0x31, der(0x30, oid(0x55, 4, 3), der(0x0c, []byte("widget-operator metrics")))))
+	utc := func(t time.Time) []byte { return der(0x17, []byte(t.UTC().Format("060102150405Z"))) }
+	exts := der(0xa3, der(0x30,
+		der(0x30, oid(0x55, 29, 15), der(0x01, []byte{0xff}), der(0x04, der(0x03, []byte{7, 0x80}))), // key usage: digital signature
+		der(0x30, oid(0x55, 29, 37), der(0x04, der(0x30, oid(0x2b, 6, 1, 5, 5, 7, 3, 1)))),           // extended: server auth
+		der(0x30, oid(0x55, 29, 17), der(0x04, der(0x30, sans)))))
+	tbs := der(0x30, der(0xa0, der(0x02, []byte{2})), der(0x02, serial), alg, name,
+		der(0x30, utc(now.Add(-time.Hour)), utc(now.Add(selfSignedLife))), name, der(0x30, alg, der(0x03, []byte{0}, pub)), exts)
+	cert := der(0x30, tbs, alg, der(0x03, []byte{0}, ed25519.Sign(key, tbs)))
+	leaf, perr := x509.ParseCertificate(cert)
+	if err = cmp.Or(err, perr); err != nil {
 		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
 	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	return &tls.Certificate{Certificate: [][]byte{cert}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// der returns the DER element of tag whose contents are parts, one after
+// another, of less than 64 KiB in all.
+func der(tag byte, parts ...[]byte) []byte {
+	b := slices.Concat(parts...)
+	switch n := len(b); {
+	case n < 0x80:
+		return append([]byte{tag, byte(n)}, b...)
+	case n < 0x100:
+		return append([]byte{tag, 0x81, byte(n)}, b...)
+	default:
+		return append([]byte{tag, 0x82, byte(n >> 8), byte(n)}, b...)
+	}
 }

@@ -99,7 +99,7 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 	var tlsConfig *tls.Config
 	if !opts.InsecureMetrics && on(opts.MetricsAddr) {
 		host, _ := os.Hostname()
-		certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, host)
+		certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, op.log, host)
 		if err != nil {
 			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
