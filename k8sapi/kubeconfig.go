@@ -197,16 +197,15 @@ func (d *kcFile) boolean(n *yaml.Node, field string) (bool, error) {
 	if n.IsNull() {
 		return false, nil
 	}
-	if n.Kind == yaml.Scalar && !n.Quoted {
-		switch n.Value {
-		case "true", "True", "TRUE":
-			return true, nil
-		case "false", "False", "FALSE":
-			return false, nil
-		}
+	if v, ok := booleans[n.Value]; ok && n.Kind == yaml.Scalar && !n.Quoted {
+		return v, nil
 	}
 	return false, d.errorf(n, "%s: want true or false", field)
 }
+
+// booleans are the plain scalars of YAML 1.2's core schema that are
+// booleans, and their values.
+var booleans = map[string]bool{"true": true, "True": true, "TRUE": true, "false": false, "False": false, "FALSE": false}
 
 func (d *kcFile) base64(n *yaml.Node, field string) ([]byte, error) {
 	s, err := d.str(n, field)

@@ -163,12 +163,9 @@ type named struct {
 }
 
 // Object is the constraint of P, the pointer type of T, in the generic
-// functions of this package: *T, with object metadata. It is inferred, as
-// in reconcile.WatchPrimary(c, cfg).
-type Object[T any] interface {
-	*T
-	k8sapi.Object
-}
+// functions of this package: [watch.Object], *T with object metadata. It
+// is inferred, as in reconcile.WatchPrimary(c, cfg).
+type Object[T any] = watch.Object[T]
 
 // Check is one readiness check of a [Controller]: one of its caches.
 type Check struct {

@@ -13,10 +13,7 @@ const IndexLabel = "label"
 
 // Labels is an IndexFunc that indexes an object by each of its labels, as
 // "key=value".
-func Labels[T any, P interface {
-	*T
-	k8sapi.Object
-}](obj *T) []string {
+func Labels[T any, P Object[T]](obj *T) []string {
 	labels := P(obj).GetObjectMeta().Labels
 	out := make([]string, 0, len(labels))
 	for k, v := range labels {
@@ -54,10 +51,7 @@ type Cache[T any] struct {
 
 // NewCache returns a cache for cfg. P is the pointer type of T; it is
 // inferred, as in watch.NewCache(cfg).
-func NewCache[T any, P interface {
-	*T
-	k8sapi.Object
-}](cfg Config[T]) *Cache[T] {
+func NewCache[T any, P Object[T]](cfg Config[T]) *Cache[T] {
 	indexers := map[string]IndexFunc[T]{IndexControllerUID: ControllerUID[T, P], IndexLabel: Labels[T, P]}
 	maps.Copy(indexers, cfg.Indexers)
 	cfg.Indexers = indexers

@@ -87,6 +87,14 @@ type Config[T any] struct {
 	WatchTimeout time.Duration
 }
 
+// Object is the constraint of P, the pointer type of T, in the generic
+// functions of this package and those built on it: *T, with object
+// metadata. It is inferred, as in watch.New(cfg).
+type Object[T any] interface {
+	*T
+	k8sapi.Object
+}
+
 // Informer keeps a [Store] equal to the server's state of a resource and
 // tells a [Handler] about every change. Create one with [New] and start it
 // with [Informer.Run], once. Its methods are safe for concurrent use.
@@ -103,10 +111,7 @@ type Informer[T any] struct {
 
 // New returns an informer for cfg. P is the pointer type of T; it is
 // inferred, as in watch.New(cfg).
-func New[T any, P interface {
-	*T
-	k8sapi.Object
-}](cfg Config[T]) *Informer[T] {
+func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	// A value zero or negative gets the default.
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)

@@ -20,10 +20,7 @@ const IndexControllerUID = "controllerUID"
 // ControllerUID is an IndexFunc that indexes an object by the UID of its
 // controlling owner (the owner reference with controller: true), so that an
 // event on a child maps to the object that manages it.
-func ControllerUID[T any, P interface {
-	*T
-	k8sapi.Object
-}](obj *T) []string {
+func ControllerUID[T any, P Object[T]](obj *T) []string {
 	ref := P(obj).GetObjectMeta().ControllerOf()
 	if ref == nil || ref.UID == "" {
 		return nil
