@@ -159,7 +159,10 @@ var policyCases = []policyCase{
 		"the labels app.kubernetes.io/managed-by=widget-operator, app.kubernetes.io/name=widget and app.kubernetes.io/instance=<the object's name>"},
 }
 
-var policyBindings = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+var (
+	admissionPolicies = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
+	policyBindings    = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+)
 
 // tokenClient is a client of p that authenticates with a bearer token.
 func tokenClient(t testing.TB, p *controlplane.Plane, token string) *k8sapi.Client {
@@ -263,6 +266,38 @@ func TestPolicyFencesOperatorToken(t *testing.T) {
 	})
 
 	waitPolicyActive(t, op, ns)
+
+	// Each validation reads only fields of both kinds, or one kind's
+	// through a variable, so the API server's type check of the policy
+	// against Deployments and Services finds nothing to warn about.
+	t.Run("the type check warns of nothing", func(t *testing.T) {
+		type status struct {
+			Metadata struct{ Generation int64 } `json:"metadata"`
+			Status   struct {
+				ObservedGeneration int64 `json:"observedGeneration"`
+				TypeChecking       *struct {
+					ExpressionWarnings []struct{ FieldRef, Warning string } `json:"expressionWarnings"`
+				} `json:"typeChecking"`
+			} `json:"status"`
+		}
+		policies := k8sapi.For[status](admin, admissionPolicies)
+		eventually(t, 60*time.Second, func() (bool, string) {
+			vap, err := policies.Get(ctxFor(t, 10*time.Second), "", childrenPolicy, k8sapi.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			st := vap.Status
+			// The type checker writes the status, with the generation
+			// it checked.
+			if st.ObservedGeneration != vap.Metadata.Generation {
+				return false, fmt.Sprintf("generation %d not type-checked yet (%+v)", vap.Metadata.Generation, st)
+			}
+			if st.TypeChecking != nil && len(st.TypeChecking.ExpressionWarnings) > 0 {
+				t.Fatalf("type-check warnings: %+v", st.TypeChecking.ExpressionWarnings)
+			}
+			return true, ""
+		})
+	})
 
 	t.Run("the Widget's children pass", func(t *testing.T) {
 		for _, kind := range []string{"Deployment", "Service"} {
