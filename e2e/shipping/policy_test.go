@@ -214,13 +214,13 @@ func waitPolicyActive(t testing.TB, op *k8sapi.Client, ns string) {
 }
 
 // TestPolicyFencesOperatorToken takes the operator's ServiceAccount token.
-// Without the policy's binding, it runs the audit's privileged pod in
-// kube-system. With it, it creates each child of policyCases: the privileged,
-// host-namespaced pod with the node's / in kube-system that the audit
-// reproduced, and one widening at a time of a Widget's Deployment or
-// Service. The API server refuses each with the policy's message and
-// stores nothing, while the Widget's children themselves pass, and the
-// admin may still create every one of them.
+// With the policy's binding deleted, the token runs the audit's pod in
+// kube-system: privileged, in the node's network and PID namespaces, with
+// the node's / mounted. With the binding back, the token creates each
+// child of policyCases: that pod again, then a Widget's Deployment or
+// Service widened one field at a time. The API server refuses each with
+// the policy's message and stores nothing; the Widget's own children pass,
+// and the admin may still create every refused one.
 func TestPolicyFencesOperatorToken(t *testing.T) {
 	p := env.Plane.Get(t)
 	env.Install(t, p)
