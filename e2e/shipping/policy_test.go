@@ -354,3 +354,41 @@ func TestPolicyFencesOperatorToken(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkPolicyCost times a server dry run of a Widget's Deployment
+// with the operator's token, and as the admin, with the children policy
+// bound and without: the difference is what the policy costs each write
+// of the operator's, and of another user's.
+func BenchmarkPolicyCost(b *testing.B) {
+	p := env.Plane.Get(b)
+	env.Install(b, p)
+	ns := p.TestNamespace(b)
+	op := tokenClient(b, p, harness.ServiceAccountToken(b, p, harness.OperatorNamespace, harness.OperatorSA))
+	admin := harness.Admin(b, p)
+	o := childOf(b, "Deployment", ns, "timed")
+	dryRun := k8sapi.WriteOptions{DryRun: true, FieldManager: widget.FieldManager}
+	run := func(c *k8sapi.Client) func(b *testing.B) {
+		return func(b *testing.B) {
+			for b.Loop() {
+				if _, err := rawClient(c, "Deployment").Create(ctxFor(b, 30*time.Second), ns, &o, dryRun); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	waitPolicyActive(b, op, ns)
+	b.Run("operator-with", run(op))
+	b.Run("admin-with", run(admin))
+	if err := k8sapi.For[object](admin, policyBindings).Delete(ctxFor(b, 30*time.Second), "", childrenPolicy, k8sapi.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { harness.Kubectl(b, p, "apply", "-f", "manifests/rbac/children_policy.yaml") })
+	probe := childOf(b, "Service", ns, "probe")
+	delete(metadata(probe), "labels")
+	eventually(b, 60*time.Second, func() (bool, string) {
+		_, err := rawClient(op, "Service").Create(ctxFor(b, 10*time.Second), ns, &probe, dryRun)
+		return err == nil, fmt.Sprintf("with the binding deleted: %v", err)
+	})
+	b.Run("operator-without", run(op))
+	b.Run("admin-without", run(admin))
+}
