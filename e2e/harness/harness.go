@@ -114,7 +114,8 @@ func KubectlErr(p *controlplane.Plane, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// Install installs the namespace, the CRD and the RBAC on p, once per plane.
+// Install installs the namespace, the CRD, and the RBAC with the admission
+// policy that fences it (manifests/rbac/) on p, once per plane.
 func (e *Env) Install(t testing.TB, p *controlplane.Plane) {
 	t.Helper()
 	e.mu.Lock()

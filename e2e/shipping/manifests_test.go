@@ -94,6 +94,8 @@ func TestKustomizeInstallsEverything(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/widget-operator-metrics-auth",
 		"clusterrolebinding.rbac.authorization.k8s.io/widget-operator-metrics-auth",
 		"clusterrole.rbac.authorization.k8s.io/widget-operator-metrics-reader",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/widget-operator-children",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/widget-operator-children",
 		"deployment.apps/widget-operator",
 		"networkpolicy.networking.k8s.io/widget-operator",
 	} {

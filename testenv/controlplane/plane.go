@@ -245,6 +245,10 @@ func (p *Plane) apiServerArgs(port int) []string {
 		// ownerReference needs update on the owner's finalizers, so tests
 		// prove that an operator's RBAC grants it.
 		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		// As kubeadm and kind do: privileged containers are the cluster's
+		// to allow, so that tests see what admission, not this flag,
+		// refuses.
+		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 		"--audit-policy-file=" + filepath.Join(p.dir, "audit-policy.yaml"),
 		"--audit-log-path=" + p.auditLog,
