@@ -116,6 +116,9 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Transform == nil {
+		cfg.Transform = func(*T) {} // objects kept as decoded
+	}
 	return &Informer[T]{
 		machine: machine[T]{meta: meta, cfg: cfg},
 		store:   newStore(meta, cfg.Indexers),
@@ -246,7 +249,7 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 		}
 		if err == nil {
 			for i := range list.Items {
-				inf.transform(&list.Items[i])
+				inf.cfg.Transform(&list.Items[i])
 			}
 		}
 		return input[T]{kind: inListed, list: list, err: err}, true
@@ -311,13 +314,6 @@ func (r *runner[T]) do(ctx context.Context, a action[T]) (input[T], bool) {
 	return input[T]{}, false
 }
 
-// transform applies Config.Transform, if any, to obj.
-func (inf *Informer[T]) transform(obj *T) {
-	if inf.cfg.Transform != nil {
-		inf.cfg.Transform(obj)
-	}
-}
-
 // notify counts one change to the cache and tells the handler: old is nil
 // for an add, obj nil for a delete.
 func (inf *Informer[T]) notify(old, obj *T) {
@@ -358,7 +354,7 @@ func (r *runner[T]) next() input[T] {
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	} else if err == nil {
-		r.inf.transform(&ev.Object)
+		r.inf.cfg.Transform(&ev.Object)
 	}
 	return input[T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
 }
