@@ -208,10 +208,7 @@ func (m *machine[T]) step(s state[T], in input[T]) (state[T], []action[T]) {
 			if s.initial && refused(in.err) {
 				// The server does not do streaming lists: list instead,
 				// now and from now on.
-				s.streamRefused, s.initial = true, false
-				acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
-					msg: "streaming list refused; using list and watch", err: in.err})
-				acts = m.list(&s, acts)
+				acts = m.noStream(&s, "streaming list refused", in.err, acts)
 				break
 			}
 			acts = m.fail(&s, in, "watch failed", acts)
@@ -272,10 +269,7 @@ func (m *machine[T]) ended(s *state[T], in input[T], acts []action[T]) []action[
 			// The stream ended before its initial events did. A server
 			// that ignores sendInitialEvents does this at its timeout;
 			// list instead.
-			s.streamRefused, s.initial = true, false
-			acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo,
-				msg: "streaming list ended early; using list and watch"})
-			return m.list(s, acts)
+			return m.noStream(s, "streaming list ended early", nil, acts)
 		}
 		// A watch the server ends early with nothing to say, or within a
 		// second whatever it said, is a failure: reopening it at once could
@@ -320,6 +314,14 @@ func (m *machine[T]) sync(s *state[T], in input[T], acts []action[T]) []action[T
 		s.initial = true
 		return m.watch(s, in, acts)
 	}
+	return m.list(s, acts)
+}
+
+// noStream gives up streaming lists, now and from now on, for a
+// paginated list, and logs why: msg, with err if any.
+func (m *machine[T]) noStream(s *state[T], msg string, err error, acts []action[T]) []action[T] {
+	s.streamRefused, s.initial = true, false
+	acts = append(acts, action[T]{kind: actLog, level: slog.LevelInfo, msg: msg + "; using list and watch", err: err})
 	return m.list(s, acts)
 }
 
