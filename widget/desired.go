@@ -58,12 +58,11 @@ func SelectorLabels(name string) map[string]string {
 // It expects a spec that passes Validate; missing replicas and port take
 // their defaults. It is a pure function of w.
 func DesiredDeployment(w *Widget) *DeploymentApply {
-	replicas := w.Spec.ReplicasOrDefault()
 	return &DeploymentApply{
 		TypeMeta:   k8sapi.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: childMeta(w),
 		Spec: k8sapi.DeploymentSpec{
-			Replicas: &replicas,
+			Replicas: new(w.Spec.ReplicasOrDefault()),
 			Selector: &k8sapi.LabelSelector{MatchLabels: SelectorLabels(w.Name)},
 			Template: k8sapi.PodTemplateSpec{
 				ObjectMeta: k8sapi.ObjectMeta{Labels: Labels(w.Name)},
