@@ -107,12 +107,8 @@ func (e *RequestError) Unwrap() error { return e.Err }
 // but the body could not be used: malformed or truncated JSON, a body or
 // watch event larger than the limit (Err wraps [ErrBodyTooLarge]), or a
 // watch event of unknown type. A watch that returns a DecodeError is done.
-type DecodeError struct {
-	Op              string // the verb, as in [APIError]
-	Resource        string // plural resource, "/subresource" appended if any
-	Namespace, Name string
-	Err             error
-}
+// Its fields are a [RequestError]'s: the request, and the cause.
+type DecodeError RequestError
 
 // Error returns "k8sapi: <op> <resource> <namespace>/<name>: decode: <cause>".
 func (e *DecodeError) Error() string {

@@ -220,8 +220,7 @@ func (e *execCredentials) fetch(c *execCall) {
 func (e *execCredentials) parse(c *execCall, out []byte) error {
 	var ec execCredential
 	if err := json.Unmarshal(out, &ec); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 			return fmt.Errorf("output is not JSON (at byte %d)", se.Offset)
 		}
 		return errors.New("output is not a valid ExecCredential")

@@ -134,8 +134,7 @@ func readFileLimit(path string, limit int64) ([]byte, error) {
 // pathCause drops the path from an *fs.PathError, which the ConfigError
 // already names.
 func pathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err
@@ -149,8 +148,7 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	}
 	d := &kcFile{path: path, dir: dir, kc: kc}
 	root, err := yaml.Parse(data)
-	var se *yaml.SyntaxError // Parse's only error
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*yaml.SyntaxError](err); ok { // Parse's only error
 		return &ConfigError{Path: path, Line: se.Line, Err: errors.New(se.Msg)}
 	}
 	// An empty file is an empty config. Other keys (apiVersion, kind,

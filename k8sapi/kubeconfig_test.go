@@ -422,3 +422,16 @@ func TestProxyURLOneRule(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadKubeconfigBooleans reads each of the core schema's spellings of
+// true and false, and null, as insecure-skip-tls-verify.
+func TestLoadKubeconfigBooleans(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "True": true, "TRUE": true, "false": false, "False": false, "FALSE": false, "~": false} {
+		dir := writeFiles(t, t.TempDir(), map[string]string{"config": "clusters:\n- name: c\n  cluster:\n    server: https://h\n    insecure-skip-tls-verify: " + v +
+			"\ncontexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n"})
+		cfg, err := LoadKubeconfig([]string{filepath.Join(dir, "config")}, "")
+		if err != nil || cfg.Insecure != want {
+			t.Errorf("insecure-skip-tls-verify: %s: got %+v, %v; want Insecure %v", v, cfg, err, want)
+		}
+	}
+}

@@ -52,12 +52,11 @@ var classNames = [...]string{"Transient", "Waiting", "Permanent", "Moot"}
 //     429, 5xx, 401) is Transient;
 //   - anything else (no answer, a cancelled request): Transient.
 func Classify(err error) Class {
-	var te *TerminalError
-	if errors.As(err, &te) || errors.Is(err, k8sapi.ErrInvalidKey) {
+	if IsTerminal(err) || errors.Is(err, k8sapi.ErrInvalidKey) {
 		return Permanent
 	}
-	var ae *k8sapi.APIError
-	if !errors.As(err, &ae) {
+	ae, ok := errors.AsType[*k8sapi.APIError](err)
+	if !ok {
 		return Transient
 	}
 	switch {
@@ -87,8 +86,8 @@ func (e *TerminalError) Unwrap() error { return e.Err }
 
 // IsTerminal reports whether err is or wraps a [*TerminalError].
 func IsTerminal(err error) bool {
-	var te *TerminalError
-	return errors.As(err, &te)
+	_, ok := errors.AsType[*TerminalError](err)
+	return ok
 }
 
 func hasCause(ae *k8sapi.APIError, typ string) bool {

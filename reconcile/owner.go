@@ -12,14 +12,13 @@ import (
 // blockOwnerDeletion: true. Give it to SetControllerReference or put it in
 // a desired object's metadata.
 func NewControllerRef(owner *k8sapi.ObjectMeta, apiVersion, kind string) k8sapi.OwnerReference {
-	t := true
 	return k8sapi.OwnerReference{
 		APIVersion:         apiVersion,
 		Kind:               kind,
 		Name:               owner.Name,
 		UID:                owner.UID,
-		Controller:         &t,
-		BlockOwnerDeletion: &t,
+		Controller:         new(true),
+		BlockOwnerDeletion: new(true),
 	}
 }
 
@@ -35,8 +34,7 @@ func SetControllerReference(obj *k8sapi.ObjectMeta, ref k8sapi.OwnerReference) e
 	if c := obj.ControllerOf(); c != nil && c.UID != ref.UID {
 		return &AlreadyOwnedError{Namespace: obj.Namespace, Name: obj.Name, Owner: *c}
 	}
-	t := true
-	ref.Controller = &t
+	ref.Controller = new(true)
 	refs := slices.DeleteFunc(slices.Clone(obj.OwnerReferences), func(r k8sapi.OwnerReference) bool { return r.UID == ref.UID })
 	obj.OwnerReferences = append(refs, ref)
 	return nil

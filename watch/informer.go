@@ -117,6 +117,9 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Transform == nil {
+		cfg.Transform = func(*T) {} // objects kept as decoded
+	}
 	return &Informer[T]{
 		cfg:     cfg,
 		machine: machine[*T]{meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}},
@@ -248,7 +251,7 @@ func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
 		}
 		if err == nil {
 			for i := range list.Items {
-				inf.transform(&list.Items[i])
+				inf.cfg.Transform(&list.Items[i])
 			}
 		}
 		return input[*T]{kind: inListed, list: pointers(list), err: err}, true
@@ -327,13 +330,6 @@ func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
 	return out
 }
 
-// transform applies Config.Transform, if any, to obj.
-func (inf *Informer[T]) transform(obj *T) {
-	if inf.cfg.Transform != nil {
-		inf.cfg.Transform(obj)
-	}
-}
-
 // notify counts one change to the cache and tells the handler: old is nil
 // for an add, obj nil for a delete.
 func (inf *Informer[T]) notify(old, obj *T) {
@@ -374,7 +370,7 @@ func (r *runner[T]) next() input[*T] {
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	} else if err == nil {
-		r.inf.transform(&ev.Object)
+		r.inf.cfg.Transform(&ev.Object)
 	}
 	return input[*T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
 }

@@ -214,10 +214,7 @@ func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 			if s.initial && refused(in.err) {
 				// The server does not do streaming lists: list instead,
 				// now and from now on.
-				s.streamRefused, s.initial = true, false
-				acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
-					msg: "streaming list refused; using list and watch", err: in.err})
-				acts = m.list(&s, acts)
+				acts = m.noStream(&s, "streaming list refused", in.err, acts)
 				break
 			}
 			acts = m.fail(&s, in, "watch failed", acts)
@@ -278,10 +275,7 @@ func (m *machine[P]) ended(s *state[P], in input[P], acts []action[P]) []action[
 			// The stream ended before its initial events did. A server
 			// that ignores sendInitialEvents does this at its timeout;
 			// list instead.
-			s.streamRefused, s.initial = true, false
-			acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
-				msg: "streaming list ended early; using list and watch"})
-			return m.list(s, acts)
+			return m.noStream(s, "streaming list ended early", nil, acts)
 		}
 		// A watch the server ends early with nothing to say, or within a
 		// second whatever it said, is a failure: reopening it at once could
@@ -326,6 +320,14 @@ func (m *machine[P]) sync(s *state[P], in input[P], acts []action[P]) []action[P
 		s.initial = true
 		return m.watch(s, in, acts)
 	}
+	return m.list(s, acts)
+}
+
+// noStream gives up streaming lists, now and from now on, for a
+// paginated list, and logs why: msg, with err if any.
+func (m *machine[P]) noStream(s *state[P], msg string, err error, acts []action[P]) []action[P] {
+	s.streamRefused, s.initial = true, false
+	acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo, msg: msg + "; using list and watch", err: err})
 	return m.list(s, acts)
 }
 

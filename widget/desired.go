@@ -58,12 +58,11 @@ func SelectorLabels(name string) map[string]string {
 // It expects a spec that passes Validate; missing replicas and port take
 // their defaults. It is a pure function of w.
 func DesiredDeployment(w *Widget) *DeploymentApply {
-	replicas := w.Spec.ReplicasOrDefault()
 	return &DeploymentApply{
 		TypeMeta:   k8sapi.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: childMeta(w),
 		Spec: k8sapi.DeploymentSpec{
-			Replicas: &replicas,
+			Replicas: new(w.Spec.ReplicasOrDefault()),
 			Selector: &k8sapi.LabelSelector{MatchLabels: SelectorLabels(w.Name)},
 			Template: k8sapi.PodTemplateSpec{
 				ObjectMeta: k8sapi.ObjectMeta{Labels: Labels(w.Name)},
@@ -163,11 +162,9 @@ func labelsHold(have, want map[string]string) bool {
 	return true
 }
 
+// selectorEqual reports whether a and b are both nil or select alike.
 func selectorEqual(a, b *k8sapi.LabelSelector) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return maps.Equal(a.MatchLabels, b.MatchLabels)
+	return a == b || a != nil && b != nil && maps.Equal(a.MatchLabels, b.MatchLabels)
 }
 
 // sameProtocol compares two port protocols, the empty one meaning TCP.
@@ -175,11 +172,10 @@ func sameProtocol(a, b string) bool {
 	return cmp.Or(a, "TCP") == cmp.Or(b, "TCP")
 }
 
+// int32PtrEqual reports whether a and b are both nil or point at equal
+// values.
 func int32PtrEqual(a, b *int32) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 func boolPtrEqual(a, b *bool) bool {

@@ -122,19 +122,17 @@ type WidgetStatus struct {
 }
 
 // ReplicasOrDefault returns *s.Replicas, or DefaultReplicas when it is nil.
-func (s *WidgetSpec) ReplicasOrDefault() int32 {
-	if s.Replicas == nil {
-		return DefaultReplicas
-	}
-	return *s.Replicas
-}
+func (s *WidgetSpec) ReplicasOrDefault() int32 { return orDefault(s.Replicas, DefaultReplicas) }
 
 // PortOrDefault returns *s.Port, or DefaultPort when it is nil.
-func (s *WidgetSpec) PortOrDefault() int32 {
-	if s.Port == nil {
-		return DefaultPort
+func (s *WidgetSpec) PortOrDefault() int32 { return orDefault(s.Port, DefaultPort) }
+
+// orDefault returns *p, or def when p is nil.
+func orDefault(p *int32, def int32) int32 {
+	if p == nil {
+		return def
 	}
-	return *s.Port
+	return *p
 }
 
 // UnmarshalJSON decodes a spec. It returns an error only for input that is

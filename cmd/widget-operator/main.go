@@ -120,19 +120,16 @@ func parseFlags(args []string, getenv func(string) string, helpOut io.Writer) (f
 		return f, false, err
 	}
 	f.InsecureMetrics = !*metricsSecure
-	if f.InsecureMetrics && f.MetricsCertDir != "" {
+	switch {
+	case f.InsecureMetrics && f.MetricsCertDir != "":
 		return f, false, errors.New("--metrics-cert-dir needs --metrics-secure")
-	}
-	if fs.NArg() > 0 {
+	case fs.NArg() > 0:
 		return f, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if f.Workers < 1 {
+	case f.Workers < 1:
 		return f, false, fmt.Errorf("--workers must be at least 1, not %d", f.Workers)
-	}
-	if f.Shards < 1 || f.Shards > 64 {
+	case f.Shards < 1 || f.Shards > 64:
 		return f, false, fmt.Errorf("--shards must be from 1 to 64, not %d", f.Shards)
-	}
-	if f.QPS < 0 || f.Burst < 0 {
+	case f.QPS < 0 || f.Burst < 0:
 		return f, false, errors.New("--qps and --burst must not be negative")
 	}
 	return f, *version, nil

@@ -57,12 +57,9 @@ func balance(self string, members, holders []string) (take, give []int) {
 	if len(mine) <= lo || len(free) > 0 {
 		return nil, nil
 	}
-	needy := false
+	needy := slices.ContainsFunc(members, func(r string) bool { return count[r] < lo })
 	richest := self
 	for _, r := range members {
-		if count[r] < lo {
-			needy = true
-		}
 		if count[r] > count[richest] || count[r] == count[richest] && r < richest {
 			richest = r
 		}

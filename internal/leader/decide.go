@@ -94,8 +94,7 @@ func released(old record, now time.Time) record {
 
 // apply writes r into a copy of l's spec, keeping l's metadata.
 func (r record) apply(l k8sapi.Lease) k8sapi.Lease {
-	holder, dur, tr := r.holder, r.durationSec, r.transitions
-	acq, ren := k8sapi.MicroTime{Time: r.acquire}, k8sapi.MicroTime{Time: r.renew}
-	l.Spec = k8sapi.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &acq, RenewTime: &ren, LeaseTransitions: &tr}
+	l.Spec = k8sapi.LeaseSpec{HolderIdentity: new(r.holder), LeaseDurationSeconds: new(r.durationSec),
+		AcquireTime: new(k8sapi.MicroTime{Time: r.acquire}), RenewTime: new(k8sapi.MicroTime{Time: r.renew}), LeaseTransitions: new(r.transitions)}
 	return l
 }

@@ -63,26 +63,17 @@ type ControllerMetrics struct {
 // exist from the start) but max_concurrent_reconciles, set to workers.
 func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 	total := NewCounterVec("controller_runtime_reconcile_total", "Reconciles per controller, by result.", "controller", "result")
-	errs := NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller")
-	terminal := NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller")
-	panics := NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller")
-	durations := NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller")
-	maxConcurrent := NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller")
-	active := NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller")
-	results := map[string]*Series{}
+	m := &ControllerMetrics{collectors: collectors{total}, results: map[string]*Series{}}
+	m.errors = m.add(NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"), name)
+	m.terminal = m.add(NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"), name)
+	m.panics = m.add(NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"), name)
+	m.time = m.add(NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"), name)
+	m.add(NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"), name).Set(float64(workers))
+	m.active = m.add(NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"), name)
 	for _, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter} {
-		results[r] = total.WithLabelValues(name, r)
+		m.results[r] = total.WithLabelValues(name, r)
 	}
-	maxConcurrent.WithLabelValues(name).Set(float64(workers))
-	return &ControllerMetrics{
-		collectors: collectors{total, errs, terminal, panics, durations, maxConcurrent, active},
-		errors:     errs.WithLabelValues(name),
-		terminal:   terminal.WithLabelValues(name),
-		panics:     panics.WithLabelValues(name),
-		time:       durations.WithLabelValues(name),
-		active:     active.WithLabelValues(name),
-		results:    results,
-	}
+	return m
 }
 
 // Reconciled records one reconcile that took d and ended with result, one
@@ -137,23 +128,18 @@ var _ queue.Metrics = (*WorkqueueMetrics)(nil)
 // made after its metrics.
 func NewWorkqueueMetrics(name, controller string, unfinished func() (total, longest time.Duration)) *WorkqueueMetrics {
 	l := []string{"name", "controller"}
-	depth := NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...)
-	adds := NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...)
-	waited := NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...)
-	worked := NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...)
-	retries := NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...)
+	m := &WorkqueueMetrics{}
+	m.depth = m.add(NewGaugeVec("workqueue_depth", "Keys ready in the work queue now.", l...), name, controller)
+	m.adds = m.add(NewCounterVec("workqueue_adds_total", "Adds that made a key ready in the work queue.", l...), name, controller)
+	m.waited = m.add(NewHistogramVec("workqueue_queue_duration_seconds", "How long a key waited in the work queue before a worker took it.", WorkqueueBuckets, l...), name, controller)
+	m.worked = m.add(NewHistogramVec("workqueue_work_duration_seconds", "How long a worker held a key.", WorkqueueBuckets, l...), name, controller)
+	m.retries = m.add(NewCounterVec("workqueue_retries_total", "Keys added back to the work queue with backoff.", l...), name, controller)
 	total := NewGaugeFuncVec("workqueue_unfinished_work_seconds", "Seconds the keys held by workers now have been held, summed. A steady rise means stuck workers.", l...)
 	longest := NewGaugeFuncVec("workqueue_longest_running_processor_seconds", "Seconds the key held longest by a worker now has been held.", l...)
 	total.Bind(func() float64 { t, _ := unfinished(); return t.Seconds() }, name, controller)
 	longest.Bind(func() float64 { _, l := unfinished(); return l.Seconds() }, name, controller)
-	return &WorkqueueMetrics{
-		collectors: collectors{depth, adds, waited, worked, retries, total, longest},
-		depth:      depth.WithLabelValues(name, controller),
-		adds:       adds.WithLabelValues(name, controller),
-		waited:     waited.WithLabelValues(name, controller),
-		worked:     worked.WithLabelValues(name, controller),
-		retries:    retries.WithLabelValues(name, controller),
-	}
+	m.collectors = append(m.collectors, total, longest)
+	return m
 }
 
 // Added counts an add.

@@ -27,6 +27,12 @@ type collectors []*Vec
 
 func (cs collectors) vecs() []*Vec { return cs }
 
+// add adds v to the set and returns its series of the label values.
+func (cs *collectors) add(v *Vec, values ...string) *Series {
+	*cs = append(*cs, v)
+	return v.WithLabelValues(values...)
+}
+
 // Registry holds collectors and writes their families in the text
 // exposition format. The zero value is not usable; call [NewRegistry]. A
 // Registry is safe for concurrent use: registering, scraping and updating

@@ -217,11 +217,8 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 		return nil, err
 	}
 	quotaInformer := watch.New(quotas)
-	op.ctrl.Background = []func(context.Context){rec.Run, func(ctx context.Context) {
-		if err := quotaInformer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("watch stopped", "watch", "resourcequotas", "err", err)
-		}
-	}}
+	// Run fails only without a Source, and quotas has one.
+	op.ctrl.Background = []func(context.Context){rec.Run, func(ctx context.Context) { quotaInformer.Run(ctx) }}
 	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
 		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler

@@ -532,22 +532,20 @@ func (p *parser) plain(t string, num, parent int) *Node {
 // indicator rejects a value starting with an indicator the subset leaves
 // out, or with a list item's "- ".
 func indicator(t string, num int) {
-	switch t[0] {
-	case '&':
+	switch c := t[0]; {
+	case c == '&':
 		fail(num, "anchors are not supported")
-	case '*':
+	case c == '*':
 		fail(num, "aliases are not supported")
-	case '!':
+	case c == '!':
 		fail(num, "tags are not supported")
-	case '%', '@', '`':
-		fail(num, "reserved indicator %q cannot start a plain scalar", t[0])
-	case ',', ']', '}':
-		fail(num, "unexpected %q", t[0])
-	}
-	switch {
-	case t[0] == '?' && spaceAfter(t, 0):
+	case c == '%', c == '@', c == '`':
+		fail(num, "reserved indicator %q cannot start a plain scalar", c)
+	case c == ',', c == ']', c == '}':
+		fail(num, "unexpected %q", c)
+	case c == '?' && spaceAfter(t, 0):
 		fail(num, "complex keys ('?') are not supported")
-	case t[0] == ':' && spaceAfter(t, 0):
+	case c == ':' && spaceAfter(t, 0):
 		fail(num, "unexpected ':'")
 	case isSeqItem(t):
 		fail(num, "a list item cannot start here")
