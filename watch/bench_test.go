@@ -228,11 +228,11 @@ func BenchmarkRelist(b *testing.B) {
 		}
 	}
 	s := newStore(func(d *k8sapi.Deployment) *k8sapi.ObjectMeta { return &d.ObjectMeta }, benchIndexers())
-	s.replace(gens[1])
+	s.core.replace(gens[1])
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if n := len(s.replace(gens[i%2])); n != benchObjects/10 {
+		if n := len(s.core.replace(gens[i%2])); n != benchObjects/10 {
 			b.Fatalf("%d changes, want %d", n, benchObjects/10)
 		}
 	}

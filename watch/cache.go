@@ -62,7 +62,7 @@ func NewCache[T any, P Object[T]](cfg Config[T]) *Cache[T] {
 // [Cache.Wrote] until the watch has caught up with it, else the one in the
 // store. Do not mutate it.
 func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
-	s := c.store
+	s := &c.store.core
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	obj := c.shown(k8sapi.Key(namespace, name))
@@ -73,10 +73,10 @@ func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
 // [Cache.Deleted] (nil), else the store's object, if any. The caller holds
 // the store's mutex.
 func (c *Cache[T]) shown(key string) *T {
-	if obj, ok := c.store.wrote[key]; ok {
+	if obj, ok := c.store.core.wrote[key]; ok {
 		return obj
 	}
-	return c.store.items[key]
+	return c.store.core.items[key]
 }
 
 // Wrote records obj, the object the API server returned for a write, so
@@ -90,7 +90,7 @@ func (c *Cache[T]) shown(key string) *T {
 // and deleted, which Get would otherwise show until a relist: it knows the
 // UIDs of the last 256 objects the watch deleted.
 func (c *Cache[T]) Wrote(prev, obj *T) {
-	s := c.store
+	s := &c.store.core
 	rv := func(o *T) string { return s.meta(o).ResourceVersion }
 	key := s.key(obj)
 	s.mu.Lock()
@@ -112,7 +112,7 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 // Get no longer returns it until the watch catches up. It records nothing
 // when Get no longer shows obj: the watch has moved since.
 func (c *Cache[T]) Deleted(obj *T) {
-	s := c.store
+	s := &c.store.core
 	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,12 +29,12 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 		return func(c *Cache[thing]) { c.Wrote(nil, obj("a", rv)) }
 	}
 	event := func(rv string) func(c *Cache[thing]) {
-		return func(c *Cache[thing]) { c.store.put("ns/a", obj("a", rv)) }
+		return func(c *Cache[thing]) { c.store.core.put("ns/a", obj("a", rv)) }
 	}
-	deleted := func(c *Cache[thing]) { c.store.remove("ns/a") }
+	deleted := func(c *Cache[thing]) { c.store.core.remove("ns/a") }
 	del := func(c *Cache[thing]) { c.Deleted(get(c)) }
 	relist := func(items ...*thing) func(c *Cache[thing]) {
-		return func(c *Cache[thing]) { c.store.replace(items) }
+		return func(c *Cache[thing]) { c.store.core.replace(items) }
 	}
 	for _, tt := range []struct {
 		name  string
@@ -97,7 +97,7 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			{event("1"), "a@1"},
 			{func(c *Cache[thing]) {
 				prev := get(c)
-				c.store.put("ns/a", obj("a", "5"))
+				c.store.core.put("ns/a", obj("a", "5"))
 				c.Wrote(prev, obj("a", "5"))
 			}, "a@5"},
 			{event("6"), "a@6"},
@@ -106,8 +106,8 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			{func(c *Cache[thing]) {
 				o := obj("a", "5")
 				o.UID = "u5"
-				c.store.put("ns/a", o)
-				c.store.remove("ns/a") // by someone else, before the creator's Wrote
+				c.store.core.put("ns/a", o)
+				c.store.core.remove("ns/a") // by someone else, before the creator's Wrote
 				c.Wrote(nil, o)
 			}, ""},
 			{event("9"), "a@9"},
@@ -116,7 +116,7 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			{event("1"), "a@1"},
 			{func(c *Cache[thing]) {
 				prev := get(c)
-				c.store.put("ns/a", obj("a", "3"))
+				c.store.core.put("ns/a", obj("a", "3"))
 				c.Wrote(prev, obj("a", "5"))
 			}, "a@3"},
 			{event("5"), "a@5"},
@@ -157,7 +157,7 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 			{event("1"), "a@1"},
 			{func(c *Cache[thing]) {
 				prev := get(c)
-				c.store.put("ns/a", obj("a", "3"))
+				c.store.core.put("ns/a", obj("a", "3"))
 				c.Deleted(prev)
 			}, "a@3"},
 			{deleted, ""},
@@ -184,7 +184,7 @@ func TestCacheReadsOwnWrites(t *testing.T) {
 					t.Fatalf("step %d: Get = %q, want %q", i, got, st.want)
 				}
 			}
-			if n := len(c.store.wrote); n != 0 {
+			if n := len(c.store.core.wrote); n != 0 {
 				t.Errorf("%d written objects left after the watch caught up", n)
 			}
 		})
@@ -235,7 +235,7 @@ func TestCacheBuiltInIndexes(t *testing.T) {
 	c := NewCache(Config[thing]{Indexers: map[string]IndexFunc[thing]{indexOwnerUID: ownerUIDs}})
 	a := owned("a", "1", "w", true)
 	a.Labels = map[string]string{"app": "web", "tier": "front"}
-	c.store.replace([]*thing{a, owned("b", "1", "w", false)})
+	c.store.core.replace([]*thing{a, owned("b", "1", "w", false)})
 	for _, tt := range []struct{ index, value, want string }{
 		{IndexControllerUID, "uid-w", "a"},
 		{IndexLabel, "app=web", "a"},
@@ -255,19 +255,19 @@ func TestCacheRemembersLastRemovals(t *testing.T) {
 	for i := range 1000 {
 		o := obj("a", strconv.Itoa(i))
 		o.UID = "u" + strconv.Itoa(i)
-		c.store.put("ns/a", o)
-		c.store.remove("ns/a")
+		c.store.core.put("ns/a", o)
+		c.store.core.remove("ns/a")
 	}
-	if n := len(c.store.removed); n != 256 {
+	if n := len(c.store.core.removed); n != 256 {
 		t.Fatalf("%d UIDs kept, want 256", n)
 	}
-	if first, last := c.store.removed[0], c.store.removed[255]; first != "u744" || last != "u999" {
+	if first, last := c.store.core.removed[0], c.store.core.removed[255]; first != "u744" || last != "u999" {
 		t.Errorf("kept %s to %s, want u744 to u999", first, last)
 	}
 	// An object without a UID (a test's, never the API server's) is
 	// removed too: a created one without a UID is still recorded.
-	c.store.put("ns/b", obj("b", "1"))
-	c.store.remove("ns/b")
+	c.store.core.put("ns/b", obj("b", "1"))
+	c.store.core.remove("ns/b")
 	for _, tt := range []struct {
 		uid  string
 		want bool // Wrote records it
@@ -275,10 +275,10 @@ func TestCacheRemembersLastRemovals(t *testing.T) {
 		o := obj("a", "x")
 		o.UID = tt.uid
 		c.Wrote(nil, o)
-		_, recorded := c.store.wrote["ns/a"]
+		_, recorded := c.store.core.wrote["ns/a"]
 		if recorded != tt.want {
 			t.Errorf("Wrote(nil, created %q) recorded %v, want %v", tt.uid, recorded, tt.want)
 		}
-		delete(c.store.wrote, "ns/a")
+		delete(c.store.core.wrote, "ns/a")
 	}
 }

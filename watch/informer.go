@@ -293,15 +293,15 @@ func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
 		}
-		for _, c := range inf.store.replace(a.items) {
+		for _, c := range inf.store.core.replace(a.items) {
 			inf.notify(c.old, c.new)
 		}
 		inf.synced.Store(true)
 	case actApply:
-		key := inf.store.key(a.obj)
+		key := inf.store.core.key(a.obj)
 		if a.typ != k8sapi.Deleted {
-			inf.notify(inf.store.put(key, a.obj), a.obj)
-		} else if inf.store.remove(key) != nil {
+			inf.notify(inf.store.core.put(key, a.obj), a.obj)
+		} else if inf.store.core.remove(key) != nil {
 			// Nothing for a key never seen, or already gone: no duplicate
 			// delete. OnDelete gets the event's object, the last state seen.
 			inf.notify(a.obj, nil)

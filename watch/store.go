@@ -36,18 +36,26 @@ func ControllerUID[T any, P Object[T]](obj *T) []string {
 // an object, copy it first (package watch/deepcopy copies any object; for
 // a small change, copy the struct and replace only the fields you change).
 type Store[T any] struct {
-	meta     func(*T) *k8sapi.ObjectMeta
-	indexers map[string]IndexFunc[T]
+	core store[*T]
+}
+
+// store is the content and code of a Store. P is the objects' pointer
+// type, as in machine: the binary holds one store for all object types.
+// Its constraint is any, which gives every pointer type the same shape;
+// same compares two P.
+type store[P any] struct {
+	meta     func(P) *k8sapi.ObjectMeta
+	indexers map[string]func(P) []string
 
 	mu      sync.RWMutex
-	items   map[string]*T
+	items   map[string]P
 	indexes map[string]index // by indexer name, those queried so far (see ByIndex)
 	// wrote holds the objects of [Cache.Wrote], by key, until the watch
 	// catches up, and nil for those of [Cache.Deleted]: put drops an
 	// object's entry when it stores the entry's resourceVersion, remove
 	// drops any entry, and replace drops every entry whose key it changed
 	// or lacks.
-	wrote map[string]*T
+	wrote map[string]P
 	// removed holds the UIDs of the last 256 objects remove took out,
 	// oldest first, for Cache.Wrote: an object may be created, seen and
 	// deleted before its creator calls it.
@@ -59,41 +67,51 @@ type Store[T any] struct {
 type index map[string]map[string]struct{}
 
 func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]IndexFunc[T]) *Store[T] {
-	return &Store[T]{
+	fs := make(map[string]func(*T) []string, len(indexers))
+	for name, f := range indexers {
+		if f != nil { // a nil IndexFunc is no index
+			fs[name] = f
+		}
+	}
+	return &Store[T]{store[*T]{
 		meta:     meta,
-		indexers: maps.Clone(indexers), // a nil IndexFunc is no index
+		indexers: fs,
 		items:    make(map[string]*T),
 		indexes:  make(map[string]index, len(indexers)),
 		wrote:    make(map[string]*T),
-	}
+	}}
 }
 
 // Get returns the object with the given namespace and name. Do not mutate
 // it.
 func (s *Store[T]) Get(namespace, name string) (*T, bool) {
-	s.mu.RLock()
-	obj, ok := s.items[k8sapi.Key(namespace, name)]
-	s.mu.RUnlock()
+	s.core.mu.RLock()
+	obj, ok := s.core.items[k8sapi.Key(namespace, name)]
+	s.core.mu.RUnlock()
 	return obj, ok
 }
 
 // Len returns the number of objects in the store.
 func (s *Store[T]) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.items)
+	s.core.mu.RLock()
+	defer s.core.mu.RUnlock()
+	return len(s.core.items)
 }
 
 // List returns every object, in no particular order, in a new slice. Do not
 // mutate the objects.
-func (s *Store[T]) List() []*T {
+func (s *Store[T]) List() []*T { return s.core.list() }
+
+func (s *store[P]) list() []P {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.AppendSeq(make([]*T, 0, len(s.items)), maps.Values(s.items))
+	return slices.AppendSeq(make([]P, 0, len(s.items)), maps.Values(s.items))
 }
 
 // Keys returns every key, sorted.
-func (s *Store[T]) Keys() []string {
+func (s *Store[T]) Keys() []string { return s.core.keys() }
+
+func (s *store[P]) keys() []string {
 	s.mu.RLock()
 	out := slices.AppendSeq(make([]string, 0, len(s.items)), maps.Keys(s.items))
 	s.mu.RUnlock()
@@ -109,7 +127,9 @@ func (s *Store[T]) Keys() []string {
 // relist, and kept up to date by every other change in between, so one
 // that is never queried costs neither memory nor time. A query holds the
 // store's lock for writing, as it may build the index.
-func (s *Store[T]) ByIndex(name, value string) []*T {
+func (s *Store[T]) ByIndex(name, value string) []*T { return s.core.byIndex(name, value) }
+
+func (s *store[P]) byIndex(name, value string) []P {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.indexers[name]
@@ -130,7 +150,7 @@ func (s *Store[T]) ByIndex(name, value string) []*T {
 	if len(keys) == 0 {
 		return nil
 	}
-	out := make([]*T, 0, len(keys))
+	out := make([]P, 0, len(keys))
 	for k := range keys {
 		out = append(out, s.items[k])
 	}
@@ -139,45 +159,55 @@ func (s *Store[T]) ByIndex(name, value string) []*T {
 
 // HasIndex reports whether the store has an indexer named name.
 func (s *Store[T]) HasIndex(name string) bool {
-	return s.indexers[name] != nil
+	return s.core.indexers[name] != nil
 }
 
 // key returns obj's key.
-func (s *Store[T]) key(obj *T) string {
+func (s *store[P]) key(obj P) string {
 	m := s.meta(obj)
 	return k8sapi.Key(m.Namespace, m.Name)
 }
 
 // put stores obj under key and returns the object it replaced, if any.
-func (s *Store[T]) put(key string, obj *T) (old *T) {
+func (s *store[P]) put(key string, obj P) (old P) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old = s.items[key]
 	s.items[key] = obj
 	s.reindex(key, old, obj)
-	if w := s.wrote[key]; w != nil && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
+	if w := s.wrote[key]; !isNil(w) && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
 		delete(s.wrote, key)
 	}
 	return old
 }
 
 // remove deletes key and returns the object it held, if any.
-func (s *Store[T]) remove(key string) (old *T) {
+func (s *store[P]) remove(key string) (old P) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.wrote, key)
-	old = s.items[key]
-	if old != nil {
+	old, ok := s.items[key]
+	if ok {
 		delete(s.items, key)
-		s.reindex(key, old, nil)
+		var none P
+		s.reindex(key, old, none)
 		s.removed = append(s.removed[max(0, len(s.removed)-255):], s.meta(old).UID)
 	}
 	return old
 }
 
+// same reports whether a and b are the same object, or both nil.
+func same[P any](a, b P) bool { return any(a) == any(b) }
+
+// isNil reports whether p is nil.
+func isNil[P any](p P) bool {
+	var none P
+	return same(p, none)
+}
+
 // change is one difference found by replace.
-type change[T any] struct {
-	old, new *T // old nil: added; new nil: deleted
+type change[P any] struct {
+	old, new P // old nil: added; new nil: deleted
 }
 
 // replace makes items the whole content of the store in one step: a reader
@@ -185,11 +215,11 @@ type change[T any] struct {
 // differences: objects added, changed (resourceVersion differs) and gone.
 // An object whose resourceVersion did not change keeps its old pointer and
 // yields no change. Later items win over earlier ones with the same key.
-func (s *Store[T]) replace(items []*T) []change[T] {
+func (s *store[P]) replace(items []P) []change[P] {
 	s.mu.RLock()
 	prev := s.items
 	s.mu.RUnlock()
-	next := make(map[string]*T, len(items))
+	next := make(map[string]P, len(items))
 	for _, obj := range items {
 		key := s.key(obj)
 		rv := s.meta(obj).ResourceVersion
@@ -199,15 +229,15 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 		next[key] = obj
 	}
 	// Changes are computed against next, so a key listed twice counts once.
-	var changes []change[T]
+	var changes []change[P]
 	for _, obj := range items {
 		// Not s.key, whose result would be allocated: this key stays off
 		// the heap.
 		m := s.meta(obj)
 		key := k8sapi.Key(m.Namespace, m.Name)
 		// Neither unchanged nor superseded by a later duplicate.
-		if next[key] == obj && prev[key] != obj {
-			changes = append(changes, change[T]{old: prev[key], new: obj})
+		if same(next[key], obj) && !same(prev[key], obj) {
+			changes = append(changes, change[P]{old: prev[key], new: obj})
 		}
 	}
 	var gone []string
@@ -218,14 +248,14 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 	}
 	slices.Sort(gone)
 	for _, key := range gone {
-		changes = append(changes, change[T]{old: prev[key]})
+		changes = append(changes, change[P]{old: prev[key]})
 	}
 
 	s.mu.Lock()
 	s.items = next
 	clear(s.indexes) // each is built again on its next query
 	for key := range s.wrote {
-		if old, ok := prev[key]; !ok || next[key] != old {
+		if old, ok := prev[key]; !ok || !same(next[key], old) {
 			delete(s.wrote, key)
 		}
 	}
@@ -235,14 +265,14 @@ func (s *Store[T]) replace(items []*T) []change[T] {
 
 // reindex moves key from old's index values to obj's, in each index built
 // so far. Either may be nil. The caller holds s.mu for writing.
-func (s *Store[T]) reindex(key string, old, obj *T) {
+func (s *store[P]) reindex(key string, old, obj P) {
 	for name, idx := range s.indexes {
 		f := s.indexers[name]
 		var before, after []string
-		if old != nil {
+		if !isNil(old) {
 			before = f(old)
 		}
-		if obj != nil {
+		if !isNil(obj) {
 			after = f(obj)
 		}
 		if slices.Equal(before, after) {

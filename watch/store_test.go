@@ -31,7 +31,7 @@ func names(objs []*thing) []string {
 func TestStoreReplaceDiff(t *testing.T) {
 	s := newStore(thingMeta, nil)
 	a, b, c := obj("a", "1"), obj("b", "2"), obj("c", "3")
-	changes := s.replace([]*thing{a, b, c})
+	changes := s.core.replace([]*thing{a, b, c})
 	if len(changes) != 3 {
 		t.Fatalf("first replace: %d changes, want 3 adds", len(changes))
 	}
@@ -43,7 +43,7 @@ func TestStoreReplaceDiff(t *testing.T) {
 
 	// b unchanged, a changed, c gone, d new, d listed twice (the later wins).
 	a2, b2, d1, d2 := obj("a", "10"), obj("b", "2"), obj("d", "11"), obj("d", "12")
-	changes = s.replace([]*thing{a2, b2, d1, d2})
+	changes = s.core.replace([]*thing{a2, b2, d1, d2})
 	var got []string
 	for _, ch := range changes {
 		switch {
@@ -66,7 +66,7 @@ func TestStoreReplaceDiff(t *testing.T) {
 		t.Errorf("keys = %q", keys)
 	}
 	// The very same objects again: no change at all.
-	if changes := s.replace(s.List()); len(changes) != 0 {
+	if changes := s.core.replace(s.List()); len(changes) != 0 {
 		t.Errorf("relisting the same objects gave %d changes", len(changes))
 	}
 }
@@ -92,7 +92,7 @@ func TestStoreIndexes(t *testing.T) {
 	if !s.HasIndex(IndexControllerUID) || s.HasIndex("broken") || s.HasIndex("nope") {
 		t.Fatal("HasIndex wrong")
 	}
-	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true), owned("b1", "1", "w2", false)})
+	s.core.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true), owned("b1", "1", "w2", false)})
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2"}) {
 		t.Errorf("controller w1 = %q", got)
 	}
@@ -104,18 +104,18 @@ func TestStoreIndexes(t *testing.T) {
 	}
 
 	// Moving a1 to w2 moves its index entry.
-	s.put("ns/a1", owned("a1", "2", "w2", true))
+	s.core.put("ns/a1", owned("a1", "2", "w2", true))
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a2"}) {
 		t.Errorf("after move, w1 = %q", got)
 	}
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a1"}) {
 		t.Errorf("after move, w2 = %q", got)
 	}
-	s.remove("ns/a2")
+	s.core.remove("ns/a2")
 	if got := s.ByIndex(IndexControllerUID, "uid-w1"); got != nil {
 		t.Errorf("after delete, w1 = %q", names(got))
 	}
-	if old := s.remove("ns/a2"); old != nil {
+	if old := s.core.remove("ns/a2"); old != nil {
 		t.Error("second remove returned an object")
 	}
 	if got := s.ByIndex("nope", "x"); got != nil {
@@ -132,21 +132,21 @@ func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 		IndexControllerUID: ControllerUID[thing],
 		indexOwnerUID:      ownerUIDs,
 	})
-	s.put("ns/a1", owned("a1", "1", "w1", true))
-	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true)})
-	if len(s.indexes) != 0 {
-		t.Fatalf("indexes built before any query: %v", slices.Collect(maps.Keys(s.indexes)))
+	s.core.put("ns/a1", owned("a1", "1", "w1", true))
+	s.core.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "1", "w1", true)})
+	if len(s.core.indexes) != 0 {
+		t.Fatalf("indexes built before any query: %v", slices.Collect(maps.Keys(s.core.indexes)))
 	}
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2"}) {
 		t.Fatalf("first query: w1 = %q, want [a1 a2]", got)
 	}
-	s.put("ns/a3", owned("a3", "1", "w1", true))
+	s.core.put("ns/a3", owned("a3", "1", "w1", true))
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1", "a2", "a3"}) {
 		t.Errorf("after a put: w1 = %q, want [a1 a2 a3]", got)
 	}
-	s.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "2", "w2", true), owned("b1", "1", "w2", true)})
-	if len(s.indexes) != 0 {
-		t.Errorf("a relist rebuilt indexes before any query: %v", slices.Collect(maps.Keys(s.indexes)))
+	s.core.replace([]*thing{owned("a1", "1", "w1", true), owned("a2", "2", "w2", true), owned("b1", "1", "w2", true)})
+	if len(s.core.indexes) != 0 {
+		t.Errorf("a relist rebuilt indexes before any query: %v", slices.Collect(maps.Keys(s.core.indexes)))
 	}
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w1")); !slices.Equal(got, []string{"a1"}) {
 		t.Errorf("after a relist: w1 = %q, want [a1]", got)
@@ -154,10 +154,10 @@ func TestStoreIndexBuiltOnFirstQuery(t *testing.T) {
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a2", "b1"}) {
 		t.Errorf("after a relist: w2 = %q, want [a2 b1]", got)
 	}
-	if _, built := s.indexes[indexOwnerUID]; built {
+	if _, built := s.core.indexes[indexOwnerUID]; built {
 		t.Error("an index never queried was built")
 	}
-	s.remove("ns/b1")
+	s.core.remove("ns/b1")
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w2")); !slices.Equal(got, []string{"a2"}) {
 		t.Errorf("after a remove: w2 = %q, want [a2]", got)
 	}
@@ -168,20 +168,20 @@ func TestStoreIndexLargeFanIn(t *testing.T) {
 	const n = 48
 	for i := range n {
 		name := fmt.Sprintf("c%02d", i)
-		s.put("ns/"+name, owned(name, "1", "w", true))
+		s.core.put("ns/"+name, owned(name, "1", "w", true))
 	}
-	s.put("ns/c00", owned("c00", "2", "w", true)) // same value again: no duplicate
+	s.core.put("ns/c00", owned("c00", "2", "w", true)) // same value again: no duplicate
 	if got := len(s.ByIndex(IndexControllerUID, "uid-w")); got != n {
 		t.Fatalf("ByIndex = %d objects, want %d", got, n)
 	}
 	for i := range n - 1 {
-		s.remove(fmt.Sprintf("ns/c%02d", i))
+		s.core.remove(fmt.Sprintf("ns/c%02d", i))
 	}
 	if got := names(s.ByIndex(IndexControllerUID, "uid-w")); !slices.Equal(got, []string{fmt.Sprintf("c%02d", n-1)}) {
 		t.Fatalf("after removals: %q", got)
 	}
-	s.remove(fmt.Sprintf("ns/c%02d", n-1))
-	if got := s.ByIndex(IndexControllerUID, "uid-w"); got != nil || len(s.indexes[IndexControllerUID]) != 0 {
+	s.core.remove(fmt.Sprintf("ns/c%02d", n-1))
+	if got := s.ByIndex(IndexControllerUID, "uid-w"); got != nil || len(s.core.indexes[IndexControllerUID]) != 0 {
 		t.Fatalf("index not empty after removing everything")
 	}
 }
@@ -191,10 +191,10 @@ func TestStoreIndexLargeFanIn(t *testing.T) {
 func TestStoreReplaceEmptyResourceVersion(t *testing.T) {
 	s := newStore(thingMeta, nil)
 	a := obj("a", "")
-	s.replace([]*thing{a})
+	s.core.replace([]*thing{a})
 	a2 := obj("a", "")
 	a2.Labels = map[string]string{"changed": "yes"}
-	changes := s.replace([]*thing{a2})
+	changes := s.core.replace([]*thing{a2})
 	if len(changes) != 1 || changes[0].old != a || changes[0].new != a2 {
 		t.Fatalf("changes = %+v, want one update from the old copy to the new", changes)
 	}
