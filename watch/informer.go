@@ -99,14 +99,32 @@ type Object[T any] interface {
 // tells a [Handler] about every change. Create one with [New] and start it
 // with [Informer.Run], once. Its methods are safe for concurrent use.
 type Informer[T any] struct {
-	cfg         Config[T] // with New's defaults filled in
-	machine[*T]           // its step, the same code for every T
-	store       *Store[T]
-	synced      atomic.Bool
+	core  informer[*T]
+	store *Store[T]
+}
+
+// informer is the state and code of an Informer. P is the objects' pointer
+// type, as in machine and store: the binary holds one for all object types.
+type informer[P any] struct {
+	machine[P]           // its step
+	src        Source[P] // Config.Source, as a pointerSource; nil if that is nil
+	handler    handler[P]
+	transform  func(P) // Config.Transform, never nil
+	store      *store[P]
+	ns, name   string
+	logger     *slog.Logger
+	synced     atomic.Bool
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
 	health health // the machine's, as of its last step
+}
+
+// handler is a Handler on P.
+type handler[P any] struct {
+	OnAdd    func(obj P)
+	OnUpdate func(old, new P)
+	OnDelete func(obj P)
 }
 
 // New returns an informer for cfg. P is the pointer type of T; it is
@@ -116,15 +134,23 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	// A value zero or negative gets the default.
 	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
 	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
-	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Transform == nil {
 		cfg.Transform = func(*T) {} // objects kept as decoded
 	}
-	return &Informer[T]{
-		cfg:     cfg,
-		machine: machine[*T]{meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}},
-		store:   newStore(meta, cfg.Indexers),
+	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
+	inf.core = informer[*T]{
+		machine:   machine[*T]{meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}},
+		handler:   handler[*T](cfg.Handler),
+		transform: cfg.Transform,
+		store:     &inf.store.core,
+		ns:        cfg.Namespace,
+		name:      cfg.Name,
+		logger:    cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
+	if cfg.Source != nil {
+		inf.core.src = pointerSource[T]{cfg.Source}
+	}
+	return inf
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
@@ -132,22 +158,24 @@ func (inf *Informer[T]) Store() *Store[T] { return inf.store }
 
 // HasSynced reports whether the first full list has been delivered to the
 // store and the handler.
-func (inf *Informer[T]) HasSynced() bool { return inf.synced.Load() }
+func (inf *Informer[T]) HasSynced() bool { return inf.core.synced.Load() }
 
 // LastEvent returns when the informer last heard from the server: a list,
 // a watch opening, an event or a bookmark. A time much older than the
 // watch timeout means the watch is dead. Zero before the first.
 func (inf *Informer[T]) LastEvent() time.Time {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return inf.health.heard
+	inf.core.mu.Lock()
+	defer inf.core.mu.Unlock()
+	return inf.core.health.heard
 }
 
 // Healthy returns nil while the informer's list and watch work: the last
 // attempt succeeded and the server has not been silent for longer than a
 // watch may be. Otherwise it returns a one-line reason, for a readiness
 // probe. A watch that the server ends normally is not a failure.
-func (inf *Informer[T]) Healthy(now time.Time) error {
+func (inf *Informer[T]) Healthy(now time.Time) error { return inf.core.healthy(now) }
+
+func (inf *informer[P]) healthy(now time.Time) error {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if h := inf.health; !h.failingSince.IsZero() {
@@ -163,13 +191,13 @@ func (inf *Informer[T]) Healthy(now time.Time) error {
 
 // Stats returns a snapshot of the informer's counters.
 func (inf *Informer[T]) Stats() StatsSnapshot {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return inf.stats
+	inf.core.mu.Lock()
+	defer inf.core.mu.Unlock()
+	return inf.core.stats
 }
 
 // count adds one to c, a counter in inf.stats.
-func (inf *Informer[T]) count(c *int64) {
+func (inf *informer[P]) count(c *int64) {
 	inf.mu.Lock()
 	*c++
 	inf.mu.Unlock()
@@ -180,36 +208,36 @@ func (inf *Informer[T]) count(c *int64) {
 // cannot start: no Source. Call it once: the informer's store has one
 // writer.
 func (inf *Informer[T]) Run(ctx context.Context) error {
-	if inf.cfg.Source == nil {
+	if inf.core.src == nil {
 		return errors.New("watch: Config.Source is nil")
 	}
-	r := runner[T]{inf: inf}
+	r := runner[*T]{inf: &inf.core}
 	r.run(ctx)
 	return nil
 }
 
 // runner is the driver of one Run: it carries out the machine's actions
 // and feeds the outcomes back as inputs.
-type runner[T any] struct {
-	inf *Informer[T]
-	s   state[*T]
+type runner[P any] struct {
+	inf *informer[P]
+	s   state[P]
 
 	// The open watch: its stream, the cancel of the context it was opened
 	// with, and the timer that ends it when it stays silent too long. A
 	// watch is open while the machine is in phaseWatch: run closes it
 	// after any step that leaves that phase.
-	stream Stream[T]
+	stream Stream[P]
 	cancel context.CancelFunc
 	timer  *time.Timer
 }
 
-func (r *runner[T]) run(ctx context.Context) {
+func (r *runner[P]) run(ctx context.Context) {
 	defer r.closeStream()
-	next := input[*T]{kind: inStart}
+	next := input[P]{kind: inStart}
 	for ctx.Err() == nil {
 		next.now = time.Now()
 		next.rand = rand.Float64()
-		var acts []action[*T]
+		var acts []action[P]
 		r.s, acts = r.inf.step(r.s, next)
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
@@ -227,7 +255,7 @@ func (r *runner[T]) run(ctx context.Context) {
 		}
 		if r.s.phase != phaseWatch {
 			// Nothing to wait for: a machine bug. Avoid spinning.
-			r.inf.cfg.Logger.Error("watch: informer stalled", "phase", r.s.phase.String())
+			r.inf.logger.Error("watch: informer stalled", "phase", r.s.phase.String())
 			<-ctx.Done()
 			return
 		}
@@ -237,24 +265,24 @@ func (r *runner[T]) run(ctx context.Context) {
 
 // do carries out one action. It returns the input that follows from it,
 // if any.
-func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
+func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 	inf := r.inf
-	ns := inf.cfg.Namespace
+	ns := inf.ns
 	switch a.kind {
 	case actList:
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		list, err := inf.cfg.Source.List(lctx, ns, a.opts)
+		list, err := inf.src.List(lctx, ns, a.opts)
 		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
-		if err == nil {
-			for i := range list.Items {
-				inf.cfg.Transform(&list.Items[i])
+		if err == nil && list != nil {
+			for _, obj := range list.Items {
+				inf.transform(obj)
 			}
 		}
-		return input[*T]{kind: inListed, list: pointers(list), err: err}, true
+		return input[P]{kind: inListed, list: list, err: err}, true
 	case actWatch:
 		if a.reconnect {
 			inf.count(&inf.stats.Reconnects)
@@ -265,7 +293,7 @@ func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
-		st, err := inf.cfg.Source.Watch(wctx, ns, a.opts)
+		st, err := inf.src.Watch(wctx, ns, a.opts)
 		if !timer.Stop() && ctx.Err() == nil {
 			if err == nil && st != nil {
 				st.Close()
@@ -277,43 +305,43 @@ func (r *runner[T]) do(ctx context.Context, a action[*T]) (input[*T], bool) {
 		}
 		if err != nil {
 			cancel()
-			return input[*T]{kind: inOpened, err: err}, true
+			return input[P]{kind: inOpened, err: err}, true
 		}
 		context.AfterFunc(wctx, func() { st.Close() })
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
-		return input[*T]{kind: inOpened}, true
+		return input[P]{kind: inOpened}, true
 	case actWait:
 		select {
 		case <-ctx.Done():
 		case <-time.After(a.delay):
 		}
-		return input[*T]{kind: inTimer}, true
+		return input[P]{kind: inTimer}, true
 	case actReplace:
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
 		}
-		for _, c := range inf.store.core.replace(a.items) {
-			inf.notify(c.old, c.new)
+		for _, c := range inf.store.replace(a.items) {
+			inf.notify(c)
 		}
 		inf.synced.Store(true)
 	case actApply:
-		key := inf.store.core.key(a.obj)
+		key := inf.store.key(a.obj)
 		if a.typ != k8sapi.Deleted {
-			inf.notify(inf.store.core.put(key, a.obj), a.obj)
-		} else if inf.store.core.remove(key) != nil {
+			inf.notify(change[P]{inf.store.put(key, a.obj), a.obj})
+		} else if !isNil(inf.store.remove(key)) {
 			// Nothing for a key never seen, or already gone: no duplicate
 			// delete. OnDelete gets the event's object, the last state seen.
-			inf.notify(a.obj, nil)
+			inf.notify(change[P]{old: a.obj})
 		}
 	case actLog:
-		args := []any{"informer", inf.cfg.Name, "namespace", ns}
+		args := []any{"informer", inf.name, "namespace", ns}
 		if a.err != nil {
 			args = append(args, "err", a.err)
 		}
-		r.inf.cfg.Logger.Log(ctx, a.level, "watch: "+a.msg, args...)
+		r.inf.logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
-	return input[*T]{}, false
+	return input[P]{}, false
 }
 
 // pointers returns list with a pointer to a copy of its own of each item:
@@ -330,17 +358,43 @@ func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
 	return out
 }
 
-// notify counts one change to the cache and tells the handler: old is nil
-// for an add, obj nil for a delete.
-func (inf *Informer[T]) notify(old, obj *T) {
-	h := inf.cfg.Handler
+// pointerSource is the Source on *T that an informer reads: each object
+// of a list page is given a copy of its own (see pointers), and each of a
+// watch event stays in the event, which is the stream's own.
+type pointerSource[T any] struct{ src Source[T] }
+
+func (s pointerSource[T]) List(ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[*T], error) {
+	list, err := s.src.List(ctx, ns, opts)
+	return pointers(list), err
+}
+
+func (s pointerSource[T]) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[*T], error) {
+	st, err := s.src.Watch(ctx, ns, opts)
+	if st == nil {
+		return nil, err
+	}
+	return pointerStream[T]{st}, err
+}
+
+// pointerStream is a Stream on *T: each event's object, by pointer.
+type pointerStream[T any] struct{ Stream[T] }
+
+func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
+	ev, err := s.Stream.Next()
+	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, err
+}
+
+// notify counts one change to the cache and tells the handler.
+func (inf *informer[P]) notify(c change[P]) {
+	old, obj := c.old, c.new
+	h := inf.handler
 	switch {
-	case old == nil:
+	case isNil(old):
 		inf.count(&inf.stats.Added)
 		if h.OnAdd != nil {
 			h.OnAdd(obj)
 		}
-	case obj == nil:
+	case isNil(obj):
 		inf.count(&inf.stats.Deleted)
 		if h.OnDelete != nil {
 			h.OnDelete(old)
@@ -355,35 +409,35 @@ func (inf *Informer[T]) notify(old, obj *T) {
 
 // requestLimit bounds a list page and the opening of a watch: the longest
 // timeout a watch may ask for, plus the margin.
-func (inf *Informer[T]) requestLimit() time.Duration {
+func (inf *informer[P]) requestLimit() time.Duration {
 	return 2*inf.cfg.WatchTimeout + inf.cfg.WatchTimeout/idleMargin
 }
 
 // next reads the next event of the open watch. A watch silent for longer
 // than its timeout plus the margin is closed by its timer and reported
 // idle, whatever its last read returned.
-func (r *runner[T]) next() input[*T] {
+func (r *runner[P]) next() input[P] {
 	ev, err := r.stream.Next()
 	if !r.timer.Reset(r.idleAfter()) {
-		return input[*T]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
 	}
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	} else if err == nil {
-		r.inf.cfg.Transform(&ev.Object)
+		r.inf.transform(ev.Object)
 	}
-	return input[*T]{kind: inEvent, typ: ev.Type, obj: &ev.Object, err: err}
+	return input[P]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
 }
 
 // idleAfter is how long the open watch may stay silent: its timeout plus
 // the margin.
-func (r *runner[T]) idleAfter() time.Duration {
+func (r *runner[P]) idleAfter() time.Duration {
 	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
 // closeStream closes the open stream, if any, and stops its timer: the
 // stream's context ends, which closes it (see actWatch).
-func (r *runner[T]) closeStream() {
+func (r *runner[P]) closeStream() {
 	if r.stream == nil {
 		return
 	}

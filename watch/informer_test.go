@@ -512,7 +512,7 @@ func TestInformerHealthy(t *testing.T) {
 		}
 
 		// Silence past the longest watch plus the margin is unhealthy.
-		if err := inf.Healthy(time.Now().Add(inf.requestLimit() + time.Second)); err == nil || !strings.Contains(err.Error(), "silent") {
+		if err := inf.Healthy(time.Now().Add(inf.core.requestLimit() + time.Second)); err == nil || !strings.Contains(err.Error(), "silent") {
 			t.Fatalf("silent: Healthy = %v", err)
 		}
 		_ = st

@@ -536,7 +536,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	m := &New(Config[thing]{}).machine // the default WatchTimeout
+	m := &New(Config[thing]{}).core.machine // the default WatchTimeout
 	if got := m.timeout(0); got != 5*time.Minute {
 		t.Errorf("timeout(0) = %v, want 5m", got)
 	}
