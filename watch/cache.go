@@ -65,18 +65,18 @@ func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
 	s := &c.store.core
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	obj := c.shown(k8sapi.Key(namespace, name))
+	obj := s.shown(k8sapi.Key(namespace, name))
 	return obj, obj != nil
 }
 
-// shown returns what Get returns for key: the entry of [Cache.Wrote] or
-// [Cache.Deleted] (nil), else the store's object, if any. The caller holds
-// the store's mutex.
-func (c *Cache[T]) shown(key string) *T {
-	if obj, ok := c.store.core.wrote[key]; ok {
+// shown returns what Cache.Get returns for key: the entry of [Cache.Wrote]
+// or [Cache.Deleted] (nil), else the store's object, if any. The caller
+// holds the store's mutex.
+func (s *store[P]) shown(key string) P {
+	if obj, ok := s.wrote[key]; ok {
 		return obj
 	}
-	return c.store.core.items[key]
+	return s.items[key]
 }
 
 // Wrote records obj, the object the API server returned for a write, so
@@ -89,18 +89,20 @@ func (c *Cache[T]) shown(key string) *T {
 // does it record a created object that the watch has already delivered
 // and deleted, which Get would otherwise show until a relist: it knows the
 // UIDs of the last 256 objects the watch deleted.
-func (c *Cache[T]) Wrote(prev, obj *T) {
-	s := &c.store.core
-	rv := func(o *T) string { return s.meta(o).ResourceVersion }
+func (c *Cache[T]) Wrote(prev, obj *T) { c.store.core.record(prev, obj) }
+
+// record is Cache.Wrote, held once for all object types.
+func (s *store[P]) record(prev, obj P) {
+	rv := func(o P) string { return s.meta(o).ResourceVersion }
 	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.items[key]
-	shown := c.shown(key)
+	shown := s.shown(key)
 	switch {
-	case cur != nil && rv(cur) == rv(obj): // the watch has delivered it
-	case (shown == nil) != (prev == nil), shown != nil && rv(shown) != rv(prev): // the watch moved
-	case prev == nil && s.meta(obj).UID != "" && slices.Contains(s.removed, s.meta(obj).UID): // created, seen and deleted
+	case !isNil(cur) && rv(cur) == rv(obj): // the watch has delivered it
+	case isNil(shown) != isNil(prev), !isNil(shown) && rv(shown) != rv(prev): // the watch moved
+	case isNil(prev) && s.meta(obj).UID != "" && slices.Contains(s.removed, s.meta(obj).UID): // created, seen and deleted
 	default:
 		s.wrote[key] = obj
 		return
@@ -111,12 +113,14 @@ func (c *Cache[T]) Wrote(prev, obj *T) {
 // Deleted records that obj, as read from [Cache.Get], was deleted, so that
 // Get no longer returns it until the watch catches up. It records nothing
 // when Get no longer shows obj: the watch has moved since.
-func (c *Cache[T]) Deleted(obj *T) {
-	s := &c.store.core
+func (c *Cache[T]) Deleted(obj *T) { c.store.core.forget(obj) }
+
+// forget is Cache.Deleted, held once for all object types.
+func (s *store[P]) forget(obj P) {
 	key := s.key(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if shown := c.shown(key); shown != nil && s.meta(shown).ResourceVersion == s.meta(obj).ResourceVersion {
-		s.wrote[key] = nil
+	if shown := s.shown(key); !isNil(shown) && s.meta(shown).ResourceVersion == s.meta(obj).ResourceVersion {
+		s.wrote[key] = *new(P) // nil: shown as gone
 	}
 }
