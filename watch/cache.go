@@ -62,11 +62,15 @@ func NewCache[T any, P Object[T]](cfg Config[T]) *Cache[T] {
 // [Cache.Wrote] until the watch has caught up with it, else the one in the
 // store. Do not mutate it.
 func (c *Cache[T]) Get(namespace, name string) (*T, bool) {
-	s := &c.store.core
+	return c.store.core.cached(namespace, name)
+}
+
+// cached is Cache.Get, held once for all object types.
+func (s *store[P]) cached(namespace, name string) (P, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	obj := s.shown(k8sapi.Key(namespace, name))
-	return obj, obj != nil
+	return obj, !isNil(obj)
 }
 
 // shown returns what Cache.Get returns for key: the entry of [Cache.Wrote]

@@ -163,10 +163,12 @@ func (inf *Informer[T]) HasSynced() bool { return inf.core.synced.Load() }
 // LastEvent returns when the informer last heard from the server: a list,
 // a watch opening, an event or a bookmark. A time much older than the
 // watch timeout means the watch is dead. Zero before the first.
-func (inf *Informer[T]) LastEvent() time.Time {
-	inf.core.mu.Lock()
-	defer inf.core.mu.Unlock()
-	return inf.core.health.heard
+func (inf *Informer[T]) LastEvent() time.Time { return inf.core.lastEvent() }
+
+func (inf *informer[P]) lastEvent() time.Time {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.health.heard
 }
 
 // Healthy returns nil while the informer's list and watch work: the last
@@ -190,10 +192,12 @@ func (inf *informer[P]) healthy(now time.Time) error {
 }
 
 // Stats returns a snapshot of the informer's counters.
-func (inf *Informer[T]) Stats() StatsSnapshot {
-	inf.core.mu.Lock()
-	defer inf.core.mu.Unlock()
-	return inf.core.stats
+func (inf *Informer[T]) Stats() StatsSnapshot { return inf.core.snapshot() }
+
+func (inf *informer[P]) snapshot() StatsSnapshot {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.stats
 }
 
 // count adds one to c, a counter in inf.stats.

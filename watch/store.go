@@ -84,18 +84,22 @@ func newStore[T any](meta func(*T) *k8sapi.ObjectMeta, indexers map[string]Index
 
 // Get returns the object with the given namespace and name. Do not mutate
 // it.
-func (s *Store[T]) Get(namespace, name string) (*T, bool) {
-	s.core.mu.RLock()
-	obj, ok := s.core.items[k8sapi.Key(namespace, name)]
-	s.core.mu.RUnlock()
+func (s *Store[T]) Get(namespace, name string) (*T, bool) { return s.core.get(namespace, name) }
+
+func (s *store[P]) get(namespace, name string) (P, bool) {
+	s.mu.RLock()
+	obj, ok := s.items[k8sapi.Key(namespace, name)]
+	s.mu.RUnlock()
 	return obj, ok
 }
 
 // Len returns the number of objects in the store.
-func (s *Store[T]) Len() int {
-	s.core.mu.RLock()
-	defer s.core.mu.RUnlock()
-	return len(s.core.items)
+func (s *Store[T]) Len() int { return s.core.len() }
+
+func (s *store[P]) len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.items)
 }
 
 // List returns every object, in no particular order, in a new slice. Do not
