@@ -374,10 +374,10 @@ func (s pointerSource[T]) List(ctx context.Context, ns string, opts k8sapi.ListO
 
 func (s pointerSource[T]) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[*T], error) {
 	st, err := s.src.Watch(ctx, ns, opts)
-	if st == nil {
+	if err != nil || st == nil {
 		return nil, err
 	}
-	return pointerStream[T]{st}, err
+	return pointerStream[T]{st}, nil
 }
 
 // pointerStream is a Stream on *T: each event's object, by pointer.
