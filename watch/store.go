@@ -193,8 +193,7 @@ func (s *store[P]) remove(key string) (old P) {
 	old, ok := s.items[key]
 	if ok {
 		delete(s.items, key)
-		var none P
-		s.reindex(key, old, none)
+		s.reindex(key, old, *new(P))
 		s.removed = append(s.removed[max(0, len(s.removed)-255):], s.meta(old).UID)
 	}
 	return old
@@ -204,10 +203,7 @@ func (s *store[P]) remove(key string) (old P) {
 func same[P any](a, b P) bool { return any(a) == any(b) }
 
 // isNil reports whether p is nil.
-func isNil[P any](p P) bool {
-	var none P
-	return same(p, none)
-}
+func isNil[P any](p P) bool { return same(p, *new(P)) }
 
 // change is one difference found by replace.
 type change[P any] struct {
