@@ -702,3 +702,25 @@ func TestInformerDeleteOfUnknownKey(t *testing.T) {
 		}
 	})
 }
+
+// A Source whose List returns neither a list nor an error has failed, with
+// a Transform too: the informer reports it and lists again, and the next
+// page is transformed and stored.
+func TestInformerNoListNoError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src,
+			Transform: func(o *thing) { o.Labels = map[string]string{"seen": "yes"} }})
+		defer func() { cancel(); <-done }()
+		src.expectList(t, "0", nil, nil)
+		synctest.Wait()
+		if err := inf.Healthy(time.Now()); err == nil {
+			t.Error("Healthy after a list with no answer = nil, want an error")
+		}
+		src.expectList(t, "0", page("10", "", obj("a", "10")), nil)
+		synctest.Wait()
+		if a, ok := inf.Store().Get("ns", "a"); !ok || a.Labels["seen"] != "yes" {
+			t.Errorf("after the next list, the store has %+v, %v; want a, transformed", a, ok)
+		}
+	})
+}
