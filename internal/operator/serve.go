@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
@@ -21,58 +20,79 @@ import (
 // The limits of the metrics and probe servers. A client that holds a
 // connection without finishing its request, trickles a body, or idles
 // between requests is cut off; at most maxConns connections are open per
-// endpoint, and a connection beyond them is closed at once. Each open
-// connection costs about 10 KiB (20 KiB with TLS), so an endpoint can
-// hold at most a few MiB however many clients connect.
+// endpoint (see connLimit). Each open connection costs about 10 KiB (20
+// KiB with TLS), so an endpoint can hold at most a few MiB however many
+// clients connect. Net/http reads 4 KiB past MaxHeaderBytes: a request's
+// line and headers are limited to 16 KiB in all.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 30 * time.Second
-	maxHeaderBytes    = 16 << 10
+	maxHeaderBytes    = 12 << 10
 	maxConns          = 100
 )
 
-// limitListener closes each connection accepted while max are open, so
-// that a flood of connections costs a bounded amount of memory. It is
-// safe for concurrent use.
-type limitListener struct {
-	net.Listener
-	max  int64
-	open atomic.Int64
+// connLimit keeps at most max connections open, as its server's ConnState
+// hook, so that a flood of connections costs a bounded amount of memory. A
+// new connection at the cap closes the open one that has waited longest
+// for a request (idle, or not done sending one), so that connections held
+// silent or idle cannot keep out a new one, such as a probe's; when every
+// open one is serving a request, the new one is closed instead. It is safe
+// for concurrent use.
+type connLimit struct {
+	max int
+
+	mu sync.Mutex
+	// The open connections, each with the time since when it has waited
+	// for a request, or zero while it serves one. Not nil.
+	conns map[net.Conn]time.Time
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			c.Close()
-			continue
-		}
-		return &limitConn{Conn: c, l: l}, nil
+// State is the server's ConnState hook.
+func (l *connLimit) State(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch _, open := l.conns[c]; {
+	case s == http.StateNew:
+		l.admit(c)
+	case open && s == http.StateActive:
+		l.conns[c] = time.Time{}
+	case open && s == http.StateIdle:
+		l.conns[c] = time.Now()
+	default: // closed, hijacked, or closed by admit
+		delete(l.conns, c)
 	}
 }
 
-type limitConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return err
+// admit keeps c open if there is room, or room made by closing the
+// connection that has waited longest, and closes it otherwise.
+func (l *connLimit) admit(c net.Conn) {
+	if len(l.conns) >= l.max {
+		var oldest net.Conn
+		for o, since := range l.conns {
+			if !since.IsZero() && (oldest == nil || since.Before(l.conns[oldest])) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			c.Close()
+			return
+		}
+		delete(l.conns, oldest)
+		if tc, ok := oldest.(*tls.Conn); ok {
+			oldest = tc.NetConn() // at once: its own Close may wait to write
+		}
+		oldest.Close() // and its server, failing to read, closes it again
+	}
+	l.conns[c] = time.Now()
 }
 
 // newServer returns a server with the endpoints' limits, HTTP/1.1 only.
 func newServer(h http.Handler, log *slog.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	limit := &connLimit{max: maxConns, conns: map[net.Conn]time.Time{}}
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -81,6 +101,7 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		Protocols:         &protocols,
+		ConnState:         limit.State,
 		// TLS handshake failures and the like, at debug level: anyone
 		// who can connect can cause them.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -132,12 +153,11 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 		if !on(e.addr) {
 			continue
 		}
-		inner, err := net.Listen("tcp", e.addr)
+		ln, err := net.Listen("tcp", e.addr)
 		if err != nil {
 			shutdownServers(servers)
 			return nil, fmt.Errorf("%s endpoint: %w", e.what, err)
 		}
-		var ln net.Listener = &limitListener{Listener: inner, max: maxConns}
 		if e.tls != nil {
 			ln = tls.NewListener(ln, e.tls)
 		}
