@@ -28,7 +28,7 @@ import (
 
 // pipeListener is a fake listener whose connections are in-memory pipes,
 // so that the server's deadlines run on synctest's clock. It counts the
-// connections the server has not closed.
+// connections accepted that the server has not closed.
 type pipeListener struct {
 	conns chan net.Conn
 	done  chan struct{}
@@ -43,6 +43,7 @@ func newPipeListener() *pipeListener {
 func (l *pipeListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
+		l.open.Add(1)
 		return c, nil
 	case <-l.done:
 		return nil, net.ErrClosed
@@ -60,12 +61,10 @@ func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
 // closed, one that is closed.
 func (l *pipeListener) dial() net.Conn {
 	client, server := net.Pipe()
-	l.open.Add(1)
-	counted := &countedConn{Conn: server, l: l}
 	select {
-	case l.conns <- counted:
+	case l.conns <- &countedConn{Conn: server, l: l}:
 	case <-l.done:
-		counted.Close()
+		server.Close()
 	}
 	return client
 }
@@ -83,15 +82,11 @@ func (c *countedConn) Close() error {
 }
 
 // startTestServer serves h with the endpoints' limits on a pipeListener,
-// over TLS when tlsConfig is not nil.
+// over TLS when tlsConfig is not nil, as serve does.
 func startTestServer(t *testing.T, h http.Handler, tlsConfig *tls.Config) *pipeListener {
 	ln := newPipeListener()
-	srv := newServer(h, slog.New(slog.DiscardHandler))
-	if tlsConfig != nil {
-		go srv.Serve(tls.NewListener(ln, tlsConfig))
-	} else {
-		go srv.Serve(ln)
-	}
+	srv, limited := newServer(h, ln, tlsConfig, slog.New(slog.DiscardHandler))
+	go srv.Serve(limited)
 	t.Cleanup(func() {
 		srv.Close()
 		// On the bubble's clock: lets a connection that is closing
@@ -173,6 +168,28 @@ func TestServerClosesTrickledBody(t *testing.T) {
 	})
 }
 
+// A request with a body, which no endpoint reads, gets its answer at once,
+// and its connection is closed: a trickled body holds none.
+func TestServerReadsNoBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := startTestServer(t, okHandler(), nil)
+		c := ln.dial()
+		defer c.Close()
+		start := time.Now()
+		go io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: op\r\nContent-Length: 100000\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		io.Copy(io.Discard, br)
+		if took := time.Since(start); resp.StatusCode != http.StatusOK || took != 0 {
+			t.Errorf("a request whose body does not come: %d, then closed after %v; want 200 and closed at once", resp.StatusCode, took)
+		}
+	})
+}
+
 // A request's line and headers may take 16 KiB, and no more.
 func TestServerLimitsHeaderSize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -196,11 +213,52 @@ func TestServerLimitsHeaderSize(t *testing.T) {
 	})
 }
 
-// At the cap, a new connection closes the one that has waited longest for
-// a request, or itself when every open one serves a request.
-func TestConnLimit(t *testing.T) {
+// At the cap, a connection waits to be accepted until one closes.
+func TestConnLimitWaitsForRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &connLimit{max: 3, conns: map[net.Conn]time.Time{}}
+		inner := newPipeListener()
+		l := &connLimit{Listener: inner, slots: make(chan struct{}, 2), room: 2, conns: map[net.Conn]time.Time{}}
+		accepted := make(chan net.Conn, 10)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				l.State(c, http.StateNew)
+				l.State(c, http.StateActive) // serving: not to be ended
+				accepted <- c
+			}
+		}()
+		for range 3 {
+			go inner.dial() // returns once accepted
+		}
+		synctest.Wait()
+		if len(accepted) != 2 {
+			t.Fatalf("%d accepted of 3, want 2", len(accepted))
+		}
+		first, second := <-accepted, <-accepted
+		first.Close()
+		l.State(first, http.StateClosed)
+		synctest.Wait()
+		if len(accepted) != 1 {
+			t.Fatalf("%d accepted after a close, want 1", len(accepted))
+		}
+		third := <-accepted
+		inner.Close()
+		for _, c := range []net.Conn{second, third} {
+			// The accept loop goes on, to find the listener closed.
+			c.Close()
+			l.State(c, http.StateClosed)
+		}
+	})
+}
+
+// From room on, a new connection ends the one that has waited longest
+// for a request, if one waits.
+func TestConnLimitMakesRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &connLimit{slots: make(chan struct{}, 10), room: 3, conns: map[net.Conn]time.Time{}}
 		// Each change of state a second after the last, so that no two
 		// connections have waited equally long.
 		at := func(c net.Conn, s http.ConnState) {
@@ -208,30 +266,31 @@ func TestConnLimit(t *testing.T) {
 			l.State(c, s)
 		}
 		var clients []net.Conn
-		conn := func() net.Conn { // a new connection, its client end kept
+		conn := func() net.Conn { // accepted, its client's end kept
 			client, server := net.Pipe()
 			clients = append(clients, client)
+			l.slots <- struct{}{} // as Accept takes one
 			at(server, http.StateNew)
 			return server
 		}
-		// closed reports which clients' connections have been closed.
-		closed := func() (got []int) {
+		// check checks that the connections want, and no others, have
+		// been closed: their clients read EOF.
+		check := func(what string, want ...int) {
+			t.Helper()
+			var closed []int
 			for i, c := range clients {
 				c.SetReadDeadline(time.Now())
 				if _, err := c.Read(make([]byte, 1)); err == io.EOF {
-					got = append(got, i)
+					closed = append(closed, i)
 				}
 			}
-			return got
+			if !slices.Equal(closed, want) {
+				t.Errorf("%s: connections %v closed, want %v", what, closed, want)
+			}
 		}
-		check := func(what string, want ...int) {
-			t.Helper()
-			if got := closed(); !slices.Equal(got, want) {
-				t.Errorf("%s: connections %v closed, want %v", what, got, want)
-			}
-			if len(l.conns) > l.max {
-				t.Errorf("%s: %d open, want at most %d", what, len(l.conns), l.max)
-			}
+		serverClose := func(c net.Conn) { // as the server closes one
+			c.Close()
+			at(c, http.StateClosed)
 		}
 		c0, c1, c2 := conn(), conn(), conn()
 		at(c1, http.StateActive)
@@ -239,20 +298,18 @@ func TestConnLimit(t *testing.T) {
 		check("three open")
 		c3 := conn()
 		check("a fourth", 2)
-		at(c2, http.StateActive) // closed by the limit: stays out
-		at(c2, http.StateIdle)
+		serverClose(c2)
 		at(c0, http.StateActive)
 		at(c3, http.StateActive)
-		conn()
-		check("a fifth while all three serve", 2, 4)
+		c4 := conn()
+		check("a fifth while three serve", 2) // only the slots bound them
 		at(c1, http.StateIdle)
-		at(c3, http.StateClosed)
+		serverClose(c3)
+		at(c4, http.StateIdle)
 		conn()
-		check("a sixth after one closed", 2, 4)
-		conn()
-		check("a seventh", 1, 2, 4)
-		if len(l.conns) != 3 {
-			t.Errorf("%d open, want 3", len(l.conns))
+		check("a sixth", 1, 2, 3)
+		if len(l.conns) != 3 || len(l.slots) != 4 {
+			t.Errorf("%d tracked and %d slots taken, want 3 and 4 (one ended, not yet closed by its server)", len(l.conns), len(l.slots))
 		}
 	})
 }
@@ -262,6 +319,7 @@ const (
 	idleAfterRequest = iota // one request (without a token), then idle
 	silent                  // sends nothing
 	slowHeaders             // request headers, a byte a second
+	slowBody                // a POST whose body comes a byte a second
 	kinds
 )
 
@@ -277,9 +335,11 @@ func client(ln *pipeListener, tlsConfig *tls.Config, keepAlive bool, timeout tim
 	}}
 }
 
-// A flood is an attacker on the pod network holding maxConns connections
-// to a server on ln, of each kind in turn, over TLS when tlsConfig is not
-// nil. Each connection the server closes is opened again pace later.
+// A flood is an attacker on the pod network holding twice maxConns
+// connections to a server on ln, of each kind in turn, over TLS when
+// tlsConfig is not nil. Each connection the server closes is opened again pace later,
+// and a millisecond more for each attacker before: in step, they would
+// all open theirs in one instant of the bubble's clock.
 type flood struct {
 	ln        *pipeListener
 	tlsConfig *tls.Config
@@ -289,14 +349,14 @@ type flood struct {
 
 // during runs the flood while it calls get every period, times times, and
 // returns the calls that failed, with the first error. Before the first
-// call the server must hold held of the flood's connections, and it must
-// never hold more than maxConns.
+// call the server must hold at least held of the flood's connections, and
+// it must never hold more than maxConns.
 func (f flood) during(t *testing.T, held int, period time.Duration, times int, get func() error) (failed int, first error) {
 	ctx, stop := context.WithCancel(context.Background())
 	var attackers sync.WaitGroup
 	defer attackers.Wait()
 	defer stop()
-	for i := range maxConns {
+	for i := range 2 * maxConns {
 		attackers.Go(func() {
 			for ctx.Err() == nil {
 				c := f.ln.dial()
@@ -305,14 +365,14 @@ func (f flood) during(t *testing.T, held int, period time.Duration, times int, g
 				closed()
 				select {
 				case <-ctx.Done():
-				case <-time.After(f.pace): // on the bubble's clock
+				case <-time.After(f.pace + time.Duration(i)*time.Millisecond): // on the bubble's clock
 				}
 			}
 		})
 	}
 	synctest.Wait()
-	if n := f.ln.open.Load(); n != int32(held) {
-		t.Fatalf("the flood holds %d connections, want %d", n, held)
+	if n := f.ln.open.Load(); n < int32(held) {
+		t.Fatalf("the flood holds %d connections, want at least %d", n, held)
 	}
 	time.Sleep(period / 2) // out of step with the flood
 	for range times {
@@ -341,13 +401,17 @@ func (f flood) hold(c net.Conn, kind int) {
 		io.Copy(io.Discard, c) // the answer, then nothing until closed
 	case silent:
 		io.Copy(io.Discard, c)
-	case slowHeaders:
+	case slowHeaders, slowBody:
 		closed := make(chan struct{})
 		go func() { // as a socket would take what the server sends
 			io.Copy(io.Discard, c)
 			close(closed)
 		}()
 		head := "GET " + f.path + " HTTP/1.1\r\nHost: op\r\nX-Slow: " + strings.Repeat("a", 100)
+		if kind == slowBody {
+			io.WriteString(c, "POST "+f.path+" HTTP/1.1\r\nHost: op\r\nContent-Length: 100000\r\n\r\n")
+			head = strings.Repeat("a", 100)
+		}
 		for i := 0; i < len(head); i++ {
 			c.Write([]byte{head[i]})
 			select {
@@ -361,12 +425,14 @@ func (f flood) hold(c net.Conn, kind int) {
 
 // A kubelet-style probe every second passes while an attacker holds 100
 // connections to the probe port: idle ones, silent ones, and ones that
-// send their headers slowly.
+// send their headers or a body slowly.
 func TestProbeSurvivesConnectionFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := startTestServer(t, okHandler(), nil)
 		kubelet := client(ln, nil, false, time.Second)
-		failed, err := flood{ln: ln, path: "/healthz", pace: 100 * time.Millisecond}.during(t, maxConns, time.Second, 60, func() error {
+		// Slow bodies are closed after their answer: the flood holds the
+		// others, three quarters.
+		failed, err := flood{ln: ln, path: "/healthz", pace: 100 * time.Millisecond}.during(t, maxConns/2, time.Second, 60, func() error {
 			resp, err := kubelet.Get("http://op/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -405,7 +471,7 @@ func (fakeReviews) RoundTrip(r *http.Request) (*http.Response, error) {
 // A scraper with a good token, keeping its connection as Prometheus does,
 // is served every 15 s while an attacker holds 100 TLS connections to the
 // metrics port: ones that got a 401 and idle, silent ones, and ones that
-// send their headers slowly.
+// send their headers or a body slowly.
 func TestScrapeSurvivesConnectionFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reviewer, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: fakeReviews{}})
@@ -427,9 +493,10 @@ func TestScrapeSurvivesConnectionFlood(t *testing.T) {
 		insecure := &tls.Config{InsecureSkipVerify: true, CurvePreferences: []tls.CurveID{tls.X25519}}
 		prometheus := client(ln, insecure, true, 10*time.Second)
 		defer prometheus.CloseIdleConnections()
-		// The connections that got a 401 are closed at once: the flood
-		// holds the silent ones and the slow ones.
-		held := maxConns - (maxConns+kinds-1)/kinds
+		// The connections that got a 401 are closed at once, and so are
+		// those with a body after their answer: the flood holds the
+		// others, half of them.
+		held := maxConns / 2
 		failed, err := flood{ln, insecure, "/metrics", time.Second}.during(t, held, 15*time.Second, 4, func() error {
 			req, _ := http.NewRequest("GET", "https://op/metrics", nil)
 			req.Header.Set("Authorization", "Bearer scraper")
