@@ -2,6 +2,7 @@ package faults
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -320,3 +321,149 @@ func rss(t *testing.T, pid int) int64 {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// The kinds of connections TestEndpointsThroughHeldConnections holds.
+const (
+	idleAfterRequest = iota // one request, its answer, then idle
+	silent                  // sends nothing
+	slowHeaders             // request headers, a byte a second
+	slowBody                // a request whose body comes a byte a second
+	connKinds
+)
+
+// TestEndpointsThroughHeldConnections holds 200 connections to each of the
+// probe and (secure) metrics ports, past the operator's 100, as the audit
+// did: idle ones after a request (a 401 on the metrics port), silent ones,
+// and ones that send their headers or a body a byte a second, each opened
+// again shortly after the operator closes it. Meanwhile a kubelet-style probe (a new connection,
+// Connection: close, a 1 s timeout) every second and a scrape with a
+// metrics reader's token every 5 s must all pass.
+func TestEndpointsThroughHeldConnections(t *testing.T) {
+	p := env.Plane.Get(t)
+	ns := p.TestNamespace(t)
+	token := env.MetricsReaderToken(t, p)
+	o := startOp(t, p, "--namespace", ns, "--metrics-secure=true")
+	o.addSecret(token)
+	o.waitReadyz(t, http.StatusOK, 90*time.Second)
+
+	ctx, stop := context.WithCancel(context.Background())
+	var attackers sync.WaitGroup
+	t.Cleanup(func() { stop(); attackers.Wait() })
+	var probeHeld, metricsHeld atomic.Int64
+	insecure := &tls.Config{InsecureSkipVerify: true}
+	for i := range 200 {
+		// Plain connections are cheap to open again; TLS ones a second
+		// later, so that their handshakes do not take the machine.
+		attackers.Go(func() { attack(ctx, o.ProbeAddr, nil, i%connKinds, 100*time.Millisecond, &probeHeld) })
+		attackers.Go(func() { attack(ctx, o.MetricsAddr, insecure, i%connKinds, time.Second, &metricsHeld) })
+	}
+	// From 90 on, each new connection ends an idle or silent one.
+	eventually(t, time.Minute, func() (bool, string) {
+		return probeHeld.Load() >= 90, fmt.Sprintf("%d connections held to the probe port", probeHeld.Load())
+	})
+
+	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	const probes = 35
+	var probeFailed, scrapes, scrapeFailed int
+	var firstErr error
+	tick := time.NewTicker(time.Second) // the probe's period
+	defer tick.Stop()
+	for i := range probes {
+		<-tick.C
+		o.alive(t)
+		if err := probe(kubelet, o.ProbeAddr); err != nil {
+			probeFailed++
+			firstErr = cmp.Or(firstErr, err)
+		}
+		if i%5 == 0 {
+			scrapes++
+			code, _, err := harness.ScrapeTLS(o.MetricsAddr, token)
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("scrape: %d", code)
+			}
+			if err != nil {
+				scrapeFailed++
+				firstErr = cmp.Or(firstErr, err)
+			}
+		}
+	}
+	t.Logf("with about %d connections held to the probe port and %d to the metrics port: %d of %d probes and %d of %d scrapes failed",
+		probeHeld.Load(), metricsHeld.Load(), probeFailed, probes, scrapeFailed, scrapes)
+	if probeFailed+scrapeFailed > 0 {
+		t.Errorf("%d probes and %d scrapes failed; the first: %v", probeFailed, scrapeFailed, firstErr)
+	}
+}
+
+// probe sends GET /healthz to addr with client, and returns an error
+// unless the answer is 200.
+func probe(client *http.Client, addr string) error {
+	resp, err := client.Get("http://" + addr + "/healthz")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe: %s", resp.Status)
+	}
+	return nil
+}
+
+// attack holds one connection of the given kind to addr, over TLS when
+// tlsConfig is not nil, until ctx ends, opening another pace after the
+// operator closes it; held counts the connections open.
+func attack(ctx context.Context, addr string, tlsConfig *tls.Config, kind int, pace time.Duration, held *atomic.Int64) {
+	for ctx.Err() == nil {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		if raw, err := d.DialContext(ctx, "tcp", addr); err == nil {
+			held.Add(1)
+			stop := context.AfterFunc(ctx, func() { raw.Close() })
+			holdKind(raw, tlsConfig, kind)
+			stop()
+			held.Add(-1)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pace): // the attacker's pace
+		}
+	}
+}
+
+// holdKind uses raw as a connection of the given kind until it is closed.
+func holdKind(raw net.Conn, tlsConfig *tls.Config, kind int) {
+	defer raw.Close()
+	c, path := raw, "/healthz"
+	if tlsConfig != nil {
+		path = "/metrics"
+		if kind != silent {
+			c = tls.Client(raw, tlsConfig)
+		}
+	}
+	switch kind {
+	case idleAfterRequest:
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: operator\r\n\r\n", path)
+		io.Copy(io.Discard, c) // the answer, then nothing until closed
+	case silent:
+		io.Copy(io.Discard, c)
+	case slowHeaders, slowBody:
+		closed := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, c)
+			close(closed)
+		}()
+		head := "GET " + path + " HTTP/1.1\r\nHost: operator\r\nX-Slow: " + strings.Repeat("a", 100)
+		if kind == slowBody {
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: operator\r\nContent-Length: 100000\r\n\r\n", path)
+			head = strings.Repeat("a", 100)
+		}
+		tick := time.NewTicker(time.Second) // the trickle's pace
+		defer tick.Stop()
+		for i := 0; i < len(head); i++ {
+			c.Write([]byte{head[i]})
+			select {
+			case <-closed:
+				return
+			case <-tick.C:
+			}
+		}
+	}
+}

@@ -9,9 +9,13 @@
 // a burst of scrapes costs one pair of reviews. Reviews are rate limited
 // and the reviews in flight are bounded, so that a stream of new tokens
 // cannot become a stream of API requests: a request over the rate gets
-// 429. The rate also bounds the decisions that have not expired well below
-// the cache's size, so a full cache makes room by dropping expired ones
-// alone: a flood of bad tokens does not push out the scraper's.
+// 429. A token allowed lately is reviewed again without waiting for the
+// rate, so that a flood of bad tokens, which spends the rate, does not
+// keep the scraper out; only tokens the API server allowed get there. The
+// rate also bounds the decisions that have not expired well below the
+// cache's size, so a full cache makes room by dropping stale ones alone:
+// the flood does not push out the scraper's. A refused client's
+// connection is closed, so that it cannot hold one of the endpoint's few.
 package metricsauth
 
 import (
@@ -48,6 +52,9 @@ const (
 	// ttl is how long a decision (allowed, unauthenticated or
 	// forbidden) is kept. An API error is never kept.
 	ttl = 30 * time.Second
+	// knownFor is how long past its expiry an allowed decision lets its
+	// token be reviewed again over the rate: longer than a scrape interval.
+	knownFor = 10 * time.Minute
 	// maxInFlight bounds the requests under review at once; more wait
 	// their turn, up to timeout.
 	maxInFlight = 4
@@ -84,6 +91,11 @@ type decision struct {
 	expires time.Time
 }
 
+// known reports whether d allowed its token lately.
+func (d decision) known(now time.Time) bool {
+	return d.code == http.StatusOK && now.Before(d.expires.Add(knownFor))
+}
+
 // New returns a Filter for cfg.
 func New(cfg Config) (*Filter, error) {
 	if cfg.Client == nil || cfg.Path == "" {
@@ -97,7 +109,8 @@ func New(cfg Config) (*Filter, error) {
 // Wrap returns a handler that answers 401 to a request without a valid
 // bearer token, 403 to one whose user may not get the Path, 429 when its
 // token would need a review over the review rate, 503 when the reviews
-// fail or time out, and passes the others to next.
+// fail or time out, and passes the others to next. It closes the
+// connection after each refusal.
 func (f *Filter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code := f.decide(r)
@@ -110,6 +123,7 @@ func (f *Filter) Wrap(next http.Handler) http.Handler {
 		case http.StatusTooManyRequests:
 			w.Header().Set("Retry-After", "1")
 		}
+		w.Header().Set("Connection", "close")
 		http.Error(w, http.StatusText(code), code)
 	})
 }
@@ -121,10 +135,11 @@ func (f *Filter) decide(r *http.Request) int {
 		return http.StatusUnauthorized
 	}
 	key := sha256.Sum256([]byte(token))
-	if code, ok := f.cached(key, time.Now()); ok {
-		return code
+	d, fresh := f.cached(key, time.Now())
+	if fresh {
+		return d.code
 	}
-	if !f.rate.Allow(time.Now()) {
+	if !d.known(time.Now()) && !f.rate.Allow(time.Now()) {
 		return http.StatusTooManyRequests
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -136,8 +151,8 @@ func (f *Filter) decide(r *http.Request) int {
 		return http.StatusServiceUnavailable
 	}
 	// Another request may have decided for the same token meanwhile.
-	if code, ok := f.cached(key, time.Now()); ok {
-		return code
+	if d, fresh := f.cached(key, time.Now()); fresh {
+		return d.code
 	}
 	code, err := f.review(ctx, token)
 	if err != nil {
@@ -155,25 +170,27 @@ func bearer(h string) (string, bool) {
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
-// cached returns the decision kept for key, if it has not expired.
-func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (int, bool) {
+// cached returns the decision kept for key, if any, and whether it has
+// not expired.
+func (f *Filter) cached(key [sha256.Size]byte, now time.Time) (decision, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d, ok := f.cache[key]
-	return d.code, ok && now.Before(d.expires)
+	d := f.cache[key]
+	return d, now.Before(d.expires)
 }
 
-// remember keeps a decision. A full cache first drops its expired
-// entries, which always makes room without dropping a decision that has
-// not expired, an allowed scraper's included: the review rate bounds the
-// decisions made within a TTL, and so the unexpired ones, to reviewBurst +
-// reviewQPS × (ttl + timeout) = 220, well below maxEntries. The check
-// below keeps the bound hard all the same.
+// remember keeps a decision. A full cache first drops its stale entries
+// (expired, and not known), which makes room without dropping a decision
+// that has not expired, or an allowed scraper's: the review rate bounds
+// the decisions made within a TTL, and so the unexpired ones, to
+// reviewBurst + reviewQPS × (ttl + timeout) = 220, well below maxEntries,
+// and known decisions are as many as the allowed tokens used lately. The
+// check below keeps the bound hard all the same.
 func (f *Filter) remember(key [sha256.Size]byte, code int, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.cache) >= maxEntries {
-		maps.DeleteFunc(f.cache, func(_ [sha256.Size]byte, d decision) bool { return !now.Before(d.expires) })
+		maps.DeleteFunc(f.cache, func(_ [sha256.Size]byte, d decision) bool { return !now.Before(d.expires) && !d.known(now) })
 	}
 	if len(f.cache) < maxEntries {
 		f.cache[key] = decision{code: code, expires: now.Add(ttl)}

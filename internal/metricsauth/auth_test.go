@@ -1,9 +1,11 @@
 package metricsauth
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -19,8 +21,9 @@ import (
 // endpoints, served in-process through the client's Transport seam. Token
 // "reader" is user reader, allowed; "other" is user other, forbidden;
 // "broken" makes the TokenReview fail with a 500; any other token is not
-// authenticated.
+// authenticated, and so is "reader" once revoked is set.
 type fakeReviewer struct {
+	revoked                     atomic.Bool
 	tokenReviews, accessReviews atomic.Int32
 	gate                        chan struct{} // when not nil, each review waits for a value
 	inFlight, maxInFlight       atomic.Int32
@@ -53,6 +56,9 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(body, &tr)
 		switch tr.Spec.Token {
 		case "reader", "other":
+			if tr.Spec.Token == "reader" && f.revoked.Load() {
+				break
+			}
 			tr.Status = &reviewStatus{Authenticated: true}
 			tr.Status.User = userInfo{Username: tr.Spec.Token, UID: "uid-" + tr.Spec.Token, Groups: []string{"system:authenticated"}}
 		case "broken":
@@ -270,4 +276,119 @@ func (f *Filter) size() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.cache)
+}
+
+// A flood of random tokens past the review rate: the scraper, allowed
+// once before the flood, is served every time (scraping every 15 s, or
+// more seldom than the cache keeps a decision, while the flood fills the
+// cache), and the reviews stay within the rate plus one per scrape.
+func TestFilterServesScraperThroughTokenFlood(t *testing.T) {
+	for _, tc := range []struct {
+		perSecond       int
+		interval, flood time.Duration
+	}{
+		{6, 15 * time.Second, 30 * time.Minute},
+		{50, 15 * time.Second, 5 * time.Minute},
+		{50, 2 * time.Minute, 10 * time.Minute},
+	} {
+		t.Run(fmt.Sprintf("%d a second, scrapes every %v", tc.perSecond, tc.interval), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeReviewer{}
+				_, h := newFilter(t, f)
+				if got := scrape(h, "Bearer reader"); got != http.StatusOK {
+					t.Fatalf("reader before the flood: %d", got)
+				}
+				every := tc.perSecond * int(tc.interval/time.Second)
+				var scrapes, failed int
+				for i := range tc.perSecond * int(tc.flood/time.Second) {
+					time.Sleep(time.Second / time.Duration(tc.perSecond)) // on the bubble's clock
+					scrape(h, fmt.Sprintf("Bearer random-%d", i))
+					if (i+1)%every == 0 {
+						scrapes++
+						if got := scrape(h, "Bearer reader"); got != http.StatusOK {
+							failed++
+						}
+					}
+				}
+				if failed > 0 {
+					t.Errorf("%d of %d scrapes failed", failed, scrapes)
+				}
+				if most := reviewBurst + reviewQPS*int32(tc.flood/time.Second) + int32(scrapes) + 1; f.tokenReviews.Load() > most {
+					t.Errorf("%d token reviews, want at most %d", f.tokenReviews.Load(), most)
+				}
+			})
+		})
+	}
+}
+
+// A token allowed before is reviewed again over the rate; once it is
+// refused, or after knownFor, it waits for the rate as any new token.
+func TestFilterKnownTokenSkipsRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeReviewer{}
+		_, h := newFilter(t, f)
+		spend := func() { // the review rate, spent by new tokens
+			for i := 0; scrape(h, fmt.Sprintf("Bearer spend-%d", i)) != http.StatusTooManyRequests; i++ {
+			}
+		}
+		scrape(h, "Bearer reader")
+		time.Sleep(ttl) // on the bubble's clock
+		spend()
+		if got := scrape(h, "Bearer reader"); got != http.StatusOK {
+			t.Fatalf("an allowed token after its TTL, the rate spent: %d, want 200", got)
+		}
+		f.revoked.Store(true)
+		time.Sleep(ttl)
+		spend()
+		if got := scrape(h, "Bearer reader"); got != http.StatusUnauthorized {
+			t.Fatalf("a revoked token after its TTL, the rate spent: %d, want a review and 401", got)
+		}
+		time.Sleep(ttl)
+		spend()
+		if got := scrape(h, "Bearer reader"); got != http.StatusTooManyRequests {
+			t.Fatalf("a token refused before, the rate spent: %d, want 429", got)
+		}
+		f.revoked.Store(false)
+		for time.Sleep(time.Second); scrape(h, "Bearer reader") != http.StatusOK; time.Sleep(time.Second) {
+		}
+		time.Sleep(ttl + knownFor)
+		spend()
+		if got := scrape(h, "Bearer reader"); got != http.StatusTooManyRequests {
+			t.Fatalf("an allowed token unused for its TTL and knownFor, the rate spent: %d, want 429", got)
+		}
+	})
+}
+
+// A refused client's connection is closed after the answer: a second
+// request on it gets none. An allowed one's is kept.
+func TestFilterClosesRefusedConnections(t *testing.T) {
+	_, h := newFilter(t, &fakeReviewer{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, tc := range []struct {
+		authorization string
+		code          int
+		closed        bool
+	}{{"", http.StatusUnauthorized, true}, {"Bearer other", http.StatusForbidden, true}, {"Bearer reader", http.StatusOK, false}} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute)) // against a hang
+		br := bufio.NewReader(c)
+		var codes []int
+		for range 2 {
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: op\r\nAuthorization: %s\r\n\r\n", tc.authorization)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, resp.Body)
+			codes = append(codes, resp.StatusCode)
+		}
+		if want := map[bool]int{true: 1, false: 2}[tc.closed]; len(codes) != want || codes[0] != tc.code {
+			t.Errorf("Authorization %q: answers %v to two requests on one connection; want %d of %d", tc.authorization, codes, want, tc.code)
+		}
+	}
 }

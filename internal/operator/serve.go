@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
@@ -19,72 +18,120 @@ import (
 )
 
 // The limits of the metrics and probe servers. A client that holds a
-// connection without finishing its request, trickles a body, or idles
-// between requests is cut off; at most maxConns connections are open per
-// endpoint, and a connection beyond them is closed at once. Each open
-// connection costs about 10 KiB (20 KiB with TLS), so an endpoint can
-// hold at most a few MiB however many clients connect.
+// connection without finishing its request, or idles between requests, is
+// cut off, and a body (none is read) is not waited for; at most maxConns
+// connections are open per endpoint, and a connection beyond them waits to
+// be accepted; from roomConns on, a new one ends an idle or silent one
+// (see connLimit).
+// Each open connection costs about 10 KiB (20 KiB with TLS), so an
+// endpoint can hold at most a few MiB however many clients connect.
+// Net/http reads 4 KiB past MaxHeaderBytes: a request's line and headers
+// are limited to 16 KiB in all.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 30 * time.Second
-	maxHeaderBytes    = 16 << 10
+	maxHeaderBytes    = 12 << 10
 	maxConns          = 100
+	roomConns         = maxConns - 10
 )
 
-// limitListener closes each connection accepted while max are open, so
-// that a flood of connections costs a bounded amount of memory. It is
-// safe for concurrent use.
-type limitListener struct {
+// connLimit, as a server's listener and its ConnState hook, keeps at
+// most cap(slots) of its connections open, so that a flood of connections
+// costs a bounded amount of memory: Accept waits for room, and the flood
+// waits in the kernel's backlog. From room connections on, each new one
+// ends the one that has waited longest for a request (idle, or not done
+// sending one), so that connections held silent or idle cannot keep out a
+// new one, such as a probe's. It is safe for concurrent use.
+type connLimit struct {
 	net.Listener
-	max  int64
-	open atomic.Int64
+	slots chan struct{} // a value per open connection
+	room  int
+
+	mu sync.Mutex
+	// The open connections not being ended, each with the time since when
+	// it has waited for a request, or zero while it serves one. Not nil.
+	conns map[net.Conn]time.Time
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			c.Close()
-			continue
-		}
-		return &limitConn{Conn: c, l: l}, nil
+func (l *connLimit) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+	}
+	return c, err
+}
+
+// State is the server's ConnState hook.
+func (l *connLimit) State(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		l.makeRoom()
+		l.conns[c] = time.Now()
+	case http.StateActive:
+		l.conns[c] = time.Time{}
+	case http.StateIdle:
+		l.conns[c] = time.Now()
+	default: // closed or hijacked: the last state
+		delete(l.conns, c)
+		<-l.slots
 	}
 }
 
-type limitConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
+// makeRoom ends the connection that has waited longest for a request, if
+// room or more are open.
+func (l *connLimit) makeRoom() {
+	var oldest net.Conn
+	for c, since := range l.conns {
+		if !since.IsZero() && (oldest == nil || since.Before(l.conns[oldest])) {
+			oldest = c
+		}
+	}
+	if len(l.conns) >= l.room && oldest != nil {
+		delete(l.conns, oldest)
+		if tc, ok := oldest.(*tls.Conn); ok {
+			oldest = tc.NetConn() // at once: its own Close may wait to write
+		}
+		oldest.Close() // and its server, failing to read, closes it again
+	}
 }
 
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return err
-}
-
-// newServer returns a server with the endpoints' limits, HTTP/1.1 only.
-func newServer(h http.Handler, log *slog.Logger) *http.Server {
+// newServer returns a server with the endpoints' limits, HTTP/1.1 only,
+// and the listener it must serve: inner with a connLimit, and TLS when
+// tlsConfig is not nil.
+func newServer(h http.Handler, inner net.Listener, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	limit := &connLimit{Listener: inner, slots: make(chan struct{}, maxConns), room: roomConns, conns: map[net.Conn]time.Time{}}
+	var ln net.Listener = limit
+	if tlsConfig != nil {
+		ln = tls.NewListener(limit, tlsConfig)
+	}
 	return &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// No endpoint reads a body, and net/http reads what comes
+			// of one after the answer: a trickled one would hold the
+			// connection until readTimeout.
+			if r.ContentLength != 0 {
+				http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
+			h.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		Protocols:         &protocols,
+		ConnState:         limit.State,
 		// TLS handshake failures and the like, at debug level: anyone
 		// who can connect can cause them.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+	}, ln
 }
 
 // serve starts the metrics and probe servers, each answering its own
@@ -137,11 +184,7 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 			shutdownServers(servers)
 			return nil, fmt.Errorf("%s endpoint: %w", e.what, err)
 		}
-		var ln net.Listener = &limitListener{Listener: inner, max: maxConns}
-		if e.tls != nil {
-			ln = tls.NewListener(ln, e.tls)
-		}
-		srv := newServer(e.h, op.log)
+		srv, ln := newServer(e.h, inner, e.tls, op.log)
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
