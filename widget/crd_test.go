@@ -109,6 +109,42 @@ func TestAPIServerCRDAgreesWithValidate(t *testing.T) {
 	}
 }
 
+// TestAPIServerNameRefusalNamesTheField: the refusal of a Widget whose
+// name the CRD's rules on the root refuse names the field, as kubectl
+// prints it, without the "<nil>" a rule on the root gives without a
+// fieldPath.
+func TestAPIServerNameRefusalNamesTheField(t *testing.T) {
+	p := plane.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	installWidgetCRD(t, p)
+	ns := p.TestNamespace(t)
+	for _, name := range []string{"dot.ted", strings.Repeat("a", 64)} {
+		body := fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":%q},"spec":{"image":"nginx"}}`, name)
+		err := p.Do(ctx, http.MethodPost, "/apis/example.com/v1/namespaces/"+ns+"/widgets?dryRun=All", []byte(body), nil)
+		var se *controlplane.StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("%s: %v, want a 422", shortName(name), err)
+		}
+		var st struct {
+			Message string `json:"message"`
+			Details struct {
+				Causes []struct{ Field string } `json:"causes"`
+			} `json:"details"`
+		}
+		if err := json.Unmarshal([]byte(se.Body), &st); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s", shortName(name), st.Message)
+		if !strings.Contains(st.Message, "metadata.name: Invalid value") || strings.Contains(st.Message, "<nil>") {
+			t.Errorf("the refusal does not name metadata.name, or says <nil>: %s", st.Message)
+		}
+		if len(st.Details.Causes) == 0 || st.Details.Causes[0].Field != "metadata.name" {
+			t.Errorf("causes %+v, want metadata.name", st.Details.Causes)
+		}
+	}
+}
+
 func shortName(s string) string {
 	if len(s) > 20 {
 		return fmt.Sprintf("%s..%d", s[:8], len(s))
