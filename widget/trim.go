@@ -32,11 +32,11 @@ func trimMeta(m *k8sapi.ObjectMeta) (foreign bool) {
 func TrimWidget(w *Widget) { watch.TrimMeta(&w.ObjectMeta) }
 
 // TrimDeployment keeps of d the metadata that watch.TrimMeta keeps with the
-// Widget's labels and, when a Widget is its controller, its replicas; at most one more selector label than a
-// Widget's selector has; the template's Widget labels; the container named
-// ContainerName with its image, cut past the longest a Widget may ask for,
-// and its port named PortName; and the status with its Available and
-// Progressing conditions.
+// Widget's labels and, when a Widget is its controller, its replicas; at
+// most one more selector label than a Widget's selector has; the
+// template's Widget labels; the container named ContainerName with its
+// image, cut past the longest a Widget may ask for, and its port named
+// PortName; and the status with its Available and Progressing conditions.
 func TrimDeployment(d *k8sapi.Deployment) {
 	if trimMeta(&d.ObjectMeta) {
 		*d = k8sapi.Deployment{ObjectMeta: d.ObjectMeta}
@@ -64,8 +64,9 @@ func TrimDeployment(d *k8sapi.Deployment) {
 }
 
 // TrimService keeps of s the metadata that watch.TrimMeta keeps with the
-// Widget's labels and, when a Widget is its controller, at most one more selector label than a Widget's
-// selector has, and the port named PortName.
+// Widget's labels and, when a Widget is its controller, at most one more
+// selector label than a Widget's selector has, and the port named
+// PortName.
 func TrimService(s *k8sapi.Service) {
 	if trimMeta(&s.ObjectMeta) {
 		*s = k8sapi.Service{ObjectMeta: s.ObjectMeta}
