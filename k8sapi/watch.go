@@ -115,19 +115,26 @@ func (w *stream) open(op *operation, body io.ReadCloser, cancel context.CancelFu
 // After an error the watcher is done, its connection released, and every
 // later call returns the same error.
 func (w *Watcher[T]) Next() (WatchEvent[T], error) {
-	if w.err != nil {
-		return WatchEvent[T]{}, w.err
-	}
 	w.env = envelope[T]{}
-	if err := w.decode(&w.env); err != nil {
+	if err := w.next(&w.env); err != nil {
+		return WatchEvent[T]{}, err
+	}
+	return WatchEvent[T]{Type: EventType(w.env.Type), Object: *w.env.Object}, nil
+}
+
+// next is Next, decoding into env; an error is sticky.
+func (w *stream) next(env event) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.decode(env); err != nil {
 		if w.closed.Load() {
 			err = ErrClosed
 		}
 		w.err = err
 		w.release()
-		return WatchEvent[T]{}, err
 	}
-	return WatchEvent[T]{Type: EventType(w.env.Type), Object: *w.env.Object}, nil
+	return w.err
 }
 
 // Close ends the watch and releases its connection. A Next blocked in
