@@ -161,7 +161,7 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
 	out := new(List[T])
-	err := t.Client.list(ctx, t.Resource, namespace, opts, &out.TypeMeta, &out.Metadata, func() any {
+	err := t.Client.list(ctx, t.Resource, namespace, &opts, &out.TypeMeta, &out.Metadata, func() any {
 		out.Items = append(out.Items, *new(T))
 		return &out.Items[len(out.Items)-1]
 	})
@@ -173,7 +173,7 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 
 // list is List, decoding the page's head into tm and lm, and each item
 // into the new one add returns.
-func (c *Client) list(ctx context.Context, r Resource, namespace string, opts ListOptions, tm *TypeMeta, lm *ListMeta, add func() any) error {
+func (c *Client) list(ctx context.Context, r Resource, namespace string, opts *ListOptions, tm *TypeMeta, lm *ListMeta, add func() any) error {
 	op, err := c.newOp(ctx, r, "list", namespace, "", "")
 	if err != nil {
 		return err
