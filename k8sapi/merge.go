@@ -16,7 +16,7 @@ import (
 // from (kept by send) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
-func (c *Client) updateBody(ctx context.Context, r Resource, op *operation, subresource string, obj any) ([]byte, error) {
+func (c *Client) updateBody(ctx context.Context, r *Resource, op *operation, subresource string, obj any) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))

@@ -44,14 +44,14 @@ type WatchEvent[T any] struct {
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
 	w := new(Watcher[T])
-	if err := t.Client.watch(ctx, t.Resource, namespace, &opts, &w.stream); err != nil {
+	if err := t.Client.watch(ctx, &t.Resource, namespace, &opts, &w.stream); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
 // watch is Watch, opening the stream s.
-func (c *Client) watch(ctx context.Context, r Resource, namespace string, opts *ListOptions, s *stream) error {
+func (c *Client) watch(ctx context.Context, r *Resource, namespace string, opts *ListOptions, s *stream) error {
 	op, err := c.newOp(ctx, r, "watch", namespace, "", "")
 	if err != nil {
 		return err
