@@ -131,12 +131,9 @@ type handler[P any] struct {
 // inferred, as in watch.New(cfg).
 func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
-	if cfg.Transform == nil {
-		cfg.Transform = func(*T) {} // objects kept as decoded
-	}
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
-	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Logger)
-	inf.core.handler, inf.core.transform, inf.core.store = handler[*T](cfg.Handler), cfg.Transform, &inf.store.core
+	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
+	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
 		inf.core.src = pointerSource[T]{cfg.Source}
@@ -144,12 +141,15 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	return inf
 }
 
-// init sets the informer's machine, with New's defaults, and its logger.
-func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, logger *slog.Logger) {
+// init sets the informer's machine, transform and logger, with New's defaults.
+func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transform func(P), logger *slog.Logger) {
 	// A value zero or negative gets the default.
 	s.PageSize = cmp.Or(max(s.PageSize, 0), defaultPageSize)
 	s.WatchTimeout = cmp.Or(max(s.WatchTimeout, 0), defaultWatchTimeout)
-	inf.machine = machine[P]{meta, s}
+	inf.machine, inf.transform = machine[P]{meta, s}, transform
+	if transform == nil {
+		inf.transform = func(P) {} // objects kept as decoded
+	}
 	inf.logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 }
 
