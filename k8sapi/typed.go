@@ -237,14 +237,14 @@ func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, op
 
 // patch checks pt and opts, then sends body as send does.
 func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchType, body any, opts PatchOptions) (*T, error) {
-	if err := checkPatch(t.Resource, namespace, name, pt, opts); err != nil {
+	if err := checkPatch(&t.Resource, namespace, name, pt, &opts); err != nil {
 		return nil, err
 	}
 	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
 }
 
 // checkPatch checks a patch of type pt with opts on an object of r.
-func checkPatch(r Resource, namespace, name string, pt PatchType, opts PatchOptions) error {
+func checkPatch(r *Resource, namespace, name string, pt PatchType, opts *PatchOptions) error {
 	problem := ""
 	switch {
 	case pt != MergePatch && pt != JSONPatch && pt != StrategicMergePatch && pt != ApplyPatch:
