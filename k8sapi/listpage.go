@@ -8,10 +8,10 @@ import (
 )
 
 // decodeList decodes a List object from dec, which reads r: apiVersion
-// and kind into tm, metadata into lm, and the items one by one with add.
+// and kind into tm, metadata into lm, and each item into the new one add returns.
 // Fields other than these are skipped. r is told the stream offset of
 // each item as its decoding starts, and -1 after the last.
-func decodeList(dec *json.Decoder, tm *TypeMeta, lm *ListMeta, add func(*json.Decoder) error, r *limitReader) error {
+func decodeList(dec *json.Decoder, tm *TypeMeta, lm *ListMeta, add func() any, r *limitReader) error {
 	if err := expectDelim(dec, '{'); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func decodeList(dec *json.Decoder, tm *TypeMeta, lm *ListMeta, add func(*json.De
 }
 
 // decodeItems decodes the items array, or null, one element at a time.
-func decodeItems(dec *json.Decoder, add func(*json.Decoder) error, r *limitReader) error {
+func decodeItems(dec *json.Decoder, add func() any, r *limitReader) error {
 	tok, err := dec.Token()
 	if err != nil || tok == nil {
 		return err
@@ -56,7 +56,7 @@ func decodeItems(dec *json.Decoder, add func(*json.Decoder) error, r *limitReade
 	}
 	for dec.More() {
 		r.start = dec.InputOffset()
-		if err := add(dec); err != nil {
+		if err := dec.Decode(add()); err != nil {
 			return err
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // from (kept by send) or, if there is none, to the object (or the
 // subresource being updated) as the server has it now, read first. Fields
 // T does not name are so never lost.
-func (c *Client) updateBody(ctx context.Context, r Resource, op *operation, subresource string, obj any) ([]byte, error) {
+func (c *Client) updateBody(ctx context.Context, r *Resource, op *operation, subresource string, obj any) ([]byte, error) {
 	now, err := json.Marshal(obj)
 	if err != nil {
 		return nil, op.requestError(fmt.Errorf("encode body: %w", err))
@@ -29,11 +29,11 @@ func (c *Client) updateBody(ctx context.Context, r Resource, op *operation, subr
 		base = o.GetObjectMeta().raw
 	}
 	if base == nil {
-		cur, err := For[json.RawMessage](c, r).Get(ctx, op.namespace, op.name, GetOptions{Subresource: subresource})
-		if err != nil {
+		var cur json.RawMessage // by Client.send: a Typed[json.RawMessage] would bring its own copy of each verb
+		if err := c.send(ctx, r, "get", op.namespace, op.name, subresource, nil, nil, "", &cur); err != nil {
 			return nil, err
 		}
-		base = *cur
+		base = cur
 	}
 	// was is what T made of base: the caller's changes are from it to now.
 	seen := reflect.New(reflect.TypeOf(obj).Elem()).Interface()

@@ -44,7 +44,7 @@ var methods = map[string]string{
 // verb but list, watch and a create of the object itself acts on one
 // named object; every verb but list and watch needs a namespace when the
 // resource is namespaced.
-func (c *Client) newOp(ctx context.Context, r Resource, verb, namespace, name, sub string) (*operation, error) {
+func (c *Client) newOp(ctx context.Context, r *Resource, verb, namespace, name, sub string) (*operation, error) {
 	if !r.Namespaced {
 		namespace = ""
 	}
@@ -88,7 +88,7 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 		body = nil // a nil object: an error, as no object is
 	}
 	out := new(T)
-	if err := t.Client.send(ctx, t.Resource, verb, namespace, name, sub, q, body, contentType, out); err != nil {
+	if err := t.Client.send(ctx, &t.Resource, verb, namespace, name, sub, q, body, contentType, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -96,7 +96,7 @@ func (t Typed[T]) send(ctx context.Context, verb, namespace, name, sub string, q
 
 // send is Typed.send, decoding into out, a new *T. A create of
 // subresource sub is of the object body itself: its name is body's.
-func (c *Client) send(ctx context.Context, r Resource, verb, namespace, name, sub string, q url.Values, body any, contentType string, out any) error {
+func (c *Client) send(ctx context.Context, r *Resource, verb, namespace, name, sub string, q url.Values, body any, contentType string, out any) error {
 	if o, ok := body.(Object); ok && verb == "create" && sub != "" {
 		name = o.GetObjectMeta().Name
 	}
@@ -161,9 +161,9 @@ func (t Typed[T]) Get(ctx context.Context, namespace, name string, opts GetOptio
 // limit, fails with a *DecodeError wrapping [ErrBodyTooLarge].
 func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) (*List[T], error) {
 	out := new(List[T])
-	err := t.Client.list(ctx, t.Resource, namespace, opts, &out.TypeMeta, &out.Metadata, func(dec *json.Decoder) error {
+	err := t.Client.list(ctx, &t.Resource, namespace, &opts, &out.TypeMeta, &out.Metadata, func() any {
 		out.Items = append(out.Items, *new(T))
-		return dec.Decode(&out.Items[len(out.Items)-1])
+		return &out.Items[len(out.Items)-1]
 	})
 	if err != nil {
 		return nil, err
@@ -171,9 +171,9 @@ func (t Typed[T]) List(ctx context.Context, namespace string, opts ListOptions) 
 	return out, nil
 }
 
-// list is List, decoding the page's head into tm and lm, and its items
-// one at a time with add.
-func (c *Client) list(ctx context.Context, r Resource, namespace string, opts ListOptions, tm *TypeMeta, lm *ListMeta, add func(*json.Decoder) error) error {
+// list is List, decoding the page's head into tm and lm, and each item
+// into the new one add returns.
+func (c *Client) list(ctx context.Context, r *Resource, namespace string, opts *ListOptions, tm *TypeMeta, lm *ListMeta, add func() any) error {
 	op, err := c.newOp(ctx, r, "list", namespace, "", "")
 	if err != nil {
 		return err
@@ -237,6 +237,14 @@ func (t Typed[T]) Apply(ctx context.Context, namespace, name string, obj any, op
 
 // patch checks pt and opts, then sends body as send does.
 func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchType, body any, opts PatchOptions) (*T, error) {
+	if err := checkPatch(&t.Resource, namespace, name, pt, &opts); err != nil {
+		return nil, err
+	}
+	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
+}
+
+// checkPatch checks a patch of type pt with opts on an object of r.
+func checkPatch(r *Resource, namespace, name string, pt PatchType, opts *PatchOptions) error {
 	problem := ""
 	switch {
 	case pt != MergePatch && pt != JSONPatch && pt != StrategicMergePatch && pt != ApplyPatch:
@@ -247,9 +255,9 @@ func (t Typed[T]) patch(ctx context.Context, namespace, name string, pt PatchTyp
 		problem = "Force is only valid for an apply patch"
 	}
 	if problem != "" {
-		return nil, &RequestError{Op: "patch", Resource: t.Resource.Resource, Namespace: namespace, Name: name, Err: errors.New(problem)}
+		return &RequestError{Op: "patch", Resource: r.Resource, Namespace: namespace, Name: name, Err: errors.New(problem)}
 	}
-	return t.send(ctx, "patch", namespace, name, opts.Subresource, opts.query(), body, string(pt))
+	return nil
 }
 
 // Delete deletes the object. With opts.Preconditions it fails with a

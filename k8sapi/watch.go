@@ -44,14 +44,14 @@ type WatchEvent[T any] struct {
 // never is: the caller reopens it from the last resourceVersion seen.
 func (t Typed[T]) Watch(ctx context.Context, namespace string, opts ListOptions) (*Watcher[T], error) {
 	w := new(Watcher[T])
-	if err := t.Client.watch(ctx, t.Resource, namespace, opts, &w.stream); err != nil {
+	if err := t.Client.watch(ctx, &t.Resource, namespace, &opts, &w.stream); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
 // watch is Watch, opening the stream s.
-func (c *Client) watch(ctx context.Context, r Resource, namespace string, opts ListOptions, s *stream) error {
+func (c *Client) watch(ctx context.Context, r *Resource, namespace string, opts *ListOptions, s *stream) error {
 	op, err := c.newOp(ctx, r, "watch", namespace, "", "")
 	if err != nil {
 		return err
@@ -115,19 +115,26 @@ func (w *stream) open(op *operation, body io.ReadCloser, cancel context.CancelFu
 // After an error the watcher is done, its connection released, and every
 // later call returns the same error.
 func (w *Watcher[T]) Next() (WatchEvent[T], error) {
-	if w.err != nil {
-		return WatchEvent[T]{}, w.err
-	}
 	w.env = envelope[T]{}
-	if err := w.decode(&w.env); err != nil {
+	if err := w.next(&w.env); err != nil {
+		return WatchEvent[T]{}, err
+	}
+	return WatchEvent[T]{Type: EventType(w.env.Type), Object: *w.env.Object}, nil
+}
+
+// next is Next, decoding into env; an error is sticky.
+func (w *stream) next(env event) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.decode(env); err != nil {
 		if w.closed.Load() {
 			err = ErrClosed
 		}
 		w.err = err
 		w.release()
-		return WatchEvent[T]{}, err
 	}
-	return WatchEvent[T]{Type: EventType(w.env.Type), Object: *w.env.Object}, nil
+	return w.err
 }
 
 // Close ends the watch and releases its connection. A Next blocked in

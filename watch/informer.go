@@ -131,26 +131,26 @@ type handler[P any] struct {
 // inferred, as in watch.New(cfg).
 func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
-	// A value zero or negative gets the default.
-	cfg.PageSize = cmp.Or(max(cfg.PageSize, 0), defaultPageSize)
-	cfg.WatchTimeout = cmp.Or(max(cfg.WatchTimeout, 0), defaultWatchTimeout)
-	if cfg.Transform == nil {
-		cfg.Transform = func(*T) {} // objects kept as decoded
-	}
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
-	inf.core = informer[*T]{
-		machine:   machine[*T]{meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}},
-		handler:   handler[*T](cfg.Handler),
-		transform: cfg.Transform,
-		store:     &inf.store.core,
-		ns:        cfg.Namespace,
-		name:      cfg.Name,
-		logger:    cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-	}
+	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
+	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
+	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
 		inf.core.src = pointerSource[T]{cfg.Source}
 	}
 	return inf
+}
+
+// init sets the informer's machine, transform and logger, with New's defaults.
+func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transform func(P), logger *slog.Logger) {
+	// A value zero or negative gets the default.
+	s.PageSize = cmp.Or(max(s.PageSize, 0), defaultPageSize)
+	s.WatchTimeout = cmp.Or(max(s.WatchTimeout, 0), defaultWatchTimeout)
+	inf.machine, inf.transform = machine[P]{meta, s}, transform
+	if transform == nil {
+		inf.transform = func(P) {} // objects kept as decoded
+	}
+	inf.logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
