@@ -19,6 +19,7 @@ import (
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
 	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
 
@@ -219,6 +220,90 @@ func applyObjects(t testing.TB, p *controlplane.Plane, objs []rbacObject) {
 		t.Fatal(err)
 	}
 	harness.Kubectl(t, p, "apply", "-f", path)
+	waitGranted(t, p, objs)
+}
+
+// accessReview is the part of an authorization.k8s.io/v1
+// SubjectAccessReview the tests send and read.
+type accessReview struct {
+	k8sapi.TypeMeta
+	Spec struct {
+		User               string `json:"user"`
+		ResourceAttributes struct {
+			Namespace string `json:"namespace,omitempty"`
+			Verb      string `json:"verb"`
+			Group     string `json:"group"`
+			Resource  string `json:"resource"`
+			// Subresource is split from a rule's "widgets/status".
+			Subresource string `json:"subresource,omitempty"`
+			Name        string `json:"name,omitempty"`
+		} `json:"resourceAttributes"`
+	} `json:"spec"`
+	Status struct {
+		Allowed bool `json:"allowed"`
+	} `json:"status"`
+}
+
+// waitGranted waits until the API server's authorizer allows every
+// ServiceAccount that a binding among objs names each verb of the rules
+// of its role among objs. Its caches of Roles and bindings follow a watch,
+// and on loaded machines they trail the apply by long enough for an
+// operator started at once to be refused what the test granted it.
+func waitGranted(t testing.TB, p *controlplane.Plane, objs []rbacObject) {
+	t.Helper()
+	reviews := k8sapi.For[accessReview](harness.Admin(t, p), k8sapi.Resource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"})
+	var pending []accessReview
+	for _, b := range objs {
+		if b.RoleRef == nil {
+			continue
+		}
+		for _, role := range objs {
+			if role.Kind != b.RoleRef.Kind || role.Metadata.Name != b.RoleRef.Name || role.Metadata.Namespace != b.Metadata.Namespace {
+				continue
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" {
+					pending = append(pending, reviewsFor(harness.ServiceAccountUser(s.Namespace, s.Name), b.Metadata.Namespace, role.Rules)...)
+				}
+			}
+		}
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		for len(pending) > 0 {
+			got, err := reviews.Create(ctxFor(t, 10*time.Second), "", &pending[0], k8sapi.WriteOptions{})
+			if err != nil || !got.Status.Allowed {
+				a := pending[0].Spec.ResourceAttributes
+				return false, fmt.Sprintf("%s may not %s %s/%s in %q (%v)", pending[0].Spec.User, a.Verb, a.Resource, a.Subresource, a.Namespace, err)
+			}
+			pending = pending[1:]
+		}
+		return true, ""
+	})
+}
+
+// reviewsFor is one access review for each verb on each resource of rules,
+// for user in namespace ns (the first of a rule's resourceNames, if any).
+func reviewsFor(user, ns string, rules []policyRule) []accessReview {
+	var out []accessReview
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					var rv accessReview
+					rv.TypeMeta = k8sapi.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"}
+					rv.Spec.User = user
+					a := &rv.Spec.ResourceAttributes
+					a.Namespace, a.Verb, a.Group = ns, v, g
+					a.Resource, a.Subresource, _ = strings.Cut(res, "/")
+					if len(r.ResourceNames) > 0 {
+						a.Name = r.ResourceNames[0]
+					}
+					out = append(out, rv)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // eventually is harness.Eventually.
