@@ -12,7 +12,7 @@ IMAGE     ?= widget-operator:$(VERSION)
 # exceeded" when the time runs out (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME  ?= 50000x
 # Each fuzz target runs for FUZZTIME in `make test`: package:FuzzName.
-FUZZ_TARGETS ?= ./queue:FuzzQueue ./internal/yaml:FuzzParse ./k8sapi:FuzzLoadKubeconfig \
+FUZZ_TARGETS ?= ./queue:FuzzQueue ./k8sapi/internal/yaml:FuzzParse ./k8sapi:FuzzLoadKubeconfig \
                 ./k8sapi:FuzzWatchDecode ./k8sapi:FuzzStringMap ./reconcile:FuzzWidgetDecode
 
 export GOTOOLCHAIN := local

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/internal/yaml"
 )
 
 // ConfigError is a problem with a kubeconfig file: it cannot be read, is not

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zerodep-k8s/widget-operator/internal/yaml"
+	"github.com/zerodep-k8s/widget-operator/k8sapi/internal/yaml"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite the config and error of testdata/kubeconfig/corpus/*.want.json from what the loader returns")

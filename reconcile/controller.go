@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/internal/metrics"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/watch"
@@ -59,10 +59,14 @@ type LeaderElection struct {
 	// Shards is the number of shards; zero or 1 means one Lease, named
 	// Name: leader election. Replicas beyond it hold no shard and wait.
 	Shards int
-	// Identity names this replica in the Leases. Empty means the host
-	// name and a random suffix.
+	// Identity names this replica in the Leases. Empty means one made by
+	// [NewIdentity].
 	Identity string
 }
+
+// NewIdentity returns a new identity for a replica in Leases: the host
+// name and a random suffix.
+func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 
 // Controller runs a [Reconciler] over a queue of keys that watch caches
 // fill: a primary resource ([WatchPrimary]), the resources it owns
@@ -99,10 +103,13 @@ type Controller struct {
 	// Logger receives the controller's lines. Nil means no logging.
 	Logger *slog.Logger
 	// Metrics receives the controller_runtime_* series of the controller,
-	// the workqueue_* series of its queue, the widget_operator_watch_*
-	// series of its caches and widget_operator_leader (1 while
+	// the workqueue_* series of its queue, the <MetricsPrefix>_watch_*
+	// series of its caches and <MetricsPrefix>_leader (1 while
 	// [Controller.IsLeader] reports true, else 0). Nil means no metrics.
 	Metrics *metrics.Registry
+	// MetricsPrefix starts the names of the series that are the
+	// operator's own, such as "widget_operator". Empty means "operator".
+	MetricsPrefix string
 	// LeaderElection, when not nil, makes the controller reconcile a key
 	// only while it holds the Lease of the key's shard (with one shard,
 	// the Lease). Caches run and sync either way, so that a takeover is
@@ -244,9 +251,10 @@ func (c *Controller) init() error {
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
-		c.watches = metrics.NewWatchMetrics()
+		prefix := cmp.Or(c.MetricsPrefix, "operator")
+		c.watches = metrics.NewWatchMetrics(prefix)
 		collectors := []metrics.Collector{c.series, wq, c.watches,
-			metrics.NewGaugeFunc("widget_operator_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
+			metrics.NewGaugeFunc(prefix+"_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
 				if c.IsLeader() {
 					return 1
 				}
@@ -258,9 +266,9 @@ func (c *Controller) init() error {
 			n := max(le.Shards, 1)
 			c.shardCtx, c.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
 			if n > 1 {
-				collectors = append(collectors, metrics.NewGaugeFunc("widget_operator_shards_held",
+				collectors = append(collectors, metrics.NewGaugeFunc(prefix+"_shards_held",
 					"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) }),
-					metrics.NewCounterFunc("widget_operator_shard_transitions_total",
+					metrics.NewCounterFunc(prefix+"_shard_transitions_total",
 						"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) }))
 			}
 		}

@@ -13,8 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/internal/metrics"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
@@ -124,7 +124,7 @@ func TestControllerWiring(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := metrics.NewRegistry()
 		var logs logbuf.Buffer
-		c := &Controller{Name: "test", Workers: 2, Metrics: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		c := &Controller{Name: "test", Workers: 2, Metrics: reg, MetricsPrefix: "test_operator", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		prim := newMemSource(object("ns", "a", "5"))
 		own := newMemSource(
 			child("ns", "a-child", "example.com/v1", "Thing", "b"),
@@ -180,7 +180,7 @@ func TestControllerWiring(t *testing.T) {
 		if v := sample(t, reg, `controller_runtime_reconcile_total{controller="test",result="success"}`); v != "7" {
 			t.Errorf("successful reconciles counted: %q, want 7", v)
 		}
-		if v := sample(t, reg, `widget_operator_watch_events_total{resource="owned",type="MODIFIED"}`); v != "1" {
+		if v := sample(t, reg, `test_operator_watch_events_total{resource="owned",type="MODIFIED"}`); v != "1" {
 			t.Errorf("watch events of owned counted: %q, want 1", v)
 		}
 		if v := sample(t, reg, `workqueue_adds_total{name="test",controller="test"}`); v == "" || v == "0" {
@@ -510,7 +510,7 @@ func TestShardFencing(t *testing.T) {
 	})
 }
 
-// widget_operator_leader is 1 while the controller may reconcile: always
+// <MetricsPrefix>_leader (by default operator_leader) is 1 while the controller may reconcile: always
 // without leader election, and with it only while a Lease is held.
 func TestLeaderGauge(t *testing.T) {
 	client, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
@@ -529,8 +529,8 @@ func TestLeaderGauge(t *testing.T) {
 		if err := c.init(); err != nil {
 			t.Fatal(err)
 		}
-		if v := sample(t, reg, "widget_operator_leader"); v != tc.want {
-			t.Errorf("leader election %v: widget_operator_leader %q, want %s", tc.le != nil, v, tc.want)
+		if v := sample(t, reg, "operator_leader"); v != tc.want {
+			t.Errorf("leader election %v: operator_leader %q, want %s", tc.le != nil, v, tc.want)
 		}
 	}
 }

@@ -12,13 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/e2e/harness"
-	"github.com/zerodep-k8s/widget-operator/internal/yaml"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 )
@@ -105,102 +103,24 @@ type subject struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// loadRBAC reads the objects of a file under manifests/rbac/.
+// loadRBAC reads the objects of a file under manifests/rbac/, as the
+// plane's kubectl reads them.
 func loadRBAC(t testing.TB, file string) []rbacObject {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "manifests", "rbac", file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(harness.RepoRoot(), "manifests", "rbac", file)
+	out := harness.Kubectl(t, env.Plane.Get(t), "create", "--dry-run=client", "-o", "json", "-f", path)
+	// kubectl prints each object in turn.
 	var objs []rbacObject
-	for i, doc := range splitDocuments(string(data)) {
-		n, err := yaml.Parse([]byte(doc))
-		if err != nil {
-			t.Fatalf("%s document %d: %v", file, i+1, err)
-		}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	for dec.More() {
 		var o rbacObject
-		dec := json.NewDecoder(bytes.NewReader(yamlJSON(n)))
-		dec.DisallowUnknownFields()
 		if err := dec.Decode(&o); err != nil {
-			t.Fatalf("%s document %d: %v", file, i+1, err)
+			t.Fatalf("%s object %d: %v", file, len(objs)+1, err)
 		}
 		objs = append(objs, o)
 	}
 	return objs
-}
-
-// splitDocuments splits a YAML stream at its "---" lines, dropping
-// documents that hold only comments.
-func splitDocuments(s string) []string {
-	var docs []string
-	var cur strings.Builder
-	flush := func() {
-		for _, line := range strings.Split(cur.String(), "\n") {
-			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
-				docs = append(docs, cur.String())
-				break
-			}
-		}
-		cur.Reset()
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		if strings.TrimRight(line, "\r\n") == "---" {
-			flush()
-			continue
-		}
-		cur.WriteString(line)
-	}
-	flush()
-	return docs
-}
-
-// yamlJSON turns a parsed YAML node into JSON: plain true, false, null and
-// integers keep their type, every other scalar is a string.
-func yamlJSON(n *yaml.Node) []byte {
-	var b bytes.Buffer
-	var write func(n *yaml.Node)
-	write = func(n *yaml.Node) {
-		switch {
-		case n.IsNull():
-			b.WriteString("null")
-		case n.Kind == yaml.Map:
-			b.WriteByte('{')
-			for i, e := range n.Entries {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				k, _ := json.Marshal(e.Key)
-				b.Write(k)
-				b.WriteByte(':')
-				write(e.Value)
-			}
-			b.WriteByte('}')
-		case n.Kind == yaml.List:
-			b.WriteByte('[')
-			for i, it := range n.Items {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				write(it)
-			}
-			b.WriteByte(']')
-		default:
-			if !n.Quoted {
-				if n.Value == "true" || n.Value == "false" {
-					b.WriteString(n.Value)
-					return
-				}
-				if _, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-					b.WriteString(n.Value)
-					return
-				}
-			}
-			s, _ := json.Marshal(n.Value)
-			b.Write(s)
-		}
-	}
-	write(n)
-	return b.Bytes()
 }
 
 // applyObjects applies objects with the plane's kubectl, as one List.

@@ -12,9 +12,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/events"
-	"github.com/zerodep-k8s/widget-operator/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/internal/metrics"
+	"github.com/zerodep-k8s/widget-operator/events"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
@@ -23,6 +22,9 @@ import (
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "widget"
+
+// metricsPrefix starts the names of the operator's own series.
+const metricsPrefix = "widget_operator"
 
 // Options configure Run. They mirror the command-line flags.
 type Options struct {
@@ -84,13 +86,13 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if opts.Shards > 1 {
 		// Replicas share one ServiceAccount: their identity in the
 		// User-Agent tells them apart in the API server's audit log.
-		if identity, err = leader.DefaultIdentity(); err != nil {
+		if identity, err = reconcile.NewIdentity(); err != nil {
 			return err
 		}
 		cfg.UserAgent += " (" + identity + ")"
 	}
 	reg := metrics.NewRegistry()
-	apiMetrics := metrics.NewAPIMetrics()
+	apiMetrics := metrics.NewAPIMetrics(metricsPrefix)
 	cfg.WrapTransport = apiMetrics.RoundTripper
 	// Leader election, sharding and the metrics endpoint's reviews share a
 	// client without the rate limit (Load sets none): a renewal must not
@@ -190,7 +192,7 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 		return nil, err
 	}
 	op := &operator{log: log, registry: reg}
-	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, ShutdownTimeout: opts.ShutdownTimeout}
+	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, MetricsPrefix: metricsPrefix, ShutdownTimeout: opts.ShutdownTimeout}
 	if opts.LeaderElect || opts.Shards > 1 {
 		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace,
 			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
@@ -212,7 +214,7 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 			op.ctrl.Enqueue(key)
 		}
 	})
-	rec, err := events.New(events.Config{Client: client, Logger: log})
+	rec, err := events.New(events.Config{Client: client, Controller: "widget-operator", Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +225,7 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
 	op.ctrl.Reconciler = op.reconciler
 	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
-		metrics.NewCounterFunc("widget_operator_events_dropped_total",
+		metrics.NewCounterFunc(metricsPrefix+"_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))
 	return op, nil

@@ -15,7 +15,7 @@ func TestRefillCappedAtBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c})
+	r, err := New(Config{Client: c, Controller: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFullLimitersForgetFew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c})
+	r, err := New(Config{Client: c, Controller: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestFullLimitersForgetFew(t *testing.T) {
 // Some refilled limiters are forgotten before any spent one.
 func TestFullLimitersForgetRefilledFirst(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
-	r, _ := New(Config{Client: c})
+	r, _ := New(Config{Client: c, Controller: "x"})
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range maxTracked {
 		// The first 300 write once, and are full again an hour later;

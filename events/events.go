@@ -48,10 +48,8 @@ const (
 	// once, then one per refill.
 	burst  = 25
 	refill = 5 * time.Minute
-	// reportingController and action are what every Event says of its
-	// writer.
-	reportingController = "widget-operator"
-	action              = "Reconcile"
+	// action is what every Event says its writer was doing.
+	action = "Reconcile"
 	// window is how long after an event's last occurrence a repeat still
 	// joins its series.
 	window = 10 * time.Minute
@@ -69,11 +67,14 @@ const (
 	maxNameBytes   = 253
 )
 
-// Config configures a Recorder. Client is required; the zero value of
-// every other field is useful.
+// Config configures a Recorder. Client and Controller are required; the
+// zero value of every other field is useful.
 type Config struct {
 	// Client writes the Events. Required.
 	Client *k8sapi.Client
+	// Controller is the Events' reportingController: the operator that
+	// wrote them, such as "example.com/widget-operator". Required.
+	Controller string
 	// Instance is the Events' reportingInstance: which replica wrote
 	// them. Empty means the host name (in a pod, the pod's name).
 	Instance string
@@ -133,11 +134,14 @@ type seriesState struct {
 	last            time.Time
 }
 
-// New returns a Recorder for cfg. It fails only if cfg.Client is nil or
-// no instance name can be found.
+// New returns a Recorder for cfg. It fails only if cfg.Client is nil,
+// cfg.Controller is empty or no instance name can be found.
 func New(cfg Config) (*Recorder, error) {
-	if cfg.Client == nil {
+	switch {
+	case cfg.Client == nil:
 		return nil, errors.New("events: Config.Client is required")
+	case cfg.Controller == "":
+		return nil, errors.New("events: Config.Controller is required")
 	}
 	if cfg.Instance == "" {
 		h, err := os.Hostname()
@@ -254,7 +258,7 @@ func (r *Recorder) newEvent(it item) *k8sapi.Event {
 		TypeMeta:            k8sapi.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
 		ObjectMeta:          k8sapi.ObjectMeta{Name: k8sapi.Printable(it.regarding.Name, maxNameBytes-len(suffix)) + suffix, Namespace: ns},
 		EventTime:           k8sapi.MicroTime{Time: it.at},
-		ReportingController: reportingController,
+		ReportingController: r.cfg.Controller,
 		ReportingInstance:   r.cfg.Instance,
 		Action:              action,
 		Reason:              it.reason,

@@ -33,7 +33,7 @@ var ReconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
 var WorkqueueBuckets = []float64{1e-08, 1e-07, 1e-06, 9.999999999999999e-06, 9.999999999999999e-05, 0.001, 0.01, 0.1, 1, 10, 100, 1000}
 
 // APIRequestBuckets are the bucket bounds, in seconds, of
-// widget_operator_api_request_duration_seconds: those client-go uses for
+// <prefix>_api_request_duration_seconds: those client-go uses for
 // its request latency.
 var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
 
@@ -164,20 +164,21 @@ type WatchSource interface {
 	LastEvent() time.Time
 }
 
-// WatchMetrics are the widget_operator_watch_* families, read from the
+// WatchMetrics are the <prefix>_watch_* families, read from the
 // informers at every scrape. Register the set with [Registry.Register];
 // it is safe for concurrent use.
 type WatchMetrics struct {
 	relists, reconnects, events, age *Vec
 }
 
-// NewWatchMetrics returns the watch families, with no informer yet.
-func NewWatchMetrics() *WatchMetrics {
+// NewWatchMetrics returns the watch families, with no informer yet, their
+// names starting with prefix, such as "widget_operator".
+func NewWatchMetrics(prefix string) *WatchMetrics {
 	return &WatchMetrics{
-		relists:    newVec("widget_operator_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
-		reconnects: newVec("widget_operator_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
-		events:     newVec("widget_operator_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
-		age:        NewGaugeFuncVec("widget_operator_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
+		relists:    newVec(prefix+"_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
+		reconnects: newVec(prefix+"_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
+		events:     newVec(prefix+"_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
+		age:        NewGaugeFuncVec(prefix+"_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
 	}
 }
 
@@ -206,19 +207,20 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 	}, resource)
 }
 
-// APIMetrics are the widget_operator_api_* families, fed by
-// [APIMetrics.RoundTripper]: widget_operator_api_requests_total{verb,code}
-// and widget_operator_api_request_duration_seconds{verb}. Register the
+// APIMetrics are the <prefix>_api_* families, fed by
+// [APIMetrics.RoundTripper]: <prefix>_api_requests_total{verb,code}
+// and <prefix>_api_request_duration_seconds{verb}. Register the
 // set with [Registry.Register]; it is safe for concurrent use.
 type APIMetrics struct {
 	requests, duration *Vec
 }
 
-// NewAPIMetrics returns the API request families, empty.
-func NewAPIMetrics() *APIMetrics {
+// NewAPIMetrics returns the API request families, empty, their names
+// starting with prefix, such as "widget_operator".
+func NewAPIMetrics(prefix string) *APIMetrics {
 	return &APIMetrics{
-		requests: NewCounterVec("widget_operator_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
-		duration: NewHistogramVec("widget_operator_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
+		requests: NewCounterVec(prefix+"_api_requests_total", "Requests sent to the API server, by verb and HTTP status code (\"<error>\" when no answer came).", "verb", "code"),
+		duration: NewHistogramVec(prefix+"_api_request_duration_seconds", "Seconds from sending a request to the API server to its response headers, by verb.", APIRequestBuckets, "verb"),
 	}
 }
 

@@ -113,7 +113,7 @@ func harness(t *testing.T, cfg Config) (*Recorder, *eventServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Client, cfg.Instance = c, "pod-1"
+	cfg.Client, cfg.Controller, cfg.Instance = c, "example.com/test-operator", "pod-1"
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestCreateThenPatchSeries(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(ev.Name, "web.") || len(ev.Name) != len("web.")+16 || ev.Series != nil ||
-			ev.ReportingController != "widget-operator" || ev.ReportingInstance != "pod-1" || ev.Action != "Reconcile" ||
+			ev.ReportingController != "example.com/test-operator" || ev.ReportingInstance != "pod-1" || ev.Action != "Reconcile" ||
 			ev.Type != "Warning" || ev.Reason != "DeployFailed" || ev.Note != "quota exceeded" || ev.Regarding != widget ||
 			!ev.EventTime.Equal(start) || ev.APIVersion != "events.k8s.io/v1" || ev.Kind != "Event" {
 			t.Errorf("created event %+v", ev)
@@ -292,7 +292,7 @@ func TestStopCutsWriteQuietly(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs logbuf.Buffer
-		r, err := New(Config{Client: c, Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		r, err := New(Config{Client: c, Controller: "x", Instance: "x", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestQueueFullDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Client: c, Instance: "x"})
+	r, err := New(Config{Client: c, Controller: "x", Instance: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,15 +335,18 @@ func TestQueueFullDrops(t *testing.T) {
 
 func TestInvalidEvents(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
-	r, _ := New(Config{Client: c, Instance: "x"})
+	r, _ := New(Config{Client: c, Controller: "x", Instance: "x"})
 	r.Event(widget, "Error", "R", "bad type")
 	r.Event(widget, "Normal", "", "no reason")
 	r.Event(k8sapi.ObjectReference{}, "Normal", "R", "no object")
 	if s := r.Stats(); s.Invalid != 3 || len(r.queue) != 0 {
 		t.Errorf("stats %+v, queued %d", s, len(r.queue))
 	}
-	if _, err := New(Config{}); err == nil || !strings.HasPrefix(err.Error(), "events: ") {
+	if _, err := New(Config{Controller: "x"}); err == nil || !strings.HasPrefix(err.Error(), "events: ") {
 		t.Errorf("New without client: %v", err)
+	}
+	if _, err := New(Config{Client: c, Instance: "x"}); err == nil || !strings.Contains(err.Error(), "Controller") {
+		t.Errorf("New without controller: %v", err)
 	}
 }
 
@@ -351,7 +354,7 @@ func TestInvalidEvents(t *testing.T) {
 // escaped.
 func TestNoteEscaped(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
-	r, _ := New(Config{Client: c, Instance: "x"})
+	r, _ := New(Config{Client: c, Controller: "x", Instance: "x"})
 	r.Event(widget, "Warning", "R", "refused: \x1b]0;owned\a\x1b[2J\u009b\n  again")
 	if it := <-r.queue; it.note != `refused: \u001b]0;owned\u0007\u001b[2J\u009b again` {
 		t.Errorf("queued note %q", it.note)
@@ -360,7 +363,7 @@ func TestNoteEscaped(t *testing.T) {
 
 func TestNewEventLimits(t *testing.T) {
 	c, _ := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
-	r, _ := New(Config{Client: c, Instance: "x"})
+	r, _ := New(Config{Client: c, Controller: "x", Instance: "x"})
 	long := strings.Repeat("é", 600) // 1200 bytes
 	ev := r.newEvent(item{regarding: k8sapi.ObjectReference{Name: strings.Repeat("n", 300)}, eventType: "Normal", reason: "R", note: k8sapi.Printable(long, maxNoteBytes)})
 	if len(ev.Name) > 253 || ev.Namespace != "default" || len(ev.Note) != 1024 || !strings.HasSuffix(ev.Note, "é") {

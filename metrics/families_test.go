@@ -145,7 +145,7 @@ func (s *recordingSource) LastEvent() time.Time       { return s.last }
 func TestWatchMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := NewRegistry()
-		m := NewWatchMetrics()
+		m := NewWatchMetrics("widget_operator")
 		r.MustRegister(m)
 		src := &recordingSource{stats: watch.StatsSnapshot{Relists: 2, Reconnects: 5, Added: 7, Modified: 11, Deleted: 1, Bookmarks: 3}}
 		m.Add("widgets", src)
@@ -213,7 +213,7 @@ func (f *failingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 func TestAPIRoundTripper(t *testing.T) {
 	r := NewRegistry()
-	m := NewAPIMetrics()
+	m := NewAPIMetrics("widget_operator")
 	r.MustRegister(m)
 	c := &http.Client{Transport: m.RoundTripper(&failingTransport{})}
 	for range 3 {
