@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 

@@ -13,10 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )

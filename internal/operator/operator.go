@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/events"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
 	"github.com/zerodep-k8s/widget-operator/widget"

@@ -25,9 +25,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
