@@ -354,9 +354,9 @@ func (c *Controller) Checks(now time.Time) []Check {
 	checks := make([]Check, 0, len(c.caches))
 	var names, reasons []string
 	for _, w := range c.caches {
-		err := errNotSynced
-		if w.HasSynced() {
-			err = w.Healthy(now)
+		err := w.Healthy(now) // a failing list, before the sync, says why
+		if err == nil && !w.HasSynced() {
+			err = errNotSynced
 		}
 		checks = append(checks, Check{"watch " + w.name, err})
 		if err != nil {

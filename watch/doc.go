@@ -58,6 +58,12 @@
 //     at once with no events counts as a failure.
 //   - A watch silent for longer than its timeout plus a margin is torn
 //     down and reopened.
+//   - A resource not served yet, such as a custom resource whose CRD is
+//     applied after the program started, gets a 404 to its list or watch:
+//     a failure like any other, retried with backoff, which
+//     [Informer.Healthy] reports as "widgets.example.com/v1 is not served
+//     (404): waiting for it". The informer syncs once the resource is
+//     served.
 //
 // The logic lives in a pure state machine (step in machine.go), tested by
 // table without a network; informer.go carries out its actions.

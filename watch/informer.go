@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,7 +133,12 @@ type handler[P any] struct {
 func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
-	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
+	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout, ""}
+	if cs, ok := cfg.Source.(clientSource[T]); ok {
+		r := cs.Resource
+		s.resource = strings.TrimSuffix(r.Resource+"."+r.Group, ".") + "/" + r.Version
+	}
+	inf.core.init(meta, s, cfg.Transform, cfg.Logger)
 	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {

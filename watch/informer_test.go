@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -721,6 +723,79 @@ func TestInformerNoListNoError(t *testing.T) {
 		synctest.Wait()
 		if a, ok := inf.Store().Get("ns", "a"); !ok || a.Labels["seen"] != "yes" {
 			t.Errorf("after the next list, the store has %+v, %v; want a, transformed", a, ok)
+		}
+	})
+}
+
+// unservedAPI is a fake API server, as an http.RoundTripper, for the
+// resource widgets.example.com/v1: until served is set it answers each
+// request as a kube-apiserver does while the resource's CRD is not
+// applied, 404 with a text body; then it lists one widget and keeps each
+// watch open, silent, until its request ends.
+type unservedAPI struct {
+	served   atomic.Bool
+	requests atomic.Int64
+}
+
+func (a *unservedAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.requests.Add(1)
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Request: req}
+	switch {
+	case !a.served.Load():
+		resp.StatusCode, resp.Header = http.StatusNotFound, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
+		resp.Body = io.NopCloser(strings.NewReader("404 page not found\n"))
+	case req.URL.Query().Get("watch") == "1":
+		pr, pw := io.Pipe()
+		context.AfterFunc(req.Context(), func() { pw.Close() })
+		resp.Body = pr
+	default:
+		resp.Body = io.NopCloser(strings.NewReader(`{"metadata":{"resourceVersion":"7"},"items":[{"metadata":{"namespace":"ns","name":"a","resourceVersion":"6"}}]}`))
+	}
+	return resp, nil
+}
+
+// An informer whose resource is not served yet waits for it: it lists
+// again with backoff (a handful of requests a minute, no hot loop), says
+// why in Healthy, logs it once, and syncs once the resource is served.
+func TestInformerWaitsForAResourceNotServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &unservedAPI{}
+		c, err := k8sapi.New(&k8sapi.Config{Host: "https://api.example", Transport: api})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs logbuf.Buffer
+		widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
+		inf, cancel, done := startInformer(t, Config[thing]{Source: ClientSource[thing](c, widgets), Name: "widgets",
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		defer func() { cancel(); <-done }()
+
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// Lists 0.4-0.8s apart at first, doubling to 15-30s: 7 to 9 in a
+		// minute.
+		if n := api.requests.Load(); n < 7 || n > 9 {
+			t.Errorf("%d requests in a minute, want 7 to 9", n)
+		}
+		const reason = "widgets.example.com/v1 is not served (404): waiting for it"
+		if err := inf.Healthy(time.Now()); err == nil || !strings.Contains(err.Error(), reason) {
+			t.Errorf("Healthy = %v, want %q", err, reason)
+		}
+		if n := strings.Count(logs.String(), "level="); n != 1 || !strings.Contains(logs.String(), reason) {
+			t.Errorf("logged %d lines, want 1 saying %q:\n%s", n, reason, logs.String())
+		}
+		if inf.HasSynced() {
+			t.Fatal("synced with nothing served")
+		}
+
+		api.served.Store(true)
+		time.Sleep(30 * time.Second) // the longest backoff
+		synctest.Wait()
+		if _, ok := inf.Store().Get("ns", "a"); !inf.HasSynced() || !ok {
+			t.Fatalf("served for 30s: synced %v, object a in the store %v", inf.HasSynced(), ok)
+		}
+		if err := inf.Healthy(time.Now()); err != nil {
+			t.Errorf("served: Healthy = %v", err)
 		}
 	})
 }

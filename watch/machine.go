@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -159,12 +160,16 @@ type action[P any] struct {
 	err   error
 }
 
-// settings are the fields of Config that step reads.
+// settings are the fields of Config that step reads, and the resource
+// that Config.Source reads.
 type settings struct {
 	LabelSelector, FieldSelector string
 	PageSize                     int64
 	StreamingList                bool
 	WatchTimeout                 time.Duration
+	// resource names the resource in messages, as "widgets.example.com/v1";
+	// empty for a Source other than a [ClientSource].
+	resource string
 }
 
 // machine holds what step needs that never changes during a run: the
@@ -393,6 +398,9 @@ func (m *machine[P]) fail(s *state[P], in input[P], msg string, acts []action[P]
 	}
 	s.failingSince = cmp.Or(s.failingSince, in.now)
 	s.err = in.err
+	if err := m.notServed(in.err); err != nil {
+		msg, s.err = err.Error(), err
+	}
 	acts = append(acts, action[P]{kind: actLog, level: level, msg: msg, err: in.err})
 
 	s.after = phaseOpen
@@ -461,6 +469,19 @@ func (m *machine[P]) watchOptions(s *state[P]) k8sapi.ListOptions {
 func refused(err error) bool {
 	code := apiError(err).Code
 	return code == 400 || code == 422
+}
+
+// notServed returns the reason of a failure whose cause err says that the
+// resource is not served, or nil if err says something else. A 404 to a
+// list or a watch, which name no object, says so: a custom resource gets
+// one until its definition is applied. Like any failure it is retried with
+// backoff, until the resource is served.
+func (m *machine[P]) notServed(err error) error {
+	ae := apiError(err)
+	if ae.Code != http.StatusNotFound {
+		return nil
+	}
+	return fmt.Errorf("%s is not served (404): waiting for it", cmp.Or(m.cfg.resource, ae.Resource))
 }
 
 // apiError returns the [*k8sapi.APIError] err wraps, or an empty one: no

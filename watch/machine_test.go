@@ -59,6 +59,14 @@ func tooMany(after time.Duration) error {
 		RetryAfter: after, Status: k8sapi.Status{Reason: "TooManyRequests", Code: 429}}
 }
 
+// notFound is what a kube-apiserver answers to a list or watch of a group
+// it does not serve: 404 with a body "404 page not found", which is no
+// Status.
+func notFound(op string) error {
+	return &k8sapi.APIError{Op: op, Resource: "things", Code: http.StatusNotFound, Body: "404 page not found",
+		Status: k8sapi.Status{Status: "Failure", Reason: "NotFound", Code: 404, Message: "404 page not found"}}
+}
+
 func netErr() error {
 	return &k8sapi.RequestError{Op: "watch", Resource: "things", Err: syscall.ECONNRESET}
 }
@@ -328,6 +336,30 @@ func TestStep(t *testing.T) {
 					`replace [a b]; watch rv="9" timeout=300`},
 			},
 			wantRV: "9",
+		},
+		{
+			name: "a resource not served yet is listed again with backoff, logged once, until it is served",
+			steps: []stepCase{
+				start(),
+				{input[*thing]{kind: inListed, now: at(0), err: notFound("list")}, phaseWait,
+					"log WARN things is not served (404): waiting for it; wait 400ms"},
+				timer(time.Second, phaseList, `list rv="0" limit=500`),
+				{input[*thing]{kind: inListed, now: at(time.Second), err: notFound("list")}, phaseWait,
+					"log DEBUG things is not served (404): waiting for it; wait 800ms"},
+				timer(2*time.Second, phaseList, `list rv="0" limit=500`),
+				listed(3*time.Second, "7", obj("a", "6")),
+			},
+			wantRV: "7",
+		},
+		{
+			name:      "a resource not served yet, by streaming list, is waited for the same way",
+			streaming: true,
+			steps: []stepCase{
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inOpened, now: at(0), err: notFound("watch")}, phaseWait,
+					"log WARN things is not served (404): waiting for it; wait 400ms"},
+				timer(time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
+			},
 		},
 		{
 			name: "expired continue token restarts the list consistently",
@@ -632,5 +664,56 @@ func TestHealth(t *testing.T) {
 		if tt.err != nil && !errors.Is(s.err, tt.err) {
 			t.Errorf("step %d: err %v, want %v", i, s.err, tt.err)
 		}
+	}
+}
+
+// A 404 to a list or a watch says that the resource is not served, named
+// as the ClientSource's resource or else as the server's error does;
+// other failures are reported as they are.
+func TestNotServed(t *testing.T) {
+	// What a kube-apiserver answers for a resource it does not serve in a
+	// group it serves: a Status.
+	unknown := &k8sapi.APIError{Op: "list", Resource: "gizmos", Code: 404,
+		Status: k8sapi.Status{Status: "Failure", Reason: "NotFound", Code: 404, Message: "the server could not find the requested resource"}}
+	tests := []struct {
+		resource string
+		err      error
+		want     string // "": not a resource not served
+	}{
+		{"things.example.com/v1", notFound("list"), "things.example.com/v1 is not served (404): waiting for it"},
+		{"", notFound("watch"), "things is not served (404): waiting for it"},
+		{"gizmos.apps/v1", fmt.Errorf("wrapped: %w", unknown), "gizmos.apps/v1 is not served (404): waiting for it"},
+		{"things.example.com/v1", gone410(), ""},
+		{"things.example.com/v1", &k8sapi.APIError{Code: 403, Status: k8sapi.Status{Reason: "Forbidden"}}, ""},
+		{"things.example.com/v1", &k8sapi.APIError{Code: 500}, ""},
+		{"things.example.com/v1", netErr(), ""},
+		{"things.example.com/v1", io.EOF, ""},
+	}
+	for _, tt := range tests {
+		m := testMachine(500, false)
+		m.cfg.resource = tt.resource
+		got := m.notServed(tt.err)
+		if got == nil && tt.want != "" || got != nil && got.Error() != tt.want {
+			t.Errorf("notServed(%v) with resource %q = %v, want %q", tt.err, tt.resource, got, tt.want)
+		}
+	}
+}
+
+// New names a ClientSource's resource as group, version and plural.
+func TestResourceName(t *testing.T) {
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range map[k8sapi.Resource]string{
+		{Group: "example.com", Version: "v1", Resource: "widgets"}: "widgets.example.com/v1",
+		k8sapi.ConfigMaps: "configmaps/v1",
+	} {
+		if got := New(Config[thing]{Source: ClientSource[thing](c, r)}).core.cfg.resource; got != want {
+			t.Errorf("resource of %v = %q, want %q", r, got, want)
+		}
+	}
+	if got := New(Config[thing]{Source: newScriptedSource()}).core.cfg.resource; got != "" {
+		t.Errorf("resource of another Source = %q, want none", got)
 	}
 }
