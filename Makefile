@@ -17,7 +17,7 @@ FUZZ_TARGETS ?= ./queue:FuzzQueue ./k8sapi/internal/yaml:FuzzParse ./k8sapi:Fuzz
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build sbom run image bench test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
+.PHONY: all build sbom run image bench bench-quota test check fmt vet deps controlplane container-deps unit fuzz mutate lines clean
 
 all: build
 
@@ -43,6 +43,12 @@ run: build
 ## controller-runtime operator; writes bench/results/<date>.*
 bench: controlplane
 	$(GO) run ./bench/cmd/compare
+
+## bench-quota: the kit's quota operator beside the same operator written
+## with controller-runtime at 1,000 labelled Namespaces; prints the table
+## of the README's "Build your own operator".
+bench-quota: controlplane
+	$(GO) run ./bench/cmd/quota
 
 ## test: formatting, vet, the standard-library-only check, unit and
 ## control-plane tests under the race detector, then short fuzz runs.

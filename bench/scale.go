@@ -157,6 +157,10 @@ type Requests struct {
 	// Other is every request that is neither a list, a watch nor a write
 	// (gets, discovery).
 	Other int
+	// Failed counts the requests of any kind that the API server refused
+	// (a status code of 400 or more), such as a create that found the
+	// object there.
+	Failed int `json:",omitempty"`
 	// By counts each "verb resource[/subresource]" (or "verb path" for
 	// non-resource URLs).
 	By map[string]int
@@ -401,36 +405,45 @@ func RepoRoot() string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// install applies the namespace, the CRD and the RBAC, gives the
-// operator's ServiceAccount its permissions, creates the Widgets'
-// namespace and writes the operator's kubeconfig, which it returns.
+// install applies the namespace, the CRD and the RBAC, creates the
+// Widgets' namespace, gives the operator's ServiceAccount its permissions
+// and writes the operator's kubeconfig, which it returns.
 func install(ctx context.Context, p *controlplane.Plane, root string, op Operator, dir string) (string, error) {
-	kubectl := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, p.Binaries().Kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("bench: kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	if err := kubectl("apply", "-f", "manifests/namespace.yaml", "-f", "manifests/crd.yaml", "-f", "manifests/rbac/"); err != nil {
+	if err := kubectl(ctx, p, root, "apply", "-f", "manifests/namespace.yaml", "-f", "manifests/crd.yaml", "-f", "manifests/rbac/"); err != nil {
 		return "", err
 	}
-	if err := kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com"); err != nil {
+	if err := kubectl(ctx, p, root, "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com"); err != nil {
 		return "", err
 	}
+	if err := p.CreateNamespace(ctx, WidgetNamespace); err != nil {
+		return "", err
+	}
+	return grant(ctx, p, root, op, dir)
+}
+
+// kubectl runs kubectl as the admin in the folder root.
+func kubectl(ctx context.Context, p *controlplane.Plane, root string, args ...string) error {
+	cmd := exec.CommandContext(ctx, p.Binaries().Kubectl, append([]string{"--kubeconfig", p.Kubeconfig()}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bench: kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// grant creates the operator's ServiceAccount (in a namespace that
+// exists), binds it to cluster-admin when op says so, and writes in dir a
+// kubeconfig that reads a token of it from a file; it returns its path.
+func grant(ctx context.Context, p *controlplane.Plane, root string, op Operator, dir string) (string, error) {
 	if err := p.CreateServiceAccount(ctx, op.Namespace, op.ServiceAccount); err != nil {
 		return "", err
 	}
 	if op.ClusterAdmin {
-		if err := kubectl("create", "clusterrolebinding", op.ServiceAccount+"-admin", "--clusterrole=cluster-admin",
+		if err := kubectl(ctx, p, root, "create", "clusterrolebinding", op.ServiceAccount+"-admin", "--clusterrole=cluster-admin",
 			"--serviceaccount="+op.Namespace+":"+op.ServiceAccount); err != nil {
 			return "", err
 		}
-	}
-	if err := p.CreateNamespace(ctx, WidgetNamespace); err != nil {
-		return "", err
 	}
 	saDir := filepath.Join(dir, "serviceaccount")
 	if err := p.WriteServiceAccountDir(ctx, saDir, op.Namespace, op.ServiceAccount); err != nil {
@@ -470,27 +483,39 @@ func adminClient(p *controlplane.Plane) (*k8sapi.Client, error) {
 // and returns them as created.
 func createWidgets(ctx context.Context, c *k8sapi.Client, n int) ([]*widget.Widget, error) {
 	widgets := k8sapi.For[widget.Widget](c, widget.Widgets)
+	created := make([]*widget.Widget, n)
+	err := parallel(n, func(i int) error {
+		replicas := int32(1)
+		w := &widget.Widget{
+			TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
+			ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
+			Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
+		}
+		var err error
+		created[i], err = widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: creating widgets: %w", err)
+	}
+	return created, nil
+}
+
+// parallel calls do for 0 to n-1 with 8 goroutines, and returns the first
+// error; it starts no call after one has failed.
+func parallel(n int, do func(i int) error) error {
 	next := make(chan int)
 	errs := make(chan error, 8)
-	created := make([]*widget.Widget, n)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				replicas := int32(1)
-				w := &widget.Widget{
-					TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
-					ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
-					Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
-				}
-				got, err := widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
-				if err != nil {
+				if err := do(i); err != nil {
 					select {
 					case errs <- err:
 					default:
 					}
 				}
-				created[i] = got
 			}
 		})
 	}
@@ -511,53 +536,79 @@ loop:
 		default:
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bench: creating widgets: %w", err)
-	}
-	return created, nil
+	return err
 }
 
-// tracker watches, as the admin user, for the moment every Widget has a
+// tracker watches, as the admin user, for the moment every one of n
+// objects is done in each of its sets: for the Widgets, every Widget has a
 // status phase, a Deployment and a Service. Its methods are safe for
 // concurrent use.
 type tracker struct {
-	n    int
-	c    *k8sapi.Client
-	done chan struct{}
+	n     int
+	c     *k8sapi.Client
+	done  chan struct{}
+	names []string // what each set holds, for describe
 
-	mu                    sync.Mutex
-	phased, deploys, svcs map[string]bool
-	at                    time.Time // when done was closed
+	mu   sync.Mutex
+	sets []map[string]bool // per set, the names of the objects done
+	at   time.Time         // when done was closed
 }
 
-func newTracker(c *k8sapi.Client, n int) *tracker {
-	return &tracker{n: n, c: c, done: make(chan struct{}),
-		phased: map[string]bool{}, deploys: map[string]bool{}, svcs: map[string]bool{}}
+// The sets of a Widget tracker.
+const (
+	phased = iota
+	deploys
+	svcs
+)
+
+// newTracker tracks n objects in sets of the given names. Nil names means
+// the Widgets' three sets.
+func newTracker(c *k8sapi.Client, n int, names ...string) *tracker {
+	if names == nil {
+		names = []string{"Widgets with a phase", "Deployments", "Services"}
+	}
+	t := &tracker{n: n, c: c, done: make(chan struct{}), names: names}
+	for range names {
+		t.sets = append(t.sets, map[string]bool{})
+	}
+	return t
 }
 
-func (t *tracker) mark(set map[string]bool, name string, ok bool) {
+// mark says whether the object name is done in the set.
+func (t *tracker) mark(set int, name string, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ok {
-		set[name] = true
+		t.sets[set][name] = true
 	} else {
-		delete(set, name)
+		delete(t.sets[set], name)
 	}
-	if t.at.IsZero() && len(t.phased) >= t.n && len(t.deploys) >= t.n && len(t.svcs) >= t.n {
-		t.at = time.Now()
-		close(t.done)
+	if !t.at.IsZero() {
+		return
 	}
+	for _, s := range t.sets {
+		if len(s) < t.n {
+			return
+		}
+	}
+	t.at = time.Now()
+	close(t.done)
 }
 
 func (t *tracker) describe() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return fmt.Sprintf("%d of %d Widgets with a phase, %d Deployments, %d Services", len(t.phased), t.n, len(t.deploys), len(t.svcs))
+	parts := make([]string, len(t.sets))
+	for i, s := range t.sets {
+		parts[i] = fmt.Sprintf("%d %s", len(s), t.names[i])
+	}
+	return fmt.Sprintf("of %d: %s", t.n, strings.Join(parts, ", "))
 }
 
-// start runs the three watches and returns once they have synced.
+// start runs the three watches of the Widgets and returns once they have
+// synced.
 func (t *tracker) start(ctx context.Context) error {
-	onWidget := func(w *widget.Widget) { t.mark(t.phased, w.Name, w.Status.Phase != "") }
+	onWidget := func(w *widget.Widget) { t.mark(phased, w.Name, w.Status.Phase != "") }
 	widgets := watch.New(watch.Config[widget.Widget]{
 		Source:    watch.ClientSource[widget.Widget](t.c, widget.Widgets),
 		Namespace: WidgetNamespace,
@@ -566,30 +617,38 @@ func (t *tracker) start(ctx context.Context) error {
 			OnUpdate: func(_, w *widget.Widget) { onWidget(w) },
 		},
 	})
-	deploys := watch.New(watch.Config[k8sapi.Deployment]{
+	deployments := watch.New(watch.Config[k8sapi.Deployment]{
 		Source:    watch.ClientSource[k8sapi.Deployment](t.c, k8sapi.Deployments),
 		Namespace: WidgetNamespace,
-		Handler:   watch.Handler[k8sapi.Deployment]{OnAdd: func(d *k8sapi.Deployment) { t.mark(t.deploys, d.Name, true) }},
+		Handler:   watch.Handler[k8sapi.Deployment]{OnAdd: func(d *k8sapi.Deployment) { t.mark(deploys, d.Name, true) }},
 	})
-	svcs := watch.New(watch.Config[k8sapi.Service]{
+	services := watch.New(watch.Config[k8sapi.Service]{
 		Source:    watch.ClientSource[k8sapi.Service](t.c, k8sapi.Services),
 		Namespace: WidgetNamespace,
-		Handler:   watch.Handler[k8sapi.Service]{OnAdd: func(s *k8sapi.Service) { t.mark(t.svcs, s.Name, true) }},
+		Handler:   watch.Handler[k8sapi.Service]{OnAdd: func(s *k8sapi.Service) { t.mark(svcs, s.Name, true) }},
 	})
 	go widgets.Run(ctx)
-	go deploys.Run(ctx)
-	go svcs.Run(ctx)
+	go deployments.Run(ctx)
+	go services.Run(ctx)
+	return waitSynced(ctx, widgets.HasSynced, deployments.HasSynced, services.HasSynced)
+}
+
+// waitSynced returns once every synced func reports true, or fails after
+// a minute.
+func waitSynced(ctx context.Context, synced ...func() bool) error {
 	deadline := time.Now().Add(time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for !(widgets.HasSynced() && deploys.HasSynced() && svcs.HasSynced()) {
-		if time.Now().After(deadline) {
-			return errors.New("bench: the tracker's watches did not sync within a minute")
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
+	for _, ok := range synced {
+		for !ok() {
+			if time.Now().After(deadline) {
+				return errors.New("bench: the tracker's watches did not sync within a minute")
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
@@ -611,16 +670,25 @@ func startOperator(op Operator, kubeconfig, dir, tag string) (*process, error) {
 	}
 	probe := ln.Addr().String()
 	ln.Close()
-	logPath := filepath.Join(dir, op.Name+"-"+tag+".log")
+	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", probe}, op.Args...)
+	pr, err := spawn(op, args, dir, tag)
+	if err == nil {
+		pr.probe = probe
+	}
+	return pr, err
+}
+
+// spawn starts op's binary with args, its output to a log in dir.
+func spawn(op Operator, args []string, dir, tag string) (*process, error) {
+	logPath := filepath.Join(dir, strings.NewReplacer(" ", "-", "/", "-").Replace(op.Name)+"-"+tag+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", probe}, op.Args...)
 	cmd := exec.Command(op.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	pr := &process{cmd: cmd, exited: make(chan struct{}), probe: probe, logPath: logPath}
+	pr := &process{cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	pr.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -776,6 +844,9 @@ func CountRequests(events []controlplane.AuditEvent, user string, from, to time.
 		}
 		seen[e.AuditID] = true
 		r.Total++
+		if e.Code >= 400 {
+			r.Failed++
+		}
 		switch e.Verb {
 		case "list":
 			r.Lists++

@@ -79,6 +79,36 @@ func TestFloorSmoke(t *testing.T) {
 	}
 }
 
+// TestQuotaSmoke runs the kit's quota operator (KitQuota) at N = 50 on a
+// bare control plane and checks that every labelled Namespace gets its two
+// children with exactly one create each, no request other than lists and
+// watches, and none refused. The side-by-side figures with
+// controller-runtime are bench/cmd/quota (make bench-quota).
+func TestQuotaSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	const n = 50
+	bin := filepath.Join(t.TempDir(), "quota")
+	if err := Build(RepoRoot(), KitQuota, bin); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := RunQuota(ctx, Config{N: n, Operator: QuotaOperator("quota", bin), Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Requests
+	t.Logf("converged %v; requests: %s", res.Converge.Round(time.Millisecond), r)
+	if r.By["create resourcequotas"] != n || r.By["create limitranges"] != n || r.Writes != 2*n {
+		t.Errorf("%d writes (%s); want exactly one create of each child per Namespace, %d in all", r.Writes, r, 2*n)
+	}
+	if r.Other != 0 || r.Events != 0 || r.Failed != 0 {
+		t.Errorf("%d other requests, %d Events and %d refused (want none): %s", r.Other, r.Events, r.Failed, r)
+	}
+}
+
 // testWriter sends progress lines to the test log.
 type testWriter struct{ t *testing.T }
 

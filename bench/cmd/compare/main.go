@@ -15,8 +15,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -46,11 +44,7 @@ type Report struct {
 }
 
 // Size is one operator binary.
-type Size struct {
-	Operator string
-	Bytes    int64
-	Modules  int // modules linked, the main module included
-}
+type Size = bench.Size
 
 func main() {
 	ns := flag.String("n", "1000,5000,10000", "comma-separated Widget counts")
@@ -126,20 +120,20 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 	defer os.RemoveAll(binDir)
 	ours := bench.Ours(filepath.Join(binDir, "widget-operator"))
 	logf("building %s", ours.Name)
-	if err := build(root, ".", ours.Binary, "./cmd/widget-operator"); err != nil {
+	if err := bench.Build(root, bench.Target{Dir: ".", Package: "./cmd/widget-operator"}, ours.Binary); err != nil {
 		return err
 	}
 	ops := []bench.Operator{ours}
 	if withCR {
 		ref := bench.Reference(filepath.Join(binDir, "controller-runtime"))
 		logf("building %s (its own module; slow when cold)", ref.Name)
-		if err := build(root, "bench/controller-runtime", ref.Binary, "."); err != nil {
+		if err := bench.Build(root, bench.Target{Dir: "bench/controller-runtime", Package: "."}, ref.Binary); err != nil {
 			return err
 		}
 		ops = append(ops, ref)
 	}
 	for _, op := range ops {
-		s, err := size(op)
+		s, err := bench.MeasureSize(op)
 		if err != nil {
 			return err
 		}
@@ -222,39 +216,6 @@ func profileRuns(nlist, bin, out string) error {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "compare: "+format+"\n", args...)
-}
-
-// build compiles pkg in dir (relative to root) as a stripped binary.
-func build(root, dir, bin, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
-	cmd.Dir = filepath.Join(root, dir)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build in %s: %w\n%s", dir, err, out)
-	}
-	return nil
-}
-
-// size measures a binary and counts the modules it links (go version -m:
-// the mod line and one dep line each).
-func size(op bench.Operator) (Size, error) {
-	fi, err := os.Stat(op.Binary)
-	if err != nil {
-		return Size{}, err
-	}
-	out, err := exec.Command("go", "version", "-m", op.Binary).Output()
-	if err != nil {
-		return Size{}, fmt.Errorf("go version -m %s: %w", op.Binary, err)
-	}
-	mods := 0
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) > 0 && (f[0] == "mod" || f[0] == "dep") {
-			mods++
-		}
-	}
-	return Size{Operator: op.Name, Bytes: fi.Size(), Modules: mods}, nil
 }
 
 // machine describes the host in one line.
