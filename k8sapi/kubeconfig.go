@@ -259,8 +259,9 @@ func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) 
 
 // fields decodes the entries of map n, called what in errors, into the
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
-// *[]string, a *map[string][]string, or a function. Other keys are
-// ignored. An entry's field name in errors is prefix and its key.
+// *[]string, a *map[string][]string, a function, or a **yaml.Node that
+// keeps the value as it is. Other keys are ignored. An entry's field name
+// in errors is prefix and its key.
 func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
 	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
@@ -281,6 +282,8 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 			*p, err = d.extra(e.Value, field)
 		case func(v *yaml.Node, field string) error:
 			err = p(e.Value, field)
+		case **yaml.Node:
+			*p = e.Value
 		}
 		if err != nil {
 			return err
@@ -296,7 +299,8 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 	seen := make(map[string]int)
 	return d.list(n, field, func(it *yaml.Node, at string) error {
 		var name string
-		if err := d.fields(it, at, at+".", map[string]any{"name": &name}); err != nil {
+		var body *yaml.Node // the entry's own map, decoded once the name is checked
+		if err := d.fields(it, at, at+".", map[string]any{"name": &name, kind: &body}); err != nil {
 			return err
 		}
 		if name == "" {
@@ -308,7 +312,7 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 		seen[name] = it.Line
 		e := &kcEntry{file: d, line: it.Line, kind: kind, name: name}
 		what := kind + " " + strconv.Quote(name)
-		if err := d.fields(it.Get(kind), what, what+": ", d.table(e)); err != nil {
+		if err := d.fields(body, what, what+": ", d.table(e)); err != nil {
 			return err
 		}
 		if d.kc.entries[kind+"/"+name] == nil {

@@ -95,20 +95,6 @@ func (n *Node) IsNull() bool {
 // nulls are the plain scalars of the core schema that mean null.
 var nulls = []string{"", "~", "null", "Null", "NULL"}
 
-// Get returns the value of key in map n, or nil when n is not a map or has
-// no such key.
-func (n *Node) Get(key string) *Node {
-	if n == nil || n.Kind != Map {
-		return nil
-	}
-	for i := range n.Entries {
-		if n.Entries[i].Key == key {
-			return n.Entries[i].Value
-		}
-	}
-	return nil
-}
-
 // SyntaxError is a document Parse does not accept.
 type SyntaxError struct {
 	Line int    // 1-based
