@@ -378,9 +378,19 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 		"apiVersion": &x.APIVersion,
 		"command":    &x.Command,
 		"args":       &x.Args,
-		"env": func(v *yaml.Node, f string) (err error) {
-			x.Env, err = d.env(v, f)
-			return err
+		// env is a list of {name, value} maps, kept as "name=value".
+		"env": func(v *yaml.Node, f string) error {
+			return d.list(v, f, func(it *yaml.Node, at string) error {
+				var name, value string
+				if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
+					return err
+				}
+				if name == "" || strings.ContainsRune(name, '=') {
+					return d.errorf(it, "%s: invalid or missing name", at)
+				}
+				x.Env = append(x.Env, name+"="+value)
+				return nil
+			})
 		},
 		"interactiveMode":    &x.InteractiveMode,
 		"provideClusterInfo": &x.ProvideClusterInfo,
@@ -401,23 +411,6 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 		x.Command = d.resolve(x.Command)
 	}
 	return x, nil
-}
-
-// env decodes an exec plugin's env: a list of {name, value} maps, as
-// "name=value" strings.
-func (d *kcFile) env(n *yaml.Node, field string) (env []string, err error) {
-	err = d.list(n, field, func(it *yaml.Node, at string) error {
-		var name, value string
-		if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
-			return err
-		}
-		if name == "" || strings.ContainsRune(name, '=') {
-			return d.errorf(it, "%s: invalid or missing name", at)
-		}
-		env = append(env, name+"="+value)
-		return nil
-	})
-	return env, err
 }
 
 // resolve makes a path from a kubeconfig absolute, relative to the folder
