@@ -153,16 +153,15 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	}
 	// An empty file is an empty config. Other keys (apiVersion, kind,
 	// preferences, extensions) carry nothing this package uses.
-	return d.fields(root, "the document", "", map[string]any{
-		"current-context": func(v *yaml.Node, field string) error {
-			s, err := d.str(v, field)
-			kc.currentContext = cmp.Or(kc.currentContext, s)
-			return err
-		},
-		"clusters": d.section,
-		"users":    d.section,
-		"contexts": d.section,
+	var current string
+	err = d.fields(root, "the document", "", map[string]any{
+		"current-context": &current,
+		"clusters":        d.section,
+		"users":           d.section,
+		"contexts":        d.section,
 	})
+	kc.currentContext = cmp.Or(kc.currentContext, current)
+	return err
 }
 
 func (d *kcFile) errorf(n *yaml.Node, format string, args ...any) error {
