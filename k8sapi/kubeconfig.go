@@ -258,9 +258,9 @@ func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) 
 
 // fields decodes the entries of map n, called what in errors, into the
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
-// *[]string, a *map[string][]string, a function, or a **yaml.Node that
-// keeps the value as it is. Other keys are ignored. An entry's field name
-// in errors is prefix and its key.
+// *[]string, a *map[string][]string, a function, called unless the value
+// is null, or a **yaml.Node that keeps the value as it is. Other keys are
+// ignored. An entry's field name in errors is prefix and its key.
 func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
 	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
@@ -280,7 +280,9 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 		case *map[string][]string:
 			*p, err = d.extra(e.Value, field)
 		case func(v *yaml.Node, field string) error:
-			err = p(e.Value, field)
+			if !e.Value.IsNull() {
+				err = p(e.Value, field)
+			}
 		case **yaml.Node:
 			*p = e.Value
 		}
@@ -351,15 +353,10 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 		"username":                &c.Username,
 		"password":                &c.Password,
 		"exec": func(v *yaml.Node, field string) (err error) {
-			if !v.IsNull() {
-				c.Exec, err = d.exec(v, field)
-			}
+			c.Exec, err = d.exec(v, field)
 			return err
 		},
 		"auth-provider": func(v *yaml.Node, field string) error {
-			if v.IsNull() {
-				return nil
-			}
 			return d.errorf(v, "%s: auth providers are not supported; use an exec plugin", field)
 		},
 		"as":            &c.Impersonate.UserName,
