@@ -190,10 +190,8 @@ func (d *kcFile) str(n *yaml.Node, field string) (string, error) {
 	return n.Value, nil
 }
 
+// boolean decodes a boolean that is not null (fields passes no null on).
 func (d *kcFile) boolean(n *yaml.Node, field string) (bool, error) {
-	if n.IsNull() {
-		return false, nil
-	}
 	if v, ok := booleans[n.Value]; ok && n.Kind == yaml.Scalar && !n.Quoted {
 		return v, nil
 	}
@@ -258,14 +256,18 @@ func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) 
 
 // fields decodes the entries of map n, called what in errors, into the
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
-// *[]string, a *map[string][]string, a function, called unless the value
-// is null, or a **yaml.Node that keeps the value as it is. Other keys are
-// ignored. An entry's field name in errors is prefix and its key.
+// *[]string, a *map[string][]string, a function, or a **yaml.Node that
+// keeps the value as it is. A null value leaves its destination as it is,
+// zero in every table, and calls no function. Other keys are ignored. An
+// entry's field name in errors is prefix and its key.
 func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
 	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
 	}
 	for _, e := range n.Entries {
+		if e.Value.IsNull() {
+			continue
+		}
 		var err error
 		field := prefix + e.Key
 		switch p := dst[e.Key].(type) {
@@ -280,9 +282,7 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 		case *map[string][]string:
 			*p, err = d.extra(e.Value, field)
 		case func(v *yaml.Node, field string) error:
-			if !e.Value.IsNull() {
-				err = p(e.Value, field)
-			}
+			err = p(e.Value, field)
 		case **yaml.Node:
 			*p = e.Value
 		}
