@@ -106,8 +106,8 @@ func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
-// Parse parses one document. An empty document (only blank lines and
-// comments) is a null scalar.
+// Parse parses one document. An empty document (only blank lines,
+// comments and document markers) is a null scalar on line 1.
 func Parse(data []byte) (n *Node, err error) {
 	// The parser stops at the first error by panicking with a
 	// *SyntaxError (see fail), which never leaves the package.
@@ -271,12 +271,9 @@ func (p *parser) document() *Node {
 			fail(l.num, "content on the '---' line is not supported")
 		}
 		p.next()
-		l = p.peek()
 	}
-	if l == nil {
-		return null(1) // an empty document
-	}
-	root := p.indented(-1, false, 1, l.num)
+	// An empty document is a null, on line 1.
+	root := p.indented(-1, false, 1, 1)
 	// Only "..." and comments may follow.
 	if l = p.peek(); l != nil {
 		switch {

@@ -297,6 +297,13 @@ func TestGetAndLines(t *testing.T) {
 	if b.Kind != List || b.Line != 4 || b.Items[1].Line != 5 || n.Entries[1].Line != 3 {
 		t.Errorf("lines: b=%d item=%d entry=%d", b.Line, b.Items[1].Line, n.Entries[1].Line)
 	}
+	// An empty document is a null on line 1, whatever markers and
+	// comments it holds.
+	for _, doc := range []string{"", "# c\n\n", "---\n...\n", "# c\n---\n# d\n"} {
+		if n, err := Parse([]byte(doc)); err != nil || !n.IsNull() || n.Line != 1 {
+			t.Errorf("Parse(%q) = %+v, %v; want a null on line 1", doc, n, err)
+		}
+	}
 	if Kind(9).String() != "Kind(9)" || Map.String() != "map" {
 		t.Error("Kind.String")
 	}
