@@ -51,17 +51,16 @@ var errIntOrString = errors.New("k8sapi: an int-or-string must be a JSON string 
 // null leaves v unchanged, as encoding/json does for other types.
 func (v *IntOrString) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	var s string
 	switch {
 	case string(b) == "null":
 		return nil
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return errIntOrString
-		}
+	case len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &s) == nil:
 		*v = FromString(s)
 		return nil
 	}
+	// Anything else, a string that is not valid JSON included, must be
+	// an integer.
 	n, err := strconv.ParseInt(string(b), 10, 32)
 	if err != nil {
 		return errIntOrString

@@ -153,16 +153,15 @@ func (kc *kubeconfig) merge(path string, data []byte) error {
 	}
 	// An empty file is an empty config. Other keys (apiVersion, kind,
 	// preferences, extensions) carry nothing this package uses.
-	return d.fields(root, "the document", "", map[string]any{
-		"current-context": func(v *yaml.Node, field string) error {
-			s, err := d.str(v, field)
-			kc.currentContext = cmp.Or(kc.currentContext, s)
-			return err
-		},
-		"clusters": d.section,
-		"users":    d.section,
-		"contexts": d.section,
+	var current string
+	err = d.fields(root, "the document", "", map[string]any{
+		"current-context": &current,
+		"clusters":        d.section,
+		"users":           d.section,
+		"contexts":        d.section,
 	})
+	kc.currentContext = cmp.Or(kc.currentContext, current)
+	return err
 }
 
 func (d *kcFile) errorf(n *yaml.Node, format string, args ...any) error {
@@ -191,10 +190,8 @@ func (d *kcFile) str(n *yaml.Node, field string) (string, error) {
 	return n.Value, nil
 }
 
+// boolean decodes a boolean that is not null (fields passes no null on).
 func (d *kcFile) boolean(n *yaml.Node, field string) (bool, error) {
-	if n.IsNull() {
-		return false, nil
-	}
 	if v, ok := booleans[n.Value]; ok && n.Kind == yaml.Scalar && !n.Quoted {
 		return v, nil
 	}
@@ -259,13 +256,18 @@ func (d *kcFile) extra(n *yaml.Node, field string) (map[string][]string, error) 
 
 // fields decodes the entries of map n, called what in errors, into the
 // destinations of their keys: a *string, a *bool, a *[]byte (base64), a
-// *[]string, a *map[string][]string, or a function. Other keys are
-// ignored. An entry's field name in errors is prefix and its key.
+// *[]string, a *map[string][]string, a function, or a **yaml.Node that
+// keeps the value as it is. A null value leaves its destination as it is,
+// zero in every table, and calls no function. Other keys are ignored. An
+// entry's field name in errors is prefix and its key.
 func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) error {
 	if err := d.want(n, yaml.Map, what); err != nil || n.IsNull() {
 		return err
 	}
 	for _, e := range n.Entries {
+		if e.Value.IsNull() {
+			continue
+		}
 		var err error
 		field := prefix + e.Key
 		switch p := dst[e.Key].(type) {
@@ -281,6 +283,8 @@ func (d *kcFile) fields(n *yaml.Node, what, prefix string, dst map[string]any) e
 			*p, err = d.extra(e.Value, field)
 		case func(v *yaml.Node, field string) error:
 			err = p(e.Value, field)
+		case **yaml.Node:
+			*p = e.Value
 		}
 		if err != nil {
 			return err
@@ -296,7 +300,8 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 	seen := make(map[string]int)
 	return d.list(n, field, func(it *yaml.Node, at string) error {
 		var name string
-		if err := d.fields(it, at, at+".", map[string]any{"name": &name}); err != nil {
+		var body *yaml.Node // the entry's own map, decoded once the name is checked
+		if err := d.fields(it, at, at+".", map[string]any{"name": &name, kind: &body}); err != nil {
 			return err
 		}
 		if name == "" {
@@ -308,7 +313,7 @@ func (d *kcFile) section(n *yaml.Node, field string) error {
 		seen[name] = it.Line
 		e := &kcEntry{file: d, line: it.Line, kind: kind, name: name}
 		what := kind + " " + strconv.Quote(name)
-		if err := d.fields(it.Get(kind), what, what+": ", d.table(e)); err != nil {
+		if err := d.fields(body, what, what+": ", d.table(e)); err != nil {
 			return err
 		}
 		if d.kc.entries[kind+"/"+name] == nil {
@@ -348,15 +353,10 @@ func (d *kcFile) table(e *kcEntry) map[string]any {
 		"username":                &c.Username,
 		"password":                &c.Password,
 		"exec": func(v *yaml.Node, field string) (err error) {
-			if !v.IsNull() {
-				c.Exec, err = d.exec(v, field)
-			}
+			c.Exec, err = d.exec(v, field)
 			return err
 		},
 		"auth-provider": func(v *yaml.Node, field string) error {
-			if v.IsNull() {
-				return nil
-			}
 			return d.errorf(v, "%s: auth providers are not supported; use an exec plugin", field)
 		},
 		"as":            &c.Impersonate.UserName,
@@ -374,9 +374,19 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 		"apiVersion": &x.APIVersion,
 		"command":    &x.Command,
 		"args":       &x.Args,
-		"env": func(v *yaml.Node, f string) (err error) {
-			x.Env, err = d.env(v, f)
-			return err
+		// env is a list of {name, value} maps, kept as "name=value".
+		"env": func(v *yaml.Node, f string) error {
+			return d.list(v, f, func(it *yaml.Node, at string) error {
+				var name, value string
+				if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
+					return err
+				}
+				if name == "" || strings.ContainsRune(name, '=') {
+					return d.errorf(it, "%s: invalid or missing name", at)
+				}
+				x.Env = append(x.Env, name+"="+value)
+				return nil
+			})
 		},
 		"interactiveMode":    &x.InteractiveMode,
 		"provideClusterInfo": &x.ProvideClusterInfo,
@@ -397,23 +407,6 @@ func (d *kcFile) exec(n *yaml.Node, field string) (*ExecConfig, error) {
 		x.Command = d.resolve(x.Command)
 	}
 	return x, nil
-}
-
-// env decodes an exec plugin's env: a list of {name, value} maps, as
-// "name=value" strings.
-func (d *kcFile) env(n *yaml.Node, field string) (env []string, err error) {
-	err = d.list(n, field, func(it *yaml.Node, at string) error {
-		var name, value string
-		if err := d.fields(it, at, at+".", map[string]any{"name": &name, "value": &value}); err != nil {
-			return err
-		}
-		if name == "" || strings.ContainsRune(name, '=') {
-			return d.errorf(it, "%s: invalid or missing name", at)
-		}
-		env = append(env, name+"="+value)
-		return nil
-	})
-	return env, err
 }
 
 // resolve makes a path from a kubeconfig absolute, relative to the folder

@@ -159,13 +159,30 @@ func TestKubeconfigCorpusInstallHints(t *testing.T) {
 			t.Fatal(err)
 		}
 		var hint *yaml.Node
-		for _, u := range root.Get("users").Items {
-			if u.Get("name").Value == tt.user {
-				hint = u.Get("user").Get("exec").Get("installHint")
+		for _, u := range yamlAt(root, "users").Items {
+			if yamlAt(u, "name").Value == tt.user {
+				hint = yamlAt(u, "user", "exec", "installHint")
 			}
 		}
 		if hint == nil || hint.Value != tt.hint {
 			t.Errorf("%s: install hint %+v, want %q", tt.file, hint, tt.hint)
 		}
 	}
+}
+
+// yamlAt returns the value at the path of map keys from n, or nil where a
+// node on the way is not a map or lacks the key.
+func yamlAt(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		var v *yaml.Node
+		for _, e := range n.Entries {
+			if n.Kind == yaml.Map && e.Key == k {
+				v = e.Value
+			}
+		}
+		if n = v; n == nil {
+			return nil
+		}
+	}
+	return n
 }

@@ -109,10 +109,9 @@ type Preconditions struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
+// query returns the get parameters: a list's resourceVersion alone.
 func (o GetOptions) query() url.Values {
-	q := url.Values{}
-	set(q, "resourceVersion", o.ResourceVersion)
-	return q
+	return ListOptions{ResourceVersion: o.ResourceVersion}.query(false)
 }
 
 // query returns the list or watch parameters.

@@ -20,21 +20,17 @@ const (
 // Retry-After, jittered.
 var retryBackoff = Backoff{Base: 200 * time.Millisecond, Max: 30 * time.Second}
 
-// idempotent reports whether a request with this method may be sent again
-// whatever happened to the first try.
-func idempotent(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead
-}
-
 // retryableStatus reports whether an answer with this code is worth
 // retrying: 429 always (the server did not process the request), 5xx
-// other than 501 only for idempotent methods.
+// other than 501 only for a GET, the one idempotent method the client
+// sends (Client.Stream included), which may be sent again whatever
+// happened to the first try.
 func retryableStatus(method string, code int) bool {
-	return code == http.StatusTooManyRequests || idempotent(method) && code >= 500 && code != http.StatusNotImplemented
+	return code == http.StatusTooManyRequests || method == http.MethodGet && code >= 500 && code != http.StatusNotImplemented
 }
 
 // retryableError reports whether a transport error is worth retrying: any
-// error for an idempotent method, otherwise only errors that happened
+// error for a GET, otherwise only errors that happened
 // before the request could have been sent (dial, DNS, proxy connect).
 // Context errors, TLS trust failures and size limits never are.
 func retryableError(method string, err error) bool {
@@ -45,7 +41,7 @@ func retryableError(method string, err error) bool {
 	if has[*tls.CertificateVerificationError](err) || has[x509.UnknownAuthorityError](err) || has[x509.HostnameError](err) || has[x509.CertificateInvalidError](err) || has[tls.AlertError](err) {
 		return false
 	}
-	if idempotent(method) || has[*net.DNSError](err) {
+	if method == http.MethodGet || has[*net.DNSError](err) {
 		return true
 	}
 	op, ok := errors.AsType[*net.OpError](err)

@@ -93,26 +93,6 @@ func readKeyPair(c *Config) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
-// newTLSConfig builds the client TLS configuration of c, which c.check
-// accepted: TLS 1.2 or later, the configured CA (system roots when none),
-// ServerName and Insecure.
-func newTLSConfig(c *Config) (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         c.ServerName,
-		InsecureSkipVerify: c.Insecure,
-	}
-	if len(c.CAData) > 0 {
-		pool, err := certPool(c.CAData)
-		if err != nil {
-			return nil, fmt.Errorf("k8sapi: TLS: %w", err)
-		}
-		tc.RootCAs = pool
-	}
-	// A client certificate is set per transport: see certTransport.
-	return tc, nil
-}
-
 // certPool builds a pool holding only the certificates in pemData. Its
 // errors lack the package prefix, for the caller to add.
 func certPool(pemData []byte) (*x509.CertPool, error) {

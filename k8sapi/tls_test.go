@@ -18,6 +18,15 @@ func certPEMOf(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
 
+// newTLSConfig returns the TLS configuration newTransport builds from c.
+func newTLSConfig(c *Config) (*tls.Config, error) {
+	tr, err := newTransport(c)
+	if err != nil {
+		return nil, err
+	}
+	return tr.TLSClientConfig, nil
+}
+
 func TestTLSConfig(t *testing.T) {
 	certPEM, keyPEM := selfSignedPair(t, "client")
 	tc, err := newTLSConfig(&Config{ServerName: "api.internal", CAData: certPEM, CertData: certPEM, KeyData: keyPEM})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,12 +25,22 @@ const (
 )
 
 // newTransport builds the base transport from c, which c.check accepted:
-// TLS as newTLSConfig makes it, HTTP/2 with health-check pings, a proxy
-// only if c.ProxyURL says so. It fails only where newTLSConfig does.
+// TLS 1.2 or later, the configured CA (system roots when none), ServerName
+// and Insecure; HTTP/2 with health-check pings; a proxy only if c.ProxyURL
+// says so. It fails only when the CA data holds no valid certificate. A
+// client certificate is set per transport: see withClientCerts.
 func newTransport(c *Config) (*http.Transport, error) {
-	tlsConfig, err := newTLSConfig(c)
-	if err != nil {
-		return nil, err
+	tlsConfig := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         c.ServerName,
+		InsecureSkipVerify: c.Insecure,
+	}
+	if len(c.CAData) > 0 {
+		pool, err := certPool(c.CAData)
+		if err != nil {
+			return nil, fmt.Errorf("k8sapi: TLS: %w", err)
+		}
+		tlsConfig.RootCAs = pool
 	}
 	var proxy func(*http.Request) (*url.URL, error)
 	if u, err := parseProxyURL(c.ProxyURL); err == nil {

@@ -95,20 +95,6 @@ func (n *Node) IsNull() bool {
 // nulls are the plain scalars of the core schema that mean null.
 var nulls = []string{"", "~", "null", "Null", "NULL"}
 
-// Get returns the value of key in map n, or nil when n is not a map or has
-// no such key.
-func (n *Node) Get(key string) *Node {
-	if n == nil || n.Kind != Map {
-		return nil
-	}
-	for i := range n.Entries {
-		if n.Entries[i].Key == key {
-			return n.Entries[i].Value
-		}
-	}
-	return nil
-}
-
 // SyntaxError is a document Parse does not accept.
 type SyntaxError struct {
 	Line int    // 1-based
@@ -120,8 +106,8 @@ func (e *SyntaxError) Error() string {
 	return "yaml: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
-// Parse parses one document. An empty document (only blank lines and
-// comments) is a null scalar.
+// Parse parses one document. An empty document (only blank lines,
+// comments and document markers) is a null scalar on line 1.
 func Parse(data []byte) (n *Node, err error) {
 	// The parser stops at the first error by panicking with a
 	// *SyntaxError (see fail), which never leaves the package.
@@ -285,12 +271,9 @@ func (p *parser) document() *Node {
 			fail(l.num, "content on the '---' line is not supported")
 		}
 		p.next()
-		l = p.peek()
 	}
-	if l == nil {
-		return null(1) // an empty document
-	}
-	root := p.indented(-1, false, 1, l.num)
+	// An empty document is a null, on line 1.
+	root := p.indented(-1, false, 1, 1)
 	// Only "..." and comments may follow.
 	if l = p.peek(); l != nil {
 		switch {

@@ -271,17 +271,38 @@ func TestErrorsDoNotQuoteText(t *testing.T) {
 	}
 }
 
+// get returns the value of key in map n, or nil when n is not a map or
+// has no such key.
+func (n *Node) get(key string) *Node {
+	if n == nil || n.Kind != Map {
+		return nil
+	}
+	for _, e := range n.Entries {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	return nil
+}
+
 func TestGetAndLines(t *testing.T) {
 	n, err := Parse([]byte("# c\na: 1\nb:\n  - x\n  - y: z\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Line != 2 || n.Get("a").Value != "1" || n.Get("missing") != nil || n.Get("a").Get("x") != nil {
+	if n.Line != 2 || n.get("a").Value != "1" || n.get("missing") != nil || n.get("a").get("x") != nil {
 		t.Errorf("unexpected tree %s", render(n))
 	}
-	b := n.Get("b")
+	b := n.get("b")
 	if b.Kind != List || b.Line != 4 || b.Items[1].Line != 5 || n.Entries[1].Line != 3 {
 		t.Errorf("lines: b=%d item=%d entry=%d", b.Line, b.Items[1].Line, n.Entries[1].Line)
+	}
+	// An empty document is a null on line 1, whatever markers and
+	// comments it holds.
+	for _, doc := range []string{"", "# c\n\n", "---\n...\n", "# c\n---\n# d\n"} {
+		if n, err := Parse([]byte(doc)); err != nil || !n.IsNull() || n.Line != 1 {
+			t.Errorf("Parse(%q) = %+v, %v; want a null on line 1", doc, n, err)
+		}
 	}
 	if Kind(9).String() != "Kind(9)" || Map.String() != "map" {
 		t.Error("Kind.String")
