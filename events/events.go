@@ -1,10 +1,10 @@
 // Package events records Kubernetes Events (events.k8s.io/v1) about the
-// objects the operator manages, without ever making a reconcile wait for
+// objects a controller manages, without ever making a reconcile wait for
 // the API server or letting a failing object flood it.
 //
-// A [Recorder] implements the reconciler's EventRecorder. [Recorder.Event]
-// only checks a per-object rate limit and queues the event; one goroutine,
-// [Recorder.Run], writes them:
+// A reconciler calls [Recorder.Event], which only checks a per-object
+// rate limit and queues the event; one goroutine, [Recorder.Run], writes
+// them:
 //
 //   - Repeats are aggregated. The same note of the same type and reason
 //     about the same object, seen again within 10 minutes of the last
@@ -12,7 +12,7 @@
 //     patched (count and lastObservedTime) with a JSON merge patch. The
 //     first repeat sets count 2.
 //   - Each object has a token bucket (25 events, one more every 5
-//     minutes), so a Widget that fails in a loop costs at most one write
+//     minutes), so an object that fails in a loop costs at most one write
 //     per 5 minutes once its burst is spent. Repeats count too: a
 //     series patch is a write.
 //   - The queue is bounded (1000 events); an event that finds it
@@ -21,6 +21,9 @@
 //     logged, later ones are not until a write succeeds again. A missing
 //     permission (403) is therefore logged once, with a hint about RBAC,
 //     and changes nothing else.
+//
+// The client needs create and patch on events.k8s.io events in the
+// namespace of each object reported on ("default" for a cluster-scoped one).
 package events
 
 import (
