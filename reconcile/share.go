@@ -1,0 +1,273 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/zerodep-k8s/widget-operator/metrics"
+	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/watch"
+)
+
+// Caches is a set of watch caches that controllers share
+// ([Controller.Caches]): the calls of [WatchPrimary], [WatchOwned] and
+// [WatchMapped] of any controller of the set that name the same cache get
+// one [watch.Cache], with one list and one watch, and each call's handler
+// on it. A cache is named by its watch.Config Name, Namespace,
+// LabelSelector and FieldSelector; the other fields of the first config
+// under that name are the cache's (later ones are ignored), and a config
+// of another object type under the same name is an error, which the
+// controller's Run returns.
+//
+// Its owner runs it with [Caches.Run], once, after the last cache is
+// made and until the last controller has returned; the controllers wait
+// for their caches to sync and check them, but do not run them. The zero
+// value is an empty set. Its methods are safe for concurrent use.
+type Caches struct {
+	// Metrics, when not nil, reports each cache under its Config.Name.
+	// Nil means no metrics.
+	Metrics *metrics.WatchMetrics
+	// Logger receives a line for a watch that stops with an error. Nil
+	// means no logging.
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	byKey   map[cacheKey]any // a *sharedCache[T] by the name of its cache
+	caches  []named          // in the order made
+	running bool             // Run was called: no more caches, nor handlers
+}
+
+// cacheKey names a cache in a [Caches].
+type cacheKey struct{ name, namespace, labels, fields string }
+
+// sharedCache is a cache of a set and the handlers of its users, which
+// are added before the cache runs and only read after.
+type sharedCache[T any] struct {
+	*watch.Cache[T]
+	handlers []func(obj *T)
+}
+
+// share returns the cache of s that cfg names, made on its first use,
+// with f added to its handlers.
+func share[T any, P Object[T]](s *Caches, cfg watch.Config[T], f func(obj *T)) (*watch.Cache[T], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := cacheKey{cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector}
+	if s.running {
+		return nil, fmt.Errorf("reconcile: cache %q made after its Caches started", cfg.Name)
+	}
+	if _, ok := s.byKey[key]; !ok {
+		sc := &sharedCache[T]{}
+		cfg.Handler = watch.OnChange(func(obj *T) {
+			for _, h := range sc.handlers {
+				h(obj)
+			}
+		})
+		sc.Cache = watch.NewCache[T, P](cfg)
+		if s.Metrics != nil {
+			s.Metrics.Add(cfg.Name, sc.Cache)
+		}
+		if s.byKey == nil {
+			s.byKey = map[cacheKey]any{}
+		}
+		s.byKey[key] = sc
+		s.caches = append(s.caches, named{sc.Cache, cfg.Name, sc.Store().Len})
+	}
+	sc, ok := s.byKey[key].(*sharedCache[T])
+	if !ok {
+		return nil, fmt.Errorf("reconcile: cache %q (namespace %q, selectors %q and %q) made for two object types, %T and another",
+			cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, (*T)(nil))
+	}
+	sc.handlers = append(sc.handlers, f)
+	return sc.Cache, nil
+}
+
+// Run runs every cache of the set until ctx ends. It returns an error if
+// called again.
+func (s *Caches) Run(ctx context.Context) error {
+	s.mu.Lock()
+	caches, running := s.caches, s.running
+	s.running = true
+	s.mu.Unlock()
+	if running {
+		return errors.New("reconcile: Caches.Run called twice")
+	}
+	log := cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
+	var wg sync.WaitGroup
+	for _, w := range caches {
+		wg.Go(func() {
+			if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("watch stopped", "watch", w.name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Election is one leader election, or one set of shards, shared by the
+// controllers that name it ([Controller.Election]): each reconciles its
+// keys of the shards held (every key, while it leads). Taking a shard
+// queues the shard's keys of every controller's primary cache, and a
+// shard is handed over only after the reconciles of its keys in flight,
+// of every controller, have ended.
+//
+// Its owner runs it with [Election.Run], once, after the controllers
+// have made their caches; it campaigns once their caches have synced.
+// Set the fields before the first controller's first cache is made. Its
+// methods are safe for concurrent use.
+type Election struct {
+	// LeaderElection configures the Leases. Nil means none: the
+	// controllers always lead.
+	LeaderElection *LeaderElection
+	// Logger receives the election's lines. Nil means no logging.
+	Logger *slog.Logger
+	// Metrics receives <MetricsPrefix>_leader (1 while [Election.IsLeader]
+	// reports true, else 0) and, with shards, <MetricsPrefix>_shards_held
+	// and <MetricsPrefix>_shard_transitions_total. Nil means no metrics.
+	Metrics *metrics.Registry
+	// MetricsPrefix starts the names of its series. Empty means
+	// "operator".
+	MetricsPrefix string
+
+	initOnce sync.Once
+	initErr  error
+	shards   *leader.Shards // nil without leader election
+	// shardCtx[k] is the context of the shard k while this replica holds
+	// it, nil otherwise; inFlight[k] counts the reconciles of its keys
+	// running, each added under mu while shardCtx[k] is set.
+	mu       sync.Mutex
+	shardCtx []context.Context
+	inFlight []sync.WaitGroup
+	members  []*Controller
+}
+
+// join adds c to the members, and makes the election on its first call.
+func (e *Election) join(c *Controller) error {
+	e.mu.Lock()
+	e.members = append(e.members, c)
+	e.mu.Unlock()
+	return e.start()
+}
+
+// start makes the election on its first call.
+func (e *Election) start() error {
+	e.initOnce.Do(func() { e.initErr = e.init() })
+	return e.initErr
+}
+
+func (e *Election) init() error {
+	prefix := cmp.Or(e.MetricsPrefix, "operator")
+	collectors := []metrics.Collector{metrics.NewGaugeFunc(prefix+"_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
+		if e.IsLeader() {
+			return 1
+		}
+		return 0
+	})}
+	if le := e.LeaderElection; le != nil {
+		var err error
+		e.shards, err = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
+			Shards: le.Shards, Identity: le.Identity, Logger: e.Logger, Work: e.holdShard})
+		if err != nil {
+			return err
+		}
+		n := max(le.Shards, 1)
+		e.shardCtx, e.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
+		if n > 1 {
+			collectors = append(collectors, metrics.NewGaugeFunc(prefix+"_shards_held",
+				"Shards this replica holds.", func() float64 { return float64(e.shards.Held()) }),
+				metrics.NewCounterFunc(prefix+"_shard_transitions_total",
+					"Shards this replica took, gave up or lost.", func() float64 { return float64(e.shards.Transitions()) }))
+		}
+	}
+	for _, m := range collectors {
+		if e.Metrics != nil {
+			if err := e.Metrics.Register(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// IsLeader reports whether the controllers may reconcile: always true
+// without leader election; with it, whether this replica holds the
+// Lease, or with shards, whether it holds one.
+func (e *Election) IsLeader() bool {
+	e.start()
+	return e.shards == nil || e.shards.Held() > 0
+}
+
+// Run campaigns, once the caches of every controller have synced, until
+// ctx ends, then releases the Leases. Without leader election it returns
+// at once. Call it once.
+func (e *Election) Run(ctx context.Context) error {
+	if err := e.start(); err != nil || e.shards == nil {
+		return err
+	}
+	e.mu.Lock()
+	members := slices.Clone(e.members)
+	e.mu.Unlock()
+	if !waitUntil(ctx, func() bool { return !slices.ContainsFunc(members, func(c *Controller) bool { return !c.synced() }) }) {
+		return nil
+	}
+	msg := "waiting for leadership"
+	if len(e.shardCtx) > 1 {
+		msg = "sharding"
+	}
+	cmp.Or(e.Logger, slog.New(slog.DiscardHandler)).Info(msg, "lease", e.LeaderElection.Name, "shards", len(e.shardCtx), "identity", e.shards.Identity())
+	return e.shards.Run(ctx)
+}
+
+// holdShard runs while this replica holds shard k (ctx ends when it must
+// stop): it queues the shard's keys of every member, and when ctx ends,
+// it waits for the reconciles of the shard's keys in flight, which ctx
+// cancels.
+func (e *Election) holdShard(ctx context.Context, k int) {
+	e.mu.Lock()
+	e.shardCtx[k] = ctx
+	members := slices.Clone(e.members)
+	e.mu.Unlock()
+	for _, c := range members {
+		for _, key := range c.keys() {
+			if leader.ShardOf(key, len(e.shardCtx)) == k {
+				c.queue.Add(key)
+			}
+		}
+	}
+	<-ctx.Done()
+	e.mu.Lock()
+	e.shardCtx[k] = nil
+	e.mu.Unlock()
+	e.inFlight[k].Wait()
+}
+
+// reconcile calls f(ctx, key) if this replica holds the key's shard, with
+// a context that also ends with the shard; a key of a shard it does not
+// hold is dropped: the holder queues it when it takes the shard.
+func (e *Election) reconcile(ctx context.Context, key string, f func(context.Context, string) (queue.Result, error)) (queue.Result, error) {
+	if len(e.shardCtx) == 0 {
+		return f(ctx, key)
+	}
+	k := leader.ShardOf(key, len(e.shardCtx))
+	e.mu.Lock()
+	sctx := e.shardCtx[k]
+	if sctx == nil || sctx.Err() != nil {
+		e.mu.Unlock()
+		return queue.Result{}, nil
+	}
+	e.inFlight[k].Add(1)
+	e.mu.Unlock()
+	defer e.inFlight[k].Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(sctx, cancel)
+	defer stop()
+	return f(ctx, key)
+}
