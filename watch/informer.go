@@ -106,10 +106,10 @@ type Informer[T any] struct {
 // informer is the state and code of an Informer. P is the objects' pointer
 // type, as in machine and store: the binary holds one for all object types.
 type informer[P any] struct {
-	machine[P]           // its step
-	src        Source[P] // Config.Source, as a pointerSource; nil if that is nil
-	handler    handler[P]
-	transform  func(P) // Config.Transform, never nil
+	machine[P]              // its step
+	src        Source[P]    // Config.Source, as a pointerSource; nil if that is nil
+	handlers   []handler[P] // Config.Handler, then those of AddHandler
+	transform  func(P)      // Config.Transform, never nil
 	store      *store[P]
 	ns, name   string
 	logger     *slog.Logger
@@ -133,7 +133,7 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
 	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
-	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
+	inf.core.handlers, inf.core.store = []handler[*T]{handler[*T](cfg.Handler)}, &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
 		inf.core.src = pointerSource[T]{cfg.Source}
@@ -152,6 +152,13 @@ func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transf
 	}
 	inf.logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 }
+
+// AddHandler adds h to the handlers that receive the changes, after
+// Config.Handler and those added before, so that several users can share
+// one informer. Call it before Run.
+func (inf *Informer[T]) AddHandler(h Handler[T]) { inf.core.addHandler(handler[*T](h)) }
+
+func (inf *informer[P]) addHandler(h handler[P]) { inf.handlers = append(inf.handlers, h) }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
 func (inf *Informer[T]) Store() *Store[T] { return inf.store }
@@ -388,24 +395,24 @@ func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, err
 }
 
-// notify counts one change to the cache and tells the handler.
+// notify counts one change to the cache and tells the handlers.
 func (inf *informer[P]) notify(c change[P]) {
 	old, obj := c.old, c.new
-	h := inf.handler
 	switch {
 	case isNil(old):
 		inf.count(&inf.stats.Added)
-		if h.OnAdd != nil {
-			h.OnAdd(obj)
-		}
 	case isNil(obj):
 		inf.count(&inf.stats.Deleted)
-		if h.OnDelete != nil {
-			h.OnDelete(old)
-		}
 	default:
 		inf.count(&inf.stats.Modified)
-		if h.OnUpdate != nil {
+	}
+	for _, h := range inf.handlers {
+		switch {
+		case isNil(old) && h.OnAdd != nil:
+			h.OnAdd(obj)
+		case isNil(obj) && h.OnDelete != nil:
+			h.OnDelete(old)
+		case !isNil(old) && !isNil(obj) && h.OnUpdate != nil:
 			h.OnUpdate(old, obj)
 		}
 	}
