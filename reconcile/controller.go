@@ -167,11 +167,13 @@ type cache interface {
 	Healthy(now time.Time) error
 }
 
-// named is a cache, with its name and a count of its objects for the log.
+// named is a cache, with its name and a count of its objects for the log,
+// and in a Caches, its key.
 type named struct {
 	cache
 	name string
 	len  func() int
+	key  [4]string
 }
 
 // Object is the constraint of P, the pointer type of T, in the generic
@@ -232,19 +234,24 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 // cfg.Handler is replaced.
 func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
 	c.init()
-	wc, err := share[T, P](c.set, cfg, func(obj *T) {
+	cfg.Handler = watch.OnChange(func(obj *T) {
 		for _, key := range keys(obj) {
 			c.queue.Add(key)
 		}
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		c.cacheErr = cmp.Or(c.cacheErr, err)
-		return watch.NewCache[T, P](cfg) // never run
+	// The cache of the set under that name, or this one, new.
+	wc := watch.NewCache[T, P](cfg)
+	c.set.mu.Lock()
+	n := c.set.entry([4]string{cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector}, named{cache: wc, name: cfg.Name, len: wc.Store().Len})
+	shared, ok := n.cache.(*watch.Cache[T])
+	if ok && shared != wc {
+		shared.AddHandler(cfg.Handler)
 	}
-	c.caches = append(c.caches, named{wc, cfg.Name, wc.Store().Len})
-	return wc
+	c.set.mu.Unlock()
+	if !c.track(n, ok) {
+		return wc // never run: Run fails
+	}
+	return shared
 }
 
 // init makes the queue, the metrics and the holder of the Leases. It
@@ -337,6 +344,23 @@ func (c *Controller) Checks(now time.Time) []Check {
 
 var errNotSynced = errors.New("not synced")
 
+// track adds n to the controller's caches, if ok: if it is of the
+// caller's type. Else it notes why for Run, and reports false.
+func (c *Controller) track(n named, ok bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case ok:
+		c.caches = append(c.caches, n)
+	case c.cacheErr != nil:
+	case n.cache == nil:
+		c.cacheErr = errors.New("reconcile: a cache made after its Caches started")
+	default:
+		c.cacheErr = errors.New("reconcile: cache " + n.name + " made for two object types")
+	}
+	return ok
+}
+
 // synced reports whether every cache of the controller has synced.
 func (c *Controller) synced() bool {
 	c.mu.Lock()
@@ -364,9 +388,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Lock()
 	err := c.cacheErr
 	c.mu.Unlock()
-	if c.Caches != nil && c.Caches != c.set || c.Election != nil && c.Election != c.election {
-		err = cmp.Or(err, errors.New("reconcile: Controller.Caches or Election set after its first cache was made"))
-	}
 	if err != nil {
 		return err
 	}
@@ -377,10 +398,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stopCaches()
-	if c.Caches == nil {
+	if c.set != c.Caches { // its own
 		wg.Go(func() { c.set.Run(bgCtx) })
 	}
-	if c.Election == nil {
+	if c.election != c.Election {
 		// The Leases are held until the workers have drained, and
 		// released with the caches.
 		wg.Go(func() { c.election.Run(bgCtx) })

@@ -13,10 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
@@ -551,7 +551,7 @@ func TestChecksLogReasonsOnChange(t *testing.T) {
 	var logs logbuf.Buffer
 	c := &Controller{Name: "t", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	widgets, services := &fakeCache{synced: true}, &fakeCache{synced: true}
-	c.caches = []named{{widgets, "widgets", nil}, {services, "services", nil}}
+	c.caches = []named{{cache: widgets, name: "widgets"}, {cache: services, name: "services"}}
 	lines := func() int { return strings.Count(logs.String(), "\n") }
 	now := time.Unix(1000, 0)
 	c.Checks(now)

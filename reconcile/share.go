@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
 // Caches is a set of watch caches that controllers share
@@ -38,54 +36,28 @@ type Caches struct {
 	Logger *slog.Logger
 
 	mu      sync.Mutex
-	byKey   map[cacheKey]any // a *sharedCache[T] by the name of its cache
-	caches  []named          // in the order made
-	running bool             // Run was called: no more caches, nor handlers
+	caches  []named // in the order made, each with its key (see entry)
+	running bool    // Run was called: no more caches, nor handlers
 }
 
-// cacheKey names a cache in a [Caches].
-type cacheKey struct{ name, namespace, labels, fields string }
-
-// sharedCache is a cache of a set and the handlers of its users, which
-// are added before the cache runs and only read after.
-type sharedCache[T any] struct {
-	*watch.Cache[T]
-	handlers []func(obj *T)
-}
-
-// share returns the cache of s that cfg names, made on its first use,
-// with f added to its handlers.
-func share[T any, P Object[T]](s *Caches, cfg watch.Config[T], f func(obj *T)) (*watch.Cache[T], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := cacheKey{cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector}
+// entry returns the cache of s that key names (Name, Namespace and the
+// selectors), or n, made for key, if it has none; none once it runs.
+// s.mu is held.
+func (s *Caches) entry(key [4]string, n named) named {
 	if s.running {
-		return nil, fmt.Errorf("reconcile: cache %q made after its Caches started", cfg.Name)
+		return named{}
 	}
-	if _, ok := s.byKey[key]; !ok {
-		sc := &sharedCache[T]{}
-		cfg.Handler = watch.OnChange(func(obj *T) {
-			for _, h := range sc.handlers {
-				h(obj)
-			}
-		})
-		sc.Cache = watch.NewCache[T, P](cfg)
-		if s.Metrics != nil {
-			s.Metrics.Add(cfg.Name, sc.Cache)
+	for _, old := range s.caches {
+		if old.key == key {
+			return old
 		}
-		if s.byKey == nil {
-			s.byKey = map[cacheKey]any{}
-		}
-		s.byKey[key] = sc
-		s.caches = append(s.caches, named{sc.Cache, cfg.Name, sc.Store().Len})
 	}
-	sc, ok := s.byKey[key].(*sharedCache[T])
-	if !ok {
-		return nil, fmt.Errorf("reconcile: cache %q (namespace %q, selectors %q and %q) made for two object types, %T and another",
-			cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, (*T)(nil))
+	if s.Metrics != nil {
+		s.Metrics.Add(key[0], n.cache.(metrics.WatchSource))
 	}
-	sc.handlers = append(sc.handlers, f)
-	return sc.Cache, nil
+	n.key = key
+	s.caches = append(s.caches, n)
+	return n
 }
 
 // Run runs every cache of the set until ctx ends. It returns an error if
@@ -211,10 +183,7 @@ func (e *Election) Run(ctx context.Context) error {
 	if err := e.start(); err != nil || e.shards == nil {
 		return err
 	}
-	e.mu.Lock()
-	members := slices.Clone(e.members)
-	e.mu.Unlock()
-	if !waitUntil(ctx, func() bool { return !slices.ContainsFunc(members, func(c *Controller) bool { return !c.synced() }) }) {
+	if !waitUntil(ctx, e.synced) {
 		return nil
 	}
 	msg := "waiting for leadership"
@@ -223,6 +192,18 @@ func (e *Election) Run(ctx context.Context) error {
 	}
 	cmp.Or(e.Logger, slog.New(slog.DiscardHandler)).Info(msg, "lease", e.LeaderElection.Name, "shards", len(e.shardCtx), "identity", e.shards.Identity())
 	return e.shards.Run(ctx)
+}
+
+// synced reports whether the caches of every member have synced.
+func (e *Election) synced() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.members {
+		if !c.synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // holdShard runs while this replica holds shard k (ctx ends when it must

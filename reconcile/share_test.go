@@ -81,8 +81,10 @@ func TestCachesShared(t *testing.T) {
 		if err := caches.Run(t.Context()); err == nil {
 			t.Error("a second Caches.Run succeeded")
 		}
-		if _, err := share[obj](caches, cfg, func(*obj) {}); err == nil {
-			t.Error("a cache made after Run: no error")
+		late := &Controller{Name: "late", Reconciler: &recB, Caches: caches}
+		WatchPrimary(late, cfg)
+		if err := late.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "after its Caches started") {
+			t.Errorf("a cache made after Caches.Run: Run = %v", err)
 		}
 	})
 }
