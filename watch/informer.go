@@ -106,18 +106,18 @@ type Informer[T any] struct {
 // informer is the state and code of an Informer. P is the objects' pointer
 // type, as in machine and store: the binary holds one for all object types.
 type informer[P any] struct {
-	machine[P]              // its step
-	src        Source[P]    // Config.Source, as a pointerSource; nil if that is nil
-	handlers   []handler[P] // Config.Handler, then those of AddHandler
-	transform  func(P)      // Config.Transform, never nil
+	machine[P]           // its step
+	src        Source[P] // Config.Source, as a pointerSource; nil if that is nil
+	transform  func(P)   // Config.Transform, never nil
 	store      *store[P]
 	ns, name   string
 	logger     *slog.Logger
 	synced     atomic.Bool
 
-	mu     sync.Mutex // guards the fields below
-	stats  StatsSnapshot
-	health health // the machine's, as of its last step
+	mu       sync.Mutex // guards the fields below
+	stats    StatsSnapshot
+	health   health       // the machine's, as of its last step
+	handlers []handler[P] // Config.Handler, then those of AddHandler
 }
 
 // handler is a Handler on P.
@@ -155,10 +155,15 @@ func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transf
 
 // AddHandler adds h to the handlers that receive the changes, after
 // Config.Handler and those added before, so that several users can share
-// one informer. Call it before Run.
+// one informer. Added while the informer runs, h receives the changes
+// from then on, and none for the objects already in the store.
 func (inf *Informer[T]) AddHandler(h Handler[T]) { inf.core.addHandler(handler[*T](h)) }
 
-func (inf *informer[P]) addHandler(h handler[P]) { inf.handlers = append(inf.handlers, h) }
+func (inf *informer[P]) addHandler(h handler[P]) {
+	inf.mu.Lock()
+	inf.handlers = append(inf.handlers, h)
+	inf.mu.Unlock()
+}
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
 func (inf *Informer[T]) Store() *Store[T] { return inf.store }
@@ -208,10 +213,11 @@ func (inf *informer[P]) snapshot() StatsSnapshot {
 }
 
 // count adds one to c, a counter in inf.stats.
-func (inf *informer[P]) count(c *int64) {
+func (inf *informer[P]) count(c *int64) []handler[P] {
 	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	*c++
-	inf.mu.Unlock()
+	return inf.handlers
 }
 
 // Run lists and watches until ctx ends, then returns nil. It retries every
@@ -398,15 +404,16 @@ func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 // notify counts one change to the cache and tells the handlers.
 func (inf *informer[P]) notify(c change[P]) {
 	old, obj := c.old, c.new
+	var handlers []handler[P]
 	switch {
 	case isNil(old):
-		inf.count(&inf.stats.Added)
+		handlers = inf.count(&inf.stats.Added)
 	case isNil(obj):
-		inf.count(&inf.stats.Deleted)
+		handlers = inf.count(&inf.stats.Deleted)
 	default:
-		inf.count(&inf.stats.Modified)
+		handlers = inf.count(&inf.stats.Modified)
 	}
-	for _, h := range inf.handlers {
+	for _, h := range handlers {
 		switch {
 		case isNil(old) && h.OnAdd != nil:
 			h.OnAdd(obj)
