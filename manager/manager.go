@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -92,14 +91,14 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.recorder = rec
-	m.caches = &reconcile.Caches{Metrics: metrics.NewWatchMetrics(prefix), Logger: m.log}
+	m.caches = &reconcile.Caches{Metrics: metrics.NewWatchMetrics(prefix)}
 	m.election = &reconcile.Election{LeaderElection: cfg.LeaderElection, Logger: m.log, Metrics: m.registry, MetricsPrefix: prefix}
 	for _, c := range []metrics.Collector{m.caches.Metrics, metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewCounterFunc(prefix+"_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) })} {
 		if err := m.registry.Register(c); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
+			return nil, err
 		}
 	}
 	return m, nil
@@ -148,7 +147,7 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 // others), and nil after a clean shutdown.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
-	ctrls, running := slices.Clone(m.ctrls), m.running
+	ctrls, running := m.ctrls, m.running // no Add from now on
 	m.running = true
 	m.mu.Unlock()
 	if running {
@@ -167,11 +166,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	// controller's too.
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var bg, wg sync.WaitGroup
-	defer bg.Wait()
-	defer stop()
-	bg.Go(func() { m.caches.Run(bgCtx) })
-	bg.Go(func() { m.recorder.Run(bgCtx) })
-	bg.Go(func() { m.election.Run(bgCtx) })
+	for _, run := range []func(context.Context){m.caches.Run, m.election.Run, m.recorder.Run} {
+		bg.Go(func() { run(bgCtx) })
+	}
 	errs := make([]error, len(ctrls))
 	for i, c := range ctrls {
 		wg.Go(func() {
@@ -181,5 +178,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	stop()
+	bg.Wait()
 	return cmp.Or(errs...)
 }

@@ -167,13 +167,11 @@ type cache interface {
 	Healthy(now time.Time) error
 }
 
-// named is a cache, with its name and a count of its objects for the log,
-// and in a Caches, its key.
+// named is a cache, with its name and a count of its objects for the log.
 type named struct {
 	cache
 	name string
 	len  func() int
-	key  [4]string
 }
 
 // Object is the constraint of P, the pointer type of T, in the generic
@@ -241,15 +239,13 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 	})
 	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
-	c.set.mu.Lock()
-	n := c.set.entry([4]string{cfg.Name, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector}, named{cache: wc, name: cfg.Name, len: wc.Store().Len})
+	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector)
 	shared, ok := n.cache.(*watch.Cache[T])
-	if ok && shared != wc {
-		shared.AddHandler(cfg.Handler)
-	}
-	c.set.mu.Unlock()
-	if !c.track(n, ok) {
+	if !c.track(n, ok && cfg.Source != nil) {
 		return wc // never run: Run fails
+	}
+	if shared != wc {
+		shared.AddHandler(cfg.Handler)
 	}
 	return shared
 }
@@ -268,7 +264,7 @@ func (c *Controller) init() error {
 		collectors := []metrics.Collector{c.series, wq}
 		c.set, c.election = c.Caches, c.Election
 		if c.set == nil {
-			c.set = &Caches{Metrics: metrics.NewWatchMetrics(cmp.Or(c.MetricsPrefix, "operator")), Logger: c.log}
+			c.set = &Caches{Metrics: metrics.NewWatchMetrics(cmp.Or(c.MetricsPrefix, "operator"))}
 			collectors = append(collectors, c.set.Metrics)
 		}
 		if c.election == nil {
@@ -345,10 +341,10 @@ func (c *Controller) Checks(now time.Time) []Check {
 var errNotSynced = errors.New("not synced")
 
 // track adds n to the controller's caches, if ok: if it is of the
-// caller's type. Else it notes why for Run, and reports false.
+// caller's type and has a Source. Else it notes why for Run, and reports
+// false.
 func (c *Controller) track(n named, ok bool) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case ok:
 		c.caches = append(c.caches, n)
@@ -356,8 +352,9 @@ func (c *Controller) track(n named, ok bool) bool {
 	case n.cache == nil:
 		c.cacheErr = errors.New("reconcile: a cache made after its Caches started")
 	default:
-		c.cacheErr = errors.New("reconcile: cache " + n.name + " made for two object types")
+		c.cacheErr = errors.New("reconcile: cache " + n.name + " has no Source, or another of that name has another object type")
 	}
+	c.mu.Unlock()
 	return ok
 }
 

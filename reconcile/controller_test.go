@@ -551,7 +551,7 @@ func TestChecksLogReasonsOnChange(t *testing.T) {
 	var logs logbuf.Buffer
 	c := &Controller{Name: "t", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	widgets, services := &fakeCache{synced: true}, &fakeCache{synced: true}
-	c.caches = []named{{cache: widgets, name: "widgets"}, {cache: services, name: "services"}}
+	c.caches = []named{{widgets, "widgets", nil}, {services, "services", nil}}
 	lines := func() int { return strings.Count(logs.String(), "\n") }
 	now := time.Unix(1000, 0)
 	c.Checks(now)

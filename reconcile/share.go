@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -31,56 +30,49 @@ type Caches struct {
 	// Metrics, when not nil, reports each cache under its Config.Name.
 	// Nil means no metrics.
 	Metrics *metrics.WatchMetrics
-	// Logger receives a line for a watch that stops with an error. Nil
-	// means no logging.
-	Logger *slog.Logger
 
 	mu      sync.Mutex
-	caches  []named // in the order made, each with its key (see entry)
-	running bool    // Run was called: no more caches, nor handlers
+	caches  []named  // in the order made
+	keys    []string // keys[i] names caches[i] (see entry)
+	running bool     // Run was called: no more caches, nor handlers
 }
 
-// entry returns the cache of s that key names (Name, Namespace and the
-// selectors), or n, made for key, if it has none; none once it runs.
-// s.mu is held.
-func (s *Caches) entry(key [4]string, n named) named {
-	if s.running {
-		return named{}
-	}
-	for _, old := range s.caches {
-		if old.key == key {
-			return old
+// entry returns the cache of s named by n's name, namespace and the
+// selectors, or n, made for them, if it has none; none once it runs.
+func (s *Caches) entry(n named, namespace, labels, fields string) named {
+	key := n.name + "\x00" + namespace + "\x00" + labels + "\x00" + fields
+	s.mu.Lock()
+	i := slices.Index(s.keys, key)
+	switch {
+	case s.running:
+		n = named{}
+	case i >= 0:
+		n = s.caches[i]
+	default:
+		s.caches, s.keys = append(s.caches, n), append(s.keys, key)
+		if s.Metrics != nil {
+			s.Metrics.Add(n.name, n.cache.(metrics.WatchSource))
 		}
 	}
-	if s.Metrics != nil {
-		s.Metrics.Add(key[0], n.cache.(metrics.WatchSource))
-	}
-	n.key = key
-	s.caches = append(s.caches, n)
+	s.mu.Unlock()
 	return n
 }
 
-// Run runs every cache of the set until ctx ends. It returns an error if
-// called again.
-func (s *Caches) Run(ctx context.Context) error {
+// Run runs every cache of the set until ctx ends. Called again, it
+// returns at once.
+func (s *Caches) Run(ctx context.Context) {
 	s.mu.Lock()
 	caches, running := s.caches, s.running
 	s.running = true
 	s.mu.Unlock()
-	if running {
-		return errors.New("reconcile: Caches.Run called twice")
-	}
-	log := cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	var wg sync.WaitGroup
 	for _, w := range caches {
-		wg.Go(func() {
-			if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error("watch stopped", "watch", w.name, "err", err)
-			}
-		})
+		if !running {
+			// Run fails only without a Source, which WatchMapped refuses.
+			wg.Go(func() { w.Run(ctx) })
+		}
 	}
 	wg.Wait()
-	return nil
 }
 
 // Election is one leader election, or one set of shards, shared by the
@@ -108,29 +100,27 @@ type Election struct {
 	// "operator".
 	MetricsPrefix string
 
-	initOnce sync.Once
-	initErr  error
-	shards   *leader.Shards // nil without leader election
+	// initErr, shards (nil without leader election), shardCtx and
+	// inFlight are set as the first controller joins, under mu.
 	// shardCtx[k] is the context of the shard k while this replica holds
 	// it, nil otherwise; inFlight[k] counts the reconciles of its keys
 	// running, each added under mu while shardCtx[k] is set.
+	initErr  error
+	shards   *leader.Shards
 	mu       sync.Mutex
 	shardCtx []context.Context
 	inFlight []sync.WaitGroup
 	members  []*Controller
 }
 
-// join adds c to the members, and makes the election on its first call.
+// join adds c to the members, and makes the election on the first call.
 func (e *Election) join(c *Controller) error {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.members == nil {
+		e.initErr = e.init()
+	}
 	e.members = append(e.members, c)
-	e.mu.Unlock()
-	return e.start()
-}
-
-// start makes the election on its first call.
-func (e *Election) start() error {
-	e.initOnce.Do(func() { e.initErr = e.init() })
 	return e.initErr
 }
 
@@ -170,28 +160,32 @@ func (e *Election) init() error {
 
 // IsLeader reports whether the controllers may reconcile: always true
 // without leader election; with it, whether this replica holds the
-// Lease, or with shards, whether it holds one.
+// Lease, or with shards, whether it holds one. Before a controller has
+// joined (made its first cache), it reports true.
 func (e *Election) IsLeader() bool {
-	e.start()
-	return e.shards == nil || e.shards.Held() > 0
+	e.mu.Lock()
+	s := e.shards
+	e.mu.Unlock()
+	return s == nil || s.Held() > 0
 }
 
 // Run campaigns, once the caches of every controller have synced, until
-// ctx ends, then releases the Leases. Without leader election it returns
-// at once. Call it once.
-func (e *Election) Run(ctx context.Context) error {
-	if err := e.start(); err != nil || e.shards == nil {
-		return err
-	}
-	if !waitUntil(ctx, e.synced) {
-		return nil
+// ctx ends, then releases the Leases. Without leader election, or when
+// its configuration is not valid (which the controllers' Run reports),
+// it returns at once. Call it once.
+func (e *Election) Run(ctx context.Context) {
+	e.mu.Lock()
+	shards := e.shards
+	e.mu.Unlock()
+	if shards == nil || !waitUntil(ctx, e.synced) {
+		return
 	}
 	msg := "waiting for leadership"
 	if len(e.shardCtx) > 1 {
 		msg = "sharding"
 	}
 	cmp.Or(e.Logger, slog.New(slog.DiscardHandler)).Info(msg, "lease", e.LeaderElection.Name, "shards", len(e.shardCtx), "identity", e.shards.Identity())
-	return e.shards.Run(ctx)
+	e.shards.Run(ctx)
 }
 
 // synced reports whether the caches of every member have synced.

@@ -57,7 +57,7 @@ func TestCachesShared(t *testing.T) {
 		}
 		wrong := &Controller{Name: "wrong", Reconciler: &recB, Caches: caches}
 		WatchPrimary(wrong, watch.Config[other]{Name: "things"})
-		if err := wrong.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "two object types") {
+		if err := wrong.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "another object type") {
 			t.Errorf("a cache name of two object types: Run = %v", err)
 		}
 
@@ -78,8 +78,9 @@ func TestCachesShared(t *testing.T) {
 		if checks := b.Checks(time.Now()); len(checks) != 1 || checks[0].Err != nil {
 			t.Errorf("b's checks = %v, want one passing", checks)
 		}
-		if err := caches.Run(t.Context()); err == nil {
-			t.Error("a second Caches.Run succeeded")
+		caches.Run(t.Context()) // returns at once
+		if l := src.lists.Load(); l != 2 {
+			t.Errorf("%d lists after a second Caches.Run, want 2", l)
 		}
 		late := &Controller{Name: "late", Reconciler: &recB, Caches: caches}
 		WatchPrimary(late, cfg)
@@ -149,4 +150,16 @@ func TestElectionShared(t *testing.T) {
 		close(release)
 		<-held
 	})
+}
+
+// A cache without a Source is an error at Run, not a watch that never
+// syncs.
+func TestWatchWithoutSource(t *testing.T) {
+	c := &Controller{Name: "t", Reconciler: &recorder{}}
+	WatchPrimary(c, watch.Config[obj]{Name: "things"})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Run(ctx); err == nil || !strings.Contains(err.Error(), "no Source") {
+		t.Errorf("Run = %v, want an error naming the missing Source", err)
+	}
 }

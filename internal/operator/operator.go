@@ -28,6 +28,11 @@ const metricsPrefix = "widget_operator"
 
 // Options configure Run. They mirror the command-line flags.
 type Options struct {
+	// Config gives the endpoints' addresses (MetricsAddr, ProbeAddr),
+	// InsecureMetrics, MetricsCertDir and ShutdownTimeout (bounded, with
+	// leader election, by the Lease's renew deadline less its retry
+	// period: 8s). Run sets the rest.
+	manager.Config
 	// Kubeconfig and Context select the cluster; empty means the usual
 	// order ($KUBECONFIG, in-cluster, ~/.kube/config) and current-context.
 	Kubeconfig, Context string
@@ -38,16 +43,6 @@ type Options struct {
 	Namespace string
 	// Workers is the number of concurrent reconciles; zero means 4.
 	Workers int
-	// MetricsAddr and ProbeAddr are listen addresses; "" or "0" turns the
-	// endpoint off.
-	MetricsAddr, ProbeAddr string
-	// InsecureMetrics serves /metrics over plain HTTP to anyone. False
-	// (the default) serves it over HTTPS, each scrape authenticated by a
-	// TokenReview and authorized by a SubjectAccessReview.
-	InsecureMetrics bool
-	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
-	// empty means a self-signed certificate made at start.
-	MetricsCertDir string
 	// LeaderElect, LeaderElectionNamespace and LeaderElectionID configure
 	// leader election with a Lease.
 	LeaderElect                               bool
@@ -60,11 +55,6 @@ type Options struct {
 	// QPS and Burst limit the client's request rate; zero means no limit.
 	QPS   float64
 	Burst int
-	// ShutdownTimeout bounds in-flight reconciles after ctx ends; zero
-	// means reconcile.DefaultShutdownTimeout. With LeaderElect the bound is at most
-	// the lease's renew deadline less its retry period (8s), so that the
-	// lease is released after them, not left to expire.
-	ShutdownTimeout time.Duration
 	// Version is the operator's version, logged at start and sent in the
 	// User-Agent "widget-operator/<Version>"; empty means "dev".
 	Version string
@@ -125,9 +115,8 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
 		return err
 	}
-	mcfg := manager.Config{Name: "widget-operator", Client: client, ReviewClient: unlimited, Logger: log,
-		MetricsPrefix: metricsPrefix, ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr, InsecureMetrics: opts.InsecureMetrics,
-		MetricsCertDir: opts.MetricsCertDir, ShutdownTimeout: opts.ShutdownTimeout}
+	mcfg := opts.Config
+	mcfg.Name, mcfg.Client, mcfg.ReviewClient, mcfg.Logger, mcfg.MetricsPrefix = "widget-operator", client, unlimited, log, metricsPrefix
 	if opts.LeaderElect || opts.Shards > 1 {
 		mcfg.LeaderElection = &reconcile.LeaderElection{Client: unlimited, Namespace: opts.LeaderElectionNamespace,
 			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
