@@ -146,11 +146,11 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 	var tlsConfig *tls.Config
 	if !m.cfg.InsecureMetrics && on(m.cfg.MetricsAddr) {
 		host, _ := os.Hostname()
-		certs, err := metricsauth.NewCertificates(m.cfg.MetricsCertDir, m.log, host)
+		certs, err := metricsauth.NewCertificates(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
 		if err != nil {
 			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
-		auth, err := metricsauth.New(metricsauth.Config{Client: cmp.Or(m.cfg.ReviewClient, m.cfg.Client), Path: "/metrics", Log: m.log})
+		auth, err := metricsauth.New(metricsauth.Config{Client: cmp.Or(m.cfg.ReviewClient, m.cfg.Client), Path: "/metrics", Log: m.log, Realm: m.cfg.Name})
 		if err != nil {
 			return nil, err
 		}

@@ -594,6 +594,15 @@ func TestServe(t *testing.T) {
 	if code := get(insecureTLS, "https://"+opts.MetricsAddr+"/metrics"); code != http.StatusUnauthorized {
 		t.Errorf("secure metrics without a token: %d, want 401", code)
 	}
+	// The challenge and the certificate name the operator.
+	resp, err := insecureTLS.Get("https://" + opts.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="test-operator"` || resp.TLS.PeerCertificates[0].Subject.CommonName != "test-operator metrics" {
+		t.Errorf("challenge %q, certificate of %q; want the operator's name", got, resp.TLS.PeerCertificates[0].Subject.CommonName)
+	}
 	if code := get(http.DefaultClient, "http://"+opts.ProbeAddr+"/healthz"); code != http.StatusOK {
 		t.Errorf("healthz: %d", code)
 	}
@@ -609,7 +618,7 @@ func TestServe(t *testing.T) {
 		t.Errorf("insecure metrics: %d, %d servers", code, len(servers))
 	}
 	// Only GET (and HEAD) reach the registry.
-	resp, err := http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
+	resp, err = http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,8 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
 	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
-	inf.core.handlers, inf.core.store = []handler[*T]{handler[*T](cfg.Handler)}, &inf.store.core
+	inf.core.addHandler(handler[*T](cfg.Handler))
+	inf.core.store = &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
 		inf.core.src = pointerSource[T]{cfg.Source}
@@ -212,12 +213,13 @@ func (inf *informer[P]) snapshot() StatsSnapshot {
 	return inf.stats
 }
 
-// count adds one to c, a counter in inf.stats.
+// count adds one to c, a counter in inf.stats, and returns the handlers.
 func (inf *informer[P]) count(c *int64) []handler[P] {
 	inf.mu.Lock()
-	defer inf.mu.Unlock()
 	*c++
-	return inf.handlers
+	handlers := inf.handlers
+	inf.mu.Unlock()
+	return handlers
 }
 
 // Run lists and watches until ctx ends, then returns nil. It retries every
