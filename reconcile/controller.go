@@ -452,7 +452,7 @@ func (c *Controller) lead(ctx context.Context) {
 		Workers: c.workers(),
 		Logger:  c.Logger,
 		Func: func(_ context.Context, key string) (queue.Result, error) {
-			return c.election.reconcile(workCtx, key, c.reconcileKey)
+			return c.election.reconcile(workCtx, c, key)
 		},
 	}
 	done := make(chan struct{})

@@ -460,7 +460,7 @@ func TestShardFencing(t *testing.T) {
 		}
 
 		// Not held: dropped, not reconciled.
-		if _, err := c.election.reconcile(t.Context(), keys[1][0], c.reconcileKey); err != nil || len(started) != 0 {
+		if _, err := c.election.reconcile(t.Context(), c, keys[1][0]); err != nil || len(started) != 0 {
 			t.Fatalf("a key of a shard not held: err %v, reconciled %d", err, len(started))
 		}
 
@@ -488,7 +488,7 @@ func TestShardFencing(t *testing.T) {
 		// A reconcile in flight is cut when the shard is given up, and
 		// holdShard returns only after it.
 		reconciled := make(chan struct{})
-		go func() { defer close(reconciled); c.election.reconcile(t.Context(), keys[1][0], c.reconcileKey) }()
+		go func() { defer close(reconciled); c.election.reconcile(t.Context(), c, keys[1][0]) }()
 		<-started
 		gaveUp := time.Now()
 		giveUp()
@@ -504,7 +504,7 @@ func TestShardFencing(t *testing.T) {
 			t.Fatal("holdShard returned before the shard's reconcile in flight")
 		}
 		<-reconciled
-		if _, err := c.election.reconcile(t.Context(), keys[1][0], c.reconcileKey); err != nil || len(started) != 0 {
+		if _, err := c.election.reconcile(t.Context(), c, keys[1][0]); err != nil || len(started) != 0 {
 			t.Errorf("a key of a shard given up: err %v, reconciled %d", err, len(started))
 		}
 	})

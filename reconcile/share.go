@@ -223,12 +223,12 @@ func (e *Election) holdShard(ctx context.Context, k int) {
 	e.inFlight[k].Wait()
 }
 
-// reconcile calls f(ctx, key) if this replica holds the key's shard, with
-// a context that also ends with the shard; a key of a shard it does not
-// hold is dropped: the holder queues it when it takes the shard.
-func (e *Election) reconcile(ctx context.Context, key string, f func(context.Context, string) (queue.Result, error)) (queue.Result, error) {
+// reconcile reconciles key with c if this replica holds the key's shard,
+// with a context that also ends with the shard; a key of a shard it does
+// not hold is dropped: the holder queues it when it takes the shard.
+func (e *Election) reconcile(ctx context.Context, c *Controller, key string) (queue.Result, error) {
 	if len(e.shardCtx) == 0 {
-		return f(ctx, key)
+		return c.reconcileKey(ctx, key)
 	}
 	k := leader.ShardOf(key, len(e.shardCtx))
 	e.mu.Lock()
@@ -244,5 +244,5 @@ func (e *Election) reconcile(ctx context.Context, key string, f func(context.Con
 	defer cancel()
 	stop := context.AfterFunc(sctx, cancel)
 	defer stop()
-	return f(ctx, key)
+	return c.reconcileKey(ctx, key)
 }

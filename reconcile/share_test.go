@@ -138,7 +138,7 @@ func TestElectionShared(t *testing.T) {
 			}
 		}
 		// Controller 1's reconcile in flight holds the shard.
-		go e.reconcile(t.Context(), keys[1][1][0], ctrls[1].reconcileKey)
+		go e.reconcile(t.Context(), ctrls[1], keys[1][1][0])
 		<-started
 		giveUp()
 		synctest.Wait()
