@@ -108,16 +108,17 @@ type Informer[T any] struct {
 type informer[P any] struct {
 	machine[P]           // its step
 	src        Source[P] // Config.Source, as a pointerSource; nil if that is nil
-	transform  func(P)   // Config.Transform, never nil
+	handler    handler[P]
+	transform  func(P) // Config.Transform, never nil
 	store      *store[P]
 	ns, name   string
 	logger     *slog.Logger
 	synced     atomic.Bool
 
-	mu       sync.Mutex // guards the fields below
-	stats    StatsSnapshot
-	health   health       // the machine's, as of its last step
-	handlers []handler[P] // Config.Handler, then those of AddHandler
+	mu     sync.Mutex // guards the fields below
+	stats  StatsSnapshot
+	health health       // the machine's, as of its last step
+	added  []handler[P] // by AddHandler, after handler
 }
 
 // handler is a Handler on P.
@@ -133,8 +134,7 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
 	inf.core.init(meta, settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout}, cfg.Transform, cfg.Logger)
-	inf.core.addHandler(handler[*T](cfg.Handler))
-	inf.core.store = &inf.store.core
+	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
 		inf.core.src = pointerSource[T]{cfg.Source}
@@ -162,7 +162,7 @@ func (inf *Informer[T]) AddHandler(h Handler[T]) { inf.core.addHandler(handler[*
 
 func (inf *informer[P]) addHandler(h handler[P]) {
 	inf.mu.Lock()
-	inf.handlers = append(inf.handlers, h)
+	inf.added = append(inf.added, h)
 	inf.mu.Unlock()
 }
 
@@ -213,13 +213,14 @@ func (inf *informer[P]) snapshot() StatsSnapshot {
 	return inf.stats
 }
 
-// count adds one to c, a counter in inf.stats, and returns the handlers.
+// count adds one to c, a counter in inf.stats, and returns the handlers
+// added.
 func (inf *informer[P]) count(c *int64) []handler[P] {
 	inf.mu.Lock()
 	*c++
-	handlers := inf.handlers
+	added := inf.added
 	inf.mu.Unlock()
-	return handlers
+	return added
 }
 
 // Run lists and watches until ctx ends, then returns nil. It retries every
@@ -406,24 +407,35 @@ func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 // notify counts one change to the cache and tells the handlers.
 func (inf *informer[P]) notify(c change[P]) {
 	old, obj := c.old, c.new
-	var handlers []handler[P]
+	var added []handler[P]
 	switch {
 	case isNil(old):
-		handlers = inf.count(&inf.stats.Added)
+		added = inf.count(&inf.stats.Added)
 	case isNil(obj):
-		handlers = inf.count(&inf.stats.Deleted)
+		added = inf.count(&inf.stats.Deleted)
 	default:
-		handlers = inf.count(&inf.stats.Modified)
+		added = inf.count(&inf.stats.Modified)
 	}
-	for _, h := range handlers {
-		switch {
-		case isNil(old) && h.OnAdd != nil:
+	inf.handler.call(old, obj)
+	for _, h := range added {
+		h.call(old, obj)
+	}
+}
+
+// call tells h of one change: an add when old is nil, a delete when obj
+// is, else an update.
+func (h handler[P]) call(old, obj P) {
+	switch {
+	case isNil(old):
+		if h.OnAdd != nil {
 			h.OnAdd(obj)
-		case isNil(obj) && h.OnDelete != nil:
-			h.OnDelete(old)
-		case !isNil(old) && !isNil(obj) && h.OnUpdate != nil:
-			h.OnUpdate(old, obj)
 		}
+	case isNil(obj):
+		if h.OnDelete != nil {
+			h.OnDelete(old)
+		}
+	case h.OnUpdate != nil:
+		h.OnUpdate(old, obj)
 	}
 }
 
