@@ -169,15 +169,18 @@ func (e *Election) IsLeader() bool {
 	return s == nil || s.Held() > 0
 }
 
-// Run campaigns, once the caches of every controller have synced, until
-// ctx ends, then releases the Leases. Without leader election, or when
-// its configuration is not valid (which the controllers' Run reports),
-// it returns at once. Call it once.
+// Run campaigns, once a controller has joined and the caches of every
+// controller have synced, until ctx ends, then releases the Leases.
+// Without leader election, or when its configuration is not valid (which
+// the controllers' Run reports), it returns then. Call it once.
 func (e *Election) Run(ctx context.Context) {
+	if !waitUntil(ctx, e.synced) {
+		return
+	}
 	e.mu.Lock()
 	shards := e.shards
 	e.mu.Unlock()
-	if shards == nil || !waitUntil(ctx, e.synced) {
+	if shards == nil {
 		return
 	}
 	msg := "waiting for leadership"
@@ -188,10 +191,14 @@ func (e *Election) Run(ctx context.Context) {
 	e.shards.Run(ctx)
 }
 
-// synced reports whether the caches of every member have synced.
+// synced reports whether a controller has joined, and the caches of
+// every one have synced.
 func (e *Election) synced() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.members == nil {
+		return false
+	}
 	for _, c := range e.members {
 		if !c.synced() {
 			return false

@@ -2,7 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +17,7 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
@@ -162,4 +166,36 @@ func TestWatchWithoutSource(t *testing.T) {
 	if err := c.Run(ctx); err == nil || !strings.Contains(err.Error(), "no Source") {
 		t.Errorf("Run = %v, want an error naming the missing Source", err)
 	}
+}
+
+// refusing is an http.RoundTripper that fails every request: a fake API
+// server that is never reached.
+type refusing struct{}
+
+func (refusing) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("refused") }
+
+// An election run before any controller has joined waits for one (here,
+// one without caches, which joins as it starts) before it campaigns.
+func TestElectionWaitsForAMember(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test", Transport: refusing{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs logbuf.Buffer
+		e := &Election{LeaderElection: &LeaderElection{Client: client, Name: "l", Identity: "me"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go e.Run(ctx)
+		settle()
+		if strings.Contains(logs.String(), "waiting for leadership") {
+			t.Fatal("campaigning with no controller")
+		}
+		c := &Controller{Name: "t", Reconciler: &recorder{}, Election: e}
+		go c.Run(ctx)
+		settle()
+		if !strings.Contains(logs.String(), "waiting for leadership") {
+			t.Errorf("not campaigning once a controller joined:\n%s", logs.String())
+		}
+	})
 }
