@@ -324,3 +324,31 @@ func BenchmarkScrape(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes/scrape")
 }
+
+// The families of two controllers, alike but for their series, are
+// written as one; a family of the same name that differs in anything
+// else clashes.
+func TestRegisterAlikeFamilies(t *testing.T) {
+	r := NewRegistry()
+	r.MustRegister(NewControllerMetrics("a", 1), NewControllerMetrics("b", 2))
+	out := scrape(t, r)
+	if n := strings.Count(out, "# TYPE controller_runtime_max_concurrent_reconciles "); n != 1 {
+		t.Errorf("%d TYPE lines of one family, want 1:\n%s", n, out)
+	}
+	for _, want := range []string{`controller_runtime_max_concurrent_reconciles{controller="a"} 1`, `controller_runtime_max_concurrent_reconciles{controller="b"} 2`} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("no %s in:\n%s", want, out)
+		}
+	}
+	for _, c := range []Collector{NewGaugeVec("controller_runtime_active_workers", "other help", "controller"),
+		NewCounterVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"),
+		NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "name")} {
+		if err := r.Register(c); err == nil {
+			t.Errorf("Register(%+v) of a family not alike succeeded", c)
+		}
+	}
+	r.MustRegister(NewGaugeVec("plain", "h"))
+	if err := r.Register(NewGaugeVec("plain", "h")); err == nil {
+		t.Error("a family without labels registered twice")
+	}
+}

@@ -53,7 +53,10 @@ func NewRegistry() *Registry {
 // Register adds c's families. It returns an error, and adds nothing, if a
 // name, label name or bucket list is invalid, or if a family's name or
 // one of its sample names (name_bucket, name_sum and name_count for a
-// histogram) is already taken.
+// histogram) is already taken, but by a family registered before of the
+// same name, type, help, label names and buckets, with labels: the two
+// are written as one, such as the families of two controllers (their
+// series must differ in their label values).
 func (r *Registry) Register(c Collector) error {
 	if c == nil {
 		return fmt.Errorf("metrics: Register: nil collector")
@@ -67,7 +70,7 @@ func (r *Registry) Register(c Collector) error {
 			return f.err
 		}
 		for _, n := range f.names() {
-			if other, ok := names[n]; ok {
+			if other, ok := names[n]; ok && (other != f.name || !r.alike(f)) {
 				return fmt.Errorf("metrics: %s: name %q already used by family %s", f.name, n, other)
 			}
 			names[n] = f.name
@@ -77,6 +80,14 @@ func (r *Registry) Register(c Collector) error {
 	r.families = append(r.families, fs...)
 	slices.SortStableFunc(r.families, func(a, b *Vec) int { return cmp.Compare(a.name, b.name) })
 	return nil
+}
+
+// alike reports whether a family registered has f's name, type, help,
+// label names and buckets, and labels.
+func (r *Registry) alike(f *Vec) bool {
+	i := slices.IndexFunc(r.families, func(g *Vec) bool { return g.name == f.name })
+	return i >= 0 && len(f.labels) > 0 && r.families[i].typ == f.typ && r.families[i].help == f.help &&
+		slices.Equal(r.families[i].labels, f.labels) && slices.Equal(r.families[i].buckets, f.buckets)
 }
 
 // MustRegister registers each collector and panics on the first error.
@@ -97,8 +108,8 @@ func (r *Registry) WriteTo(w io.Writer) (int64, error) {
 	fs := slices.Clone(r.families)
 	r.mu.RUnlock()
 	var b []byte
-	for _, f := range fs {
-		b = f.appendTo(b)
+	for i, f := range fs {
+		b = f.appendTo(b, i == 0 || fs[i-1].name != f.name)
 	}
 	n, err := w.Write(b)
 	return int64(n), err
@@ -115,18 +126,21 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Write(buf.Bytes()) // net/http's server sends no body for HEAD
 }
 
-// appendTo appends the family, its series sorted by label values. The
+// appendTo appends the family, its series sorted by label values, after
+// its HELP and TYPE lines if header. The
 // functions of function-backed series are called without v's lock held;
 // a series whose function reports no value, or that has none in a
 // function family, is left out. A histogram's count is its last
 // cumulative bucket count, so buckets and count always agree even while
 // observations go on.
-func (v *Vec) appendTo(b []byte) []byte {
+func (v *Vec) appendTo(b []byte, header bool) []byte {
 	v.mu.Lock()
 	ss := slices.Collect(maps.Values(v.child))
 	v.mu.Unlock()
 	slices.SortFunc(ss, func(x, y *Series) int { return slices.Compare(x.values, y.values) })
-	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", v.name, helpEscaper.Replace(v.help), v.name, v.typ)
+	if header {
+		b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", v.name, helpEscaper.Replace(v.help), v.name, v.typ)
+	}
 	for _, s := range ss {
 		if f := s.f.Load(); f != nil {
 			if x, ok := (*f)(); ok {

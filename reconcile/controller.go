@@ -116,8 +116,18 @@ type Controller struct {
 	// fast. A Lease is handed over only after the reconciles of its keys
 	// in flight have ended: they are cancelled when it is given to
 	// another replica, or when it could not be renewed in time; the
-	// replica then campaigns again. Nil means no leader election.
+	// replica then campaigns again. Nil means no leader election. It
+	// must be nil when Election is set.
 	LeaderElection *LeaderElection
+	// Caches, when not nil, holds the controller's caches, shared with
+	// the other controllers that name it, and run by its owner, not by
+	// Run. Nil means caches of the controller's own, which Run runs.
+	Caches *Caches
+	// Election, when not nil, is the leader election or the set of shards
+	// that the controller shares with others, run by its owner, not by
+	// Run; its metrics are its own. Nil means one of the controller's own
+	// made from LeaderElection (none when that is nil), which Run runs.
+	Election *Election
 	// ShutdownTimeout bounds how long reconciles in flight may go on
 	// once Run's ctx ends; zero means DefaultShutdownTimeout. With leader
 	// election the bound is at most the Lease's renew deadline less its
@@ -135,20 +145,15 @@ type Controller struct {
 	initErr  error // of the first init: metrics or leader election
 	queue    *queue.Queue
 	series   *metrics.ControllerMetrics
-	watches  *metrics.WatchMetrics
-	shards   *leader.Shards // nil without leader election
-	// shardCtx[k] is the context of the shard k while this replica holds
-	// it, nil otherwise, guarded by smu; inFlight[k] counts the reconciles
-	// of its keys running, each added under smu while shardCtx[k] is set.
-	smu      sync.Mutex
-	shardCtx []context.Context
-	inFlight []sync.WaitGroup
+	set      *Caches         // Caches, or one of its own; set by init
+	election *Election       // Election, or one of its own; set by init
 	keys     func() []string // the primary cache's keys; none without WatchPrimary
 
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
+	cacheErr  error // the first error of a WatchMapped
 	// failed names the failing checks that Checks last logged, at
 	// failedLogged; guarded by mu.
 	failed       string
@@ -232,12 +237,17 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 			c.queue.Add(key)
 		}
 	})
+	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
-	c.watches.Add(cfg.Name, wc)
-	c.mu.Lock()
-	c.caches = append(c.caches, named{wc, cfg.Name, wc.Store().Len})
-	c.mu.Unlock()
-	return wc
+	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector)
+	shared, ok := n.cache.(*watch.Cache[T])
+	if !c.track(n, ok && cfg.Source != nil) {
+		return wc // never run: Run fails
+	}
+	if shared != wc {
+		shared.AddHandler(cfg.Handler)
+	}
+	return shared
 }
 
 // init makes the queue, the metrics and the holder of the Leases. It
@@ -251,77 +261,28 @@ func (c *Controller) init() error {
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
-		prefix := cmp.Or(c.MetricsPrefix, "operator")
-		c.watches = metrics.NewWatchMetrics(prefix)
-		collectors := []metrics.Collector{c.series, wq, c.watches,
-			metrics.NewGaugeFunc(prefix+"_leader", "1 while this replica is the leader, 0 otherwise.", func() float64 {
-				if c.IsLeader() {
-					return 1
-				}
-				return 0
-			})}
-		if le := c.LeaderElection; le != nil {
-			c.shards, c.initErr = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
-				Shards: le.Shards, Identity: le.Identity, Logger: c.Logger, Work: c.holdShard})
-			n := max(le.Shards, 1)
-			c.shardCtx, c.inFlight = make([]context.Context, n), make([]sync.WaitGroup, n)
-			if n > 1 {
-				collectors = append(collectors, metrics.NewGaugeFunc(prefix+"_shards_held",
-					"Shards this replica holds.", func() float64 { return float64(c.shards.Held()) }),
-					metrics.NewCounterFunc(prefix+"_shard_transitions_total",
-						"Shards this replica took, gave up or lost.", func() float64 { return float64(c.shards.Transitions()) }))
-			}
+		collectors := []metrics.Collector{c.series, wq}
+		c.set, c.election = c.Caches, c.Election
+		if c.set == nil {
+			c.set = &Caches{Metrics: metrics.NewWatchMetrics(cmp.Or(c.MetricsPrefix, "operator"))}
+			collectors = append(collectors, c.set.Metrics)
+		}
+		if c.election == nil {
+			c.election = &Election{LeaderElection: c.LeaderElection, Logger: c.Logger, Metrics: c.Metrics, MetricsPrefix: c.MetricsPrefix}
+		} else if c.LeaderElection != nil {
+			c.initErr = errors.New("reconcile: Controller.LeaderElection is set with Election: set the Election's")
 		}
 		for _, m := range collectors {
 			if c.Metrics != nil && c.initErr == nil {
 				c.initErr = c.Metrics.Register(m)
 			}
 		}
+		c.initErr = cmp.Or(c.initErr, c.election.join(c))
 	})
 	return c.initErr
 }
 
 func (c *Controller) workers() int { return max(c.Workers, 1) }
-
-// holdShard runs while this replica holds shard k (ctx ends when it must
-// stop): it queues the shard's keys, and when ctx ends, it waits for the
-// reconciles of the shard's keys in flight, which ctx cancels.
-func (c *Controller) holdShard(ctx context.Context, k int) {
-	c.smu.Lock()
-	c.shardCtx[k] = ctx
-	c.smu.Unlock()
-	for _, key := range c.keys() {
-		if leader.ShardOf(key, len(c.shardCtx)) == k {
-			c.queue.Add(key)
-		}
-	}
-	<-ctx.Done()
-	c.smu.Lock()
-	c.shardCtx[k] = nil
-	c.smu.Unlock()
-	c.inFlight[k].Wait()
-}
-
-// reconcileShard reconciles key if this replica holds its shard, with a
-// context that also ends with the shard; a key of a shard it does not
-// hold is dropped: the holder queues it when it takes the shard.
-func (c *Controller) reconcileShard(ctx context.Context, key string) (queue.Result, error) {
-	k := leader.ShardOf(key, len(c.shardCtx))
-	c.smu.Lock()
-	sctx := c.shardCtx[k]
-	if sctx == nil || sctx.Err() != nil {
-		c.smu.Unlock()
-		return queue.Result{}, nil
-	}
-	c.inFlight[k].Add(1)
-	c.smu.Unlock()
-	defer c.inFlight[k].Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(sctx, cancel)
-	defer stop()
-	return c.reconcileKey(ctx, key)
-}
 
 // Enqueue queues key for a reconcile, for a source of changes other than
 // the controller's caches (such as an informer it does not run). Keys
@@ -336,7 +297,7 @@ func (c *Controller) Enqueue(key string) {
 // shards, whether it holds one.
 func (c *Controller) IsLeader() bool {
 	c.init()
-	return c.shards == nil || c.shards.Held() > 0
+	return c.election.IsLeader()
 }
 
 // Checks returns the readiness of each cache, in the order they were made:
@@ -379,6 +340,31 @@ func (c *Controller) Checks(now time.Time) []Check {
 
 var errNotSynced = errors.New("not synced")
 
+// track adds n to the controller's caches, if ok: if it is of the
+// caller's type and has a Source. Else it notes why for Run, and reports
+// false.
+func (c *Controller) track(n named, ok bool) bool {
+	c.mu.Lock()
+	switch {
+	case ok:
+		c.caches = append(c.caches, n)
+	case c.cacheErr != nil:
+	case n.cache == nil:
+		c.cacheErr = errors.New("reconcile: a cache made after its Caches started")
+	default:
+		c.cacheErr = errors.New("reconcile: cache " + n.name + " has no Source, or another of that name has another object type")
+	}
+	c.mu.Unlock()
+	return ok
+}
+
+// synced reports whether every cache of the controller has synced.
+func (c *Controller) synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !slices.ContainsFunc(c.caches, func(w named) bool { return !w.HasSynced() })
+}
+
 // Run runs the caches, waits for them to sync, then reconciles with
 // Workers workers (once it leads, with leader election) until ctx ends.
 // Then it stops taking keys, lets the reconciles in flight finish for up
@@ -397,8 +383,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	caches := slices.Clone(c.caches)
+	err := c.cacheErr
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	// The caches run until the very end: they stop only after the
 	// workers. Followers keep theirs warm too, so that a takeover is
 	// fast.
@@ -406,36 +395,27 @@ func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stopCaches()
-	for _, w := range caches {
-		wg.Go(func() {
-			if err := w.Run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
-				c.log.Error("watch stopped", "watch", w.name, "err", err)
-			}
-		})
+	if c.set != c.Caches { // its own
+		wg.Go(func() { c.set.Run(bgCtx) })
+	}
+	if c.election != c.Election {
+		// The Leases are held until the workers have drained, and
+		// released with the caches.
+		wg.Go(func() { c.election.Run(bgCtx) })
 	}
 	for _, f := range c.Background {
 		wg.Go(func() { f(bgCtx) })
 	}
-	synced := func() bool { return !slices.ContainsFunc(caches, func(w named) bool { return !w.HasSynced() }) }
-	if !waitUntil(ctx, synced) {
+	if !waitUntil(ctx, c.synced) {
 		return nil
 	}
 	var counts []any
-	for _, w := range caches {
+	c.mu.Lock()
+	for _, w := range c.caches {
 		counts = append(counts, w.name, w.len())
 	}
+	c.mu.Unlock()
 	c.log.Info("caches synced", counts...)
-
-	if c.shards != nil {
-		// The Leases are held until the workers have drained, and
-		// released with the caches.
-		msg := "waiting for leadership"
-		if len(c.shardCtx) > 1 {
-			msg = "sharding"
-		}
-		c.log.Info(msg, "lease", c.LeaderElection.Name, "shards", len(c.shardCtx), "identity", c.shards.Identity())
-		wg.Go(func() { c.shards.Run(bgCtx) })
-	}
 	if waitUntil(ctx, c.IsLeader) {
 		c.lead(ctx)
 	}
@@ -472,10 +452,7 @@ func (c *Controller) lead(ctx context.Context) {
 		Workers: c.workers(),
 		Logger:  c.Logger,
 		Func: func(_ context.Context, key string) (queue.Result, error) {
-			if c.shards != nil {
-				return c.reconcileShard(workCtx, key)
-			}
-			return c.reconcileKey(workCtx, key)
+			return c.election.reconcile(workCtx, c, key)
 		},
 	}
 	done := make(chan struct{})
@@ -500,7 +477,7 @@ func (c *Controller) lead(ctx context.Context) {
 // the Leases over sooner than if this one had died.
 func (c *Controller) drainTimeout() time.Duration {
 	d := cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
-	if c.LeaderElection == nil {
+	if c.LeaderElection == nil && (c.Election == nil || c.Election.LeaderElection == nil) {
 		return d
 	}
 	return min(d, leader.RenewDeadline-leader.RetryPeriod)

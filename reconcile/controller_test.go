@@ -447,7 +447,7 @@ func TestShardFencing(t *testing.T) {
 		}
 		cache := WatchPrimary(c, watch.Config[obj]{Source: newMemSource(items...), Name: "prims"})
 		// What initShards sets up around leader.Shards, for two shards.
-		c.shardCtx, c.inFlight = make([]context.Context, 2), make([]sync.WaitGroup, 2)
+		c.election.shardCtx, c.election.inFlight = make([]context.Context, 2), make([]sync.WaitGroup, 2)
 		go cache.Run(t.Context())
 		settle()
 		var keys [2][]string
@@ -460,7 +460,7 @@ func TestShardFencing(t *testing.T) {
 		}
 
 		// Not held: dropped, not reconciled.
-		if _, err := c.reconcileShard(t.Context(), keys[1][0]); err != nil || len(started) != 0 {
+		if _, err := c.election.reconcile(t.Context(), c, keys[1][0]); err != nil || len(started) != 0 {
 			t.Fatalf("a key of a shard not held: err %v, reconciled %d", err, len(started))
 		}
 
@@ -472,7 +472,7 @@ func TestShardFencing(t *testing.T) {
 		}
 		shard, giveUp := context.WithCancel(t.Context())
 		held := make(chan struct{})
-		go func() { defer close(held); c.holdShard(shard, 1) }()
+		go func() { defer close(held); c.election.holdShard(shard, 1) }()
 		synctest.Wait()
 		var queued []string
 		for c.queue.Len() > 0 {
@@ -488,7 +488,7 @@ func TestShardFencing(t *testing.T) {
 		// A reconcile in flight is cut when the shard is given up, and
 		// holdShard returns only after it.
 		reconciled := make(chan struct{})
-		go func() { defer close(reconciled); c.reconcileShard(t.Context(), keys[1][0]) }()
+		go func() { defer close(reconciled); c.election.reconcile(t.Context(), c, keys[1][0]) }()
 		<-started
 		gaveUp := time.Now()
 		giveUp()
@@ -504,7 +504,7 @@ func TestShardFencing(t *testing.T) {
 			t.Fatal("holdShard returned before the shard's reconcile in flight")
 		}
 		<-reconciled
-		if _, err := c.reconcileShard(t.Context(), keys[1][0]); err != nil || len(started) != 0 {
+		if _, err := c.election.reconcile(t.Context(), c, keys[1][0]); err != nil || len(started) != 0 {
 			t.Errorf("a key of a shard given up: err %v, reconciled %d", err, len(started))
 		}
 	})

@@ -18,6 +18,11 @@
 // Package reconcile/finalizer adds a finalizer guarded by JSON patch tests
 // against concurrent edits.
 //
+// Controllers of one process may share their caches ([Caches]: one list
+// and one watch for the caches of one name, namespace and selectors) and
+// one leader election or set of shards ([Election]); package manager
+// runs such a process.
+//
 // Nothing in the package modifies an object it was given: objects from a
 // cache may be passed in as they are.
 package reconcile

@@ -118,7 +118,8 @@ type informer[P any] struct {
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
-	health health // the machine's, as of its last step
+	health health       // the machine's, as of its last step
+	added  []handler[P] // by AddHandler, after handler
 }
 
 // handler is a Handler on P.
@@ -157,6 +158,18 @@ func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transf
 		inf.transform = func(P) {} // objects kept as decoded
 	}
 	inf.logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
+}
+
+// AddHandler adds h to the handlers that receive the changes, after
+// Config.Handler and those added before, so that several users can share
+// one informer. Added while the informer runs, h receives the changes
+// from then on, and none for the objects already in the store.
+func (inf *Informer[T]) AddHandler(h Handler[T]) { inf.core.addHandler(handler[*T](h)) }
+
+func (inf *informer[P]) addHandler(h handler[P]) {
+	inf.mu.Lock()
+	inf.added = append(inf.added, h)
+	inf.mu.Unlock()
 }
 
 // Store returns the informer's cache. It is empty until [Informer.HasSynced].
@@ -206,11 +219,14 @@ func (inf *informer[P]) snapshot() StatsSnapshot {
 	return inf.stats
 }
 
-// count adds one to c, a counter in inf.stats.
-func (inf *informer[P]) count(c *int64) {
+// count adds one to c, a counter in inf.stats, and returns the handlers
+// added.
+func (inf *informer[P]) count(c *int64) []handler[P] {
 	inf.mu.Lock()
 	*c++
+	added := inf.added
 	inf.mu.Unlock()
+	return added
 }
 
 // Run lists and watches until ctx ends, then returns nil. It retries every
@@ -394,26 +410,38 @@ func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
 	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, err
 }
 
-// notify counts one change to the cache and tells the handler.
+// notify counts one change to the cache and tells the handlers.
 func (inf *informer[P]) notify(c change[P]) {
 	old, obj := c.old, c.new
-	h := inf.handler
+	var added []handler[P]
 	switch {
 	case isNil(old):
-		inf.count(&inf.stats.Added)
+		added = inf.count(&inf.stats.Added)
+	case isNil(obj):
+		added = inf.count(&inf.stats.Deleted)
+	default:
+		added = inf.count(&inf.stats.Modified)
+	}
+	inf.handler.call(old, obj)
+	for _, h := range added {
+		h.call(old, obj)
+	}
+}
+
+// call tells h of one change: an add when old is nil, a delete when obj
+// is, else an update.
+func (h handler[P]) call(old, obj P) {
+	switch {
+	case isNil(old):
 		if h.OnAdd != nil {
 			h.OnAdd(obj)
 		}
 	case isNil(obj):
-		inf.count(&inf.stats.Deleted)
 		if h.OnDelete != nil {
 			h.OnDelete(old)
 		}
-	default:
-		inf.count(&inf.stats.Modified)
-		if h.OnUpdate != nil {
-			h.OnUpdate(old, obj)
-		}
+	case h.OnUpdate != nil:
+		h.OnUpdate(old, obj)
 	}
 }
 

@@ -223,6 +223,34 @@ func startInformer(t *testing.T, cfg Config[thing]) (*Informer[thing], context.C
 	return inf, cancel, done
 }
 
+// A handler added before Run gets every change, as Config.Handler does,
+// and one with only OnUpdate gets the updates alone.
+func TestInformerAddHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		first, second := &recordingHandler{}, &recordingHandler{}
+		inf := New(Config[thing]{Source: src, Handler: first.handler()})
+		inf.AddHandler(second.handler())
+		var updates recordingHandler
+		inf.AddHandler(Handler[thing]{OnUpdate: updates.handler().OnUpdate})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go inf.Run(ctx)
+		src.expectList(t, "0", page("10", "", obj("a", "5")), nil)
+		st := src.expectWatch(t, "10", nil)
+		st.send(t, k8sapi.Modified, obj("a", "12"))
+		st.send(t, k8sapi.Deleted, obj("a", "13"))
+		synctest.Wait()
+		const want = "add a@5; update a@5->12; delete a@13"
+		if a, b := first.take(), second.take(); a != want || b != want {
+			t.Errorf("Config.Handler got %q, the added one %q; want %q", a, b, want)
+		}
+		if got := updates.take(); got != "update a@5->12" {
+			t.Errorf("an OnUpdate alone got %q", got)
+		}
+	})
+}
+
 func TestInformerLifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()

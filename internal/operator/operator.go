@@ -12,8 +12,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/events"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/manager"
 	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
@@ -28,6 +28,11 @@ const metricsPrefix = "widget_operator"
 
 // Options configure Run. They mirror the command-line flags.
 type Options struct {
+	// Config gives the endpoints' addresses (MetricsAddr, ProbeAddr),
+	// InsecureMetrics, MetricsCertDir and ShutdownTimeout (bounded, with
+	// leader election, by the Lease's renew deadline less its retry
+	// period: 8s). Run sets the rest.
+	manager.Config
 	// Kubeconfig and Context select the cluster; empty means the usual
 	// order ($KUBECONFIG, in-cluster, ~/.kube/config) and current-context.
 	Kubeconfig, Context string
@@ -38,16 +43,6 @@ type Options struct {
 	Namespace string
 	// Workers is the number of concurrent reconciles; zero means 4.
 	Workers int
-	// MetricsAddr and ProbeAddr are listen addresses; "" or "0" turns the
-	// endpoint off.
-	MetricsAddr, ProbeAddr string
-	// InsecureMetrics serves /metrics over plain HTTP to anyone. False
-	// (the default) serves it over HTTPS, each scrape authenticated by a
-	// TokenReview and authorized by a SubjectAccessReview.
-	InsecureMetrics bool
-	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
-	// empty means a self-signed certificate made at start.
-	MetricsCertDir string
 	// LeaderElect, LeaderElectionNamespace and LeaderElectionID configure
 	// leader election with a Lease.
 	LeaderElect                               bool
@@ -60,11 +55,6 @@ type Options struct {
 	// QPS and Burst limit the client's request rate; zero means no limit.
 	QPS   float64
 	Burst int
-	// ShutdownTimeout bounds in-flight reconciles after ctx ends; zero
-	// means reconcile.DefaultShutdownTimeout. With LeaderElect the bound is at most
-	// the lease's renew deadline less its retry period (8s), so that the
-	// lease is released after them, not left to expire.
-	ShutdownTimeout time.Duration
 	// Version is the operator's version, logged at start and sent in the
 	// User-Agent "widget-operator/<Version>"; empty means "dev".
 	Version string
@@ -91,7 +81,6 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		}
 		cfg.UserAgent += " (" + identity + ")"
 	}
-	reg := metrics.NewRegistry()
 	apiMetrics := metrics.NewAPIMetrics(metricsPrefix)
 	cfg.WrapTransport = apiMetrics.RoundTripper
 	// Leader election, sharding and the metrics endpoint's reviews share a
@@ -123,21 +112,26 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
 	}
 
-	op, err := newOperator(ctx, client, unlimited, opts, identity, log, reg)
+	if err := preflight(ctx, client, opts.Namespace); err != nil {
+		return err
+	}
+	mcfg := opts.Config
+	mcfg.Name, mcfg.Client, mcfg.ReviewClient, mcfg.Logger, mcfg.MetricsPrefix = "widget-operator", client, unlimited, log, metricsPrefix
+	if opts.LeaderElect || opts.Shards > 1 {
+		mcfg.LeaderElection = &reconcile.LeaderElection{Client: unlimited, Namespace: opts.LeaderElectionNamespace,
+			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
+	}
+	m, err := manager.New(mcfg)
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(apiMetrics)
+	if err := newOperator(m, client, opts, log); err != nil {
+		return err
+	}
+	m.Registry().MustRegister(apiMetrics)
 	// A port in use is a start-up error, not a log line.
-	servers, err := op.serve(opts, unlimited)
-	if err != nil {
-		return err
-	}
-	// The controller runs the event writer and the ResourceQuota informer
-	// until the very end, after the workers.
-	err = op.ctrl.Run(ctx)
+	err = m.Run(ctx)
 	log.Info("stopped")
-	shutdownServers(servers)
 	return err
 }
 
@@ -169,33 +163,22 @@ func hostOf(raw string) string {
 
 // operator holds the running parts.
 type operator struct {
-	log *slog.Logger
-
 	ctrl        *reconcile.Controller
 	widgets     *watch.Cache[widget.Widget]
 	deployments *watch.Cache[k8sapi.Deployment]
 	services    *watch.Cache[k8sapi.Service]
 	reconciler  *widget.Reconciler
-	registry    *metrics.Registry
 }
 
 // childSelector limits the child caches to objects this operator labels, so
 // that unrelated Deployments and Services are never cached.
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
-// newOperator checks that the operator can start (preflight) and builds
-// its parts. Leader election and sharding write their Leases with
-// leaseClient, which has no rate limit. identity names this replica in
-// the shards' Leases.
-func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts Options, identity string, log *slog.Logger, reg *metrics.Registry) (*operator, error) {
-	if err := preflight(ctx, client, opts.Namespace); err != nil {
-		return nil, err
-	}
-	op := &operator{log: log, registry: reg}
-	op.ctrl = &reconcile.Controller{Name: ControllerName, Workers: opts.Workers, Logger: log, Metrics: reg, MetricsPrefix: metricsPrefix, ShutdownTimeout: opts.ShutdownTimeout}
-	if opts.LeaderElect || opts.Shards > 1 {
-		op.ctrl.LeaderElection = &reconcile.LeaderElection{Client: leaseClient, Namespace: opts.LeaderElectionNamespace,
-			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
+// newOperator builds the Widget controller and adds it to m.
+func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *slog.Logger) error {
+	op := &operator{ctrl: &reconcile.Controller{Name: ControllerName, Workers: opts.Workers}}
+	if err := m.Add(op.ctrl); err != nil {
+		return err
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
@@ -214,21 +197,13 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 			op.ctrl.Enqueue(key)
 		}
 	})
-	rec, err := events.New(events.Config{Client: client, Controller: "widget-operator", Logger: log})
-	if err != nil {
-		return nil, err
-	}
 	quotaInformer := watch.New(quotas)
 	// Run fails only without a Source, and quotas has one.
-	op.ctrl.Background = []func(context.Context){rec.Run, func(ctx context.Context) { quotaInformer.Run(ctx) }}
+	op.ctrl.Background = []func(context.Context){func(ctx context.Context) { quotaInformer.Run(ctx) }}
 	op.reconciler = &widget.Reconciler{Widgets: op.widgets, Deployments: op.deployments, Services: op.services,
-		Client: &clusterAPI{op: op, client: client}, Recorder: rec}
+		Client: &clusterAPI{op: op, client: client}, Recorder: m.Recorder()}
 	op.ctrl.Reconciler = op.reconciler
-	reg.MustRegister(metrics.NewRuntimeCollector(time.Now()),
-		metrics.NewCounterFunc(metricsPrefix+"_events_dropped_total",
-			"Events not written: queue full, rate limited or refused by the API server.",
-			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }))
-	return op, nil
+	return nil
 }
 
 // watchConfig configures the watch of res in namespace ("" for all),

@@ -51,10 +51,10 @@ type Certificates struct {
 // hosts (DNS names or IP addresses), localhost and the loopback addresses.
 // A later load that fails is logged to log, once until one succeeds or
 // fails otherwise, and the last good certificate stays; nil means no log.
-func NewCertificates(dir string, log *slog.Logger, hosts ...string) (*Certificates, error) {
+func NewCertificates(dir string, log *slog.Logger, subject string, hosts ...string) (*Certificates, error) {
 	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck, log: log}
 	if dir == "" {
-		c.load, c.every = func(now time.Time) (*tls.Certificate, error) { return selfSigned(hosts, now) }, selfSignedRenew
+		c.load, c.every = func(now time.Time) (*tls.Certificate, error) { return selfSigned(subject, hosts, now) }, selfSignedRenew
 	}
 	if err := c.reload(time.Now()); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func readFile(path string) ([]byte, error) {
 // selfSignedLife and signed by its own new Ed25519 key. Its DER is written
 // here, and read back by the parser TLS clients use: x509.CreateCertificate
 // would add 56 KiB to the binary.
-func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
+func selfSigned(subject string, hosts []string, now time.Time) (*tls.Certificate, error) {
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	serial := make([]byte, 16)
 	rand.Read(serial)
@@ -146,7 +146,7 @@ func selfSigned(hosts []string, now time.Time) (*tls.Certificate, error) {
 	}
 	oid := func(b ...byte) []byte { return der(0x06, b) }
 	alg := der(0x30, oid(0x2b, 0x65, 0x70)) // Ed25519
-	name := der(0x30, der(0x31, der(0x30, oid(0x55, 4, 3), der(0x0c, []byte("widget-operator metrics")))))
+	name := der(0x30, der(0x31, der(0x30, oid(0x55, 4, 3), der(0x0c, []byte(subject)))))
 	utc := func(t time.Time) []byte { return der(0x17, []byte(t.UTC().Format("060102150405Z"))) }
 	exts := der(0xa3, der(0x30,
 		der(0x30, oid(0x55, 29, 15), der(0x01, []byte{0xff}), der(0x04, der(0x03, []byte{7, 0x80}))), // key usage: digital signature

@@ -88,7 +88,7 @@ func newFilter(t *testing.T, f *fakeReviewer) (*Filter, http.Handler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filter, err := New(Config{Client: c, Path: "/metrics"})
+	filter, err := New(Config{Client: c, Path: "/metrics", Realm: "widget-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}

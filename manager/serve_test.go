@@ -1,4 +1,4 @@
-package operator
+package manager
 
 import (
 	"bufio"
@@ -25,9 +25,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/metrics"
+	"github.com/zerodep-k8s/widget-operator/manager/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
@@ -562,7 +561,14 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := &operator{log: slog.New(slog.DiscardHandler), registry: metrics.NewRegistry(), ctrl: &reconcile.Controller{}}
+	serve := func(cfg Config) ([]*http.Server, error) {
+		cfg.Name, cfg.Client = "test-operator", reviewer
+		m, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.serve(nil)
+	}
 	get := func(client *http.Client, url string) int {
 		resp, err := client.Get(url)
 		if err != nil {
@@ -573,14 +579,14 @@ func TestServe(t *testing.T) {
 	}
 
 	// A certificate folder without a certificate is a start-up error.
-	opts := Options{MetricsAddr: freeAddr(t), ProbeAddr: freeAddr(t), MetricsCertDir: t.TempDir()}
-	if _, err := op.serve(opts, reviewer); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
+	opts := Config{MetricsAddr: freeAddr(t), ProbeAddr: freeAddr(t), MetricsCertDir: t.TempDir()}
+	if _, err := serve(opts); err == nil || !strings.Contains(err.Error(), "metrics endpoint") {
 		t.Fatalf("missing certificate: %v", err)
 	}
 
 	// Secure by default: TLS, and a scrape without a token is refused.
 	opts.MetricsCertDir = ""
-	servers, err := op.serve(opts, reviewer)
+	servers, err := serve(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,14 +594,23 @@ func TestServe(t *testing.T) {
 	if code := get(insecureTLS, "https://"+opts.MetricsAddr+"/metrics"); code != http.StatusUnauthorized {
 		t.Errorf("secure metrics without a token: %d, want 401", code)
 	}
+	// The challenge and the certificate name the operator.
+	resp, err := insecureTLS.Get("https://" + opts.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer realm="test-operator"` || resp.TLS.PeerCertificates[0].Subject.CommonName != "test-operator metrics" {
+		t.Errorf("challenge %q, certificate of %q; want the operator's name", got, resp.TLS.PeerCertificates[0].Subject.CommonName)
+	}
 	if code := get(http.DefaultClient, "http://"+opts.ProbeAddr+"/healthz"); code != http.StatusOK {
 		t.Errorf("healthz: %d", code)
 	}
 	shutdownServers(servers)
 
 	// Plain HTTP for anyone with --metrics-secure=false; the probe off.
-	insecure := Options{MetricsAddr: freeAddr(t), ProbeAddr: "0", InsecureMetrics: true}
-	servers, err = op.serve(insecure, reviewer)
+	insecure := Config{MetricsAddr: freeAddr(t), ProbeAddr: "0", InsecureMetrics: true}
+	servers, err = serve(insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +618,7 @@ func TestServe(t *testing.T) {
 		t.Errorf("insecure metrics: %d, %d servers", code, len(servers))
 	}
 	// Only GET (and HEAD) reach the registry.
-	resp, err := http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
+	resp, err = http.Post("http://"+insecure.MetricsAddr+"/metrics", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +635,7 @@ func TestServe(t *testing.T) {
 	}
 	defer busy.Close()
 	insecure.ProbeAddr = busy.Addr().String()
-	if _, err := op.serve(insecure, reviewer); err == nil || !strings.Contains(err.Error(), "health probe endpoint") {
+	if _, err := serve(insecure); err == nil || !strings.Contains(err.Error(), "health probe endpoint") {
 		t.Fatalf("probe port in use: %v", err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; {

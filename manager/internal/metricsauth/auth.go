@@ -73,6 +73,9 @@ type Config struct {
 	// Log gets one debug line per decision made (not per cache hit) and
 	// the API errors. Nil means no log.
 	Log *slog.Logger
+	// Realm names the operator in the challenge of a 401: Bearer
+	// realm="<Realm>". It holds no double quote.
+	Realm string
 }
 
 // A Filter authenticates and authorizes requests before passing them on.
@@ -119,7 +122,7 @@ func (f *Filter) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		case http.StatusUnauthorized:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-operator"`)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+f.cfg.Realm+`"`)
 		case http.StatusTooManyRequests:
 			w.Header().Set("Retry-After", "1")
 		}

@@ -1,6 +1,7 @@
-package operator
+package manager
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -12,8 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/internal/metricsauth"
-	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/manager/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
 
@@ -137,20 +137,20 @@ func newServer(h http.Handler, inner net.Listener, tlsConfig *tls.Config, log *s
 // serve starts the metrics and probe servers, each answering its own
 // paths and nothing else; an address of "" or "0" turns one off. Secure
 // metrics are served over TLS with the certificate from
-// opts.MetricsCertDir or a self-signed one, and each scrape is reviewed
-// with reviewer, a client without a rate limit, so that a scrape does not
-// wait behind reconciles (the filter bounds its requests). An error, such
-// as a port in use, leaves no server running.
-func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server, error) {
-	var metricsHandler http.Handler = op.registry
+// Config.MetricsCertDir or a self-signed one, and each scrape is reviewed
+// with Config.ReviewClient (the filter bounds its requests). /readyz
+// answers for the checks of ctrls. An error, such as a port in use,
+// leaves no server running.
+func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
+	var metricsHandler http.Handler = m.registry
 	var tlsConfig *tls.Config
-	if !opts.InsecureMetrics && on(opts.MetricsAddr) {
+	if !m.cfg.InsecureMetrics && on(m.cfg.MetricsAddr) {
 		host, _ := os.Hostname()
-		certs, err := metricsauth.NewCertificates(opts.MetricsCertDir, op.log, host)
+		certs, err := metricsauth.NewCertificates(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
 		if err != nil {
 			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
-		auth, err := metricsauth.New(metricsauth.Config{Client: reviewer, Path: "/metrics", Log: op.log})
+		auth, err := metricsauth.New(metricsauth.Config{Client: cmp.Or(m.cfg.ReviewClient, m.cfg.Client), Path: "/metrics", Log: m.log, Realm: m.cfg.Name})
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		writeReadyz(w, op.ctrl.Checks(time.Now())) // Checks logs the reasons
+		writeReadyz(w, checks(ctrls, time.Now())) // Checks logs the reasons
 	})
 
 	var servers []*http.Server
@@ -173,8 +173,8 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 		h          http.Handler
 		tls        *tls.Config // nil for plain HTTP
 	}{
-		{opts.MetricsAddr, "metrics", mm, tlsConfig},
-		{opts.ProbeAddr, "health probe", pm, nil},
+		{m.cfg.MetricsAddr, "metrics", mm, tlsConfig},
+		{m.cfg.ProbeAddr, "health probe", pm, nil},
 	} {
 		if !on(e.addr) {
 			continue
@@ -184,15 +184,29 @@ func (op *operator) serve(opts Options, reviewer *k8sapi.Client) ([]*http.Server
 			shutdownServers(servers)
 			return nil, fmt.Errorf("%s endpoint: %w", e.what, err)
 		}
-		srv, ln := newServer(e.h, inner, e.tls, op.log)
+		srv, ln := newServer(e.h, inner, e.tls, m.log)
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-				op.log.Error("endpoint stopped", "addr", ln.Addr().String(), "err", err)
+				m.log.Error("endpoint stopped", "addr", ln.Addr().String(), "err", err)
 			}
 		}()
 	}
 	return servers, nil
+}
+
+// checks returns the checks of ctrls, in order, each name once: the
+// controllers that share a cache check it alike.
+func checks(ctrls []*reconcile.Controller, now time.Time) []reconcile.Check {
+	var all []reconcile.Check
+	for _, c := range ctrls {
+		for _, ch := range c.Checks(now) {
+			if !slices.ContainsFunc(all, func(o reconcile.Check) bool { return o.Name == ch.Name }) {
+				all = append(all, ch)
+			}
+		}
+	}
+	return all
 }
 
 // on reports whether an endpoint's address turns it on: "" and "0" do not.
