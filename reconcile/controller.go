@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
@@ -149,6 +149,7 @@ type Controller struct {
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
+	ownerErr  error // of the first WatchOwned given an owner it cannot match; Run returns it
 	// failed names the failing checks that Checks last logged, at
 	// failedLogged; guarded by mu.
 	failed       string
@@ -202,16 +203,16 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 
 // WatchOwned makes the cache of a resource the primary one owns: a change
 // of an object queues the key of its controller owner when that owner is
-// of the given resource and kind (apiVersion owner.GroupVersion()), such
-// as Deployments owned by a custom resource. A cluster-scoped owner
-// (owner.Namespaced false) has the key of its name alone. The controller
-// runs the cache as WatchPrimary's; cfg.Handler is replaced.
-func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
-	apiVersion := owner.GroupVersion()
-	return WatchMapped[T, P](c, cfg, func(obj *T) []string {
+// of resource owner (by [ControllerOf]), such as Deployments owned by a
+// custom resource. A cluster-scoped owner (owner.Namespaced false) has the
+// key of its name alone. The controller runs the cache as WatchPrimary's;
+// cfg.Handler is replaced. An owner without Kind, Version or Resource
+// makes Run fail.
+func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource) *watch.Cache[T] {
+	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
-		ref := m.ControllerOf()
-		if ref == nil || ref.Kind != kind || ref.APIVersion != apiVersion {
+		ref := ControllerOf(m, owner)
+		if ref == nil {
 			return nil
 		}
 		if !owner.Namespaced {
@@ -219,6 +220,12 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 		}
 		return []string{k8sapi.Key(m.Namespace, ref.Name)}
 	})
+	if err := checkOwner(cfg.Name, owner); err != nil {
+		c.mu.Lock()
+		c.ownerErr = cmp.Or(c.ownerErr, err)
+		c.mu.Unlock()
+	}
+	return cache
 }
 
 // WatchMapped makes the cache of any other resource: a change of an
@@ -397,8 +404,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	caches := slices.Clone(c.caches)
+	caches, err := slices.Clone(c.caches), c.ownerErr
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	// The caches run until the very end: they stop only after the
 	// workers. Followers keep theirs warm too, so that a takeover is
 	// fast.

@@ -13,10 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/queue"
+	"github.com/zerodep-k8s/widget-operator/reconcile/internal/leader"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
@@ -71,11 +71,11 @@ func object(ns, name, rv string) obj {
 // child is ns/name, controlled by the owner of apiVersion, kind and name.
 func child(ns, name, apiVersion, kind, owner string) obj {
 	o := object(ns, name, "1")
-	o.OwnerReferences = []k8sapi.OwnerReference{NewControllerRef(&k8sapi.ObjectMeta{Name: owner, UID: "uid-" + owner}, apiVersion, kind)}
+	o.OwnerReferences = []k8sapi.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner, UID: "uid-" + owner, Controller: new(true)}}
 	return o
 }
 
-var thingsRes = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true}
+var thingsRes = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true, Kind: "Thing"}
 
 // recorder is a Reconciler that records the keys it is given.
 type recorder struct {
@@ -135,8 +135,8 @@ func TestControllerWiring(t *testing.T) {
 		clustered := newMemSource(child("ns", "q", "v1", "Namespace", "team"))
 		mapped := newMemSource(object("ns", "m", "1"))
 		prims := WatchPrimary(c, watch.Config[obj]{Source: prim, Name: "prims"})
-		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes, "Thing")
-		WatchOwned(c, watch.Config[obj]{Source: clustered, Name: "clustered"}, k8sapi.Namespaces, "Namespace")
+		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes)
+		WatchOwned(c, watch.Config[obj]{Source: clustered, Name: "clustered"}, k8sapi.Namespaces)
 		WatchMapped(c, watch.Config[obj]{Source: mapped, Name: "mapped"}, func(o *obj) []string { return []string{"mapped/" + o.Name, "also"} })
 		c.Enqueue("early/key")
 		for _, ch := range c.Checks(time.Now()) {
@@ -418,6 +418,30 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 	} {
 		if err := tt.c.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Run = %v, want an error with %q", err, tt.want)
+		}
+	}
+}
+
+// An owner resource that owner references cannot match fails Run, naming
+// the field it lacks, rather than dropping every child event.
+func TestRunRefusesInconsistentOwner(t *testing.T) {
+	for _, tt := range []struct {
+		owner k8sapi.Resource
+		want  string
+	}{
+		{k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true}, "has no Kind"},
+		{k8sapi.Resource{Group: "example.com", Resource: "things", Kind: "Thing"}, "has no Version"},
+		{k8sapi.Resource{Version: "v1", Kind: "Namespace"}, "has no Resource"},
+	} {
+		c := &Controller{Name: "t", Reconciler: &recorder{}}
+		WatchPrimary(c, watch.Config[obj]{Source: newMemSource(), Name: "prims"})
+		WatchOwned(c, watch.Config[obj]{Source: newMemSource(), Name: "good"}, thingsRes)
+		WatchOwned(c, watch.Config[obj]{Source: newMemSource(), Name: "bad"}, tt.owner)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // Run fails before it waits for anything
+		err := c.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "WatchOwned bad: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run with owner %+v = %v, want an error naming the cache and with %q", tt.owner, err, tt.want)
 		}
 	}
 }

@@ -23,8 +23,7 @@ import (
 // the way, so it costs a small, fixed amount.
 func trimMeta(m *k8sapi.ObjectMeta) (foreign bool) {
 	watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy)
-	c := m.ControllerOf()
-	return c == nil || c.Kind != WidgetKind || c.APIVersion != WidgetAPIVersion
+	return reconcile.ControllerOf(m, Widgets) == nil
 }
 
 // TrimWidget keeps of w the metadata that watch.TrimMeta keeps without

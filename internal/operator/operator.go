@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/events"
-	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/metrics"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
 	"github.com/zerodep-k8s/widget-operator/widget"
@@ -201,9 +201,9 @@ func newOperator(ctx context.Context, client, leaseClient *k8sapi.Client, opts O
 	// unchanged Widget writes nothing.
 	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
 	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, widget.TrimDeployment),
-		widget.Widgets, widget.WidgetKind)
+		widget.Widgets)
 	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, widget.TrimService),
-		widget.Widgets, widget.WidgetKind)
+		widget.Widgets)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync. A
 	// change retries at once the Widgets of its namespace that wait on a
@@ -252,4 +252,4 @@ type resourceQuota struct {
 	k8sapi.ObjectMeta `json:"metadata"`
 }
 
-var resourceQuotas = k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
+var resourceQuotas = k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true, Kind: "ResourceQuota"}
