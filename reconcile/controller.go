@@ -77,7 +77,8 @@ func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 // of those calls. The other methods are safe for concurrent use, with Run
 // and with each other.
 //
-// What Reconcile returns decides what happens to the key, by [Classify]:
+// What Reconcile returns decides what happens to the key, by the class
+// its Classify field (nil: [Classify]) gives the error:
 //
 //   - nil: done, or run again after Result.RequeueAfter if positive;
 //   - a Permanent error (a [*TerminalError], a key that is not valid
@@ -87,7 +88,7 @@ func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 //   - a Moot error (a 404, a terminating namespace): dropped;
 //   - a Waiting error with a positive Result.RequeueAfter: run again after
 //     RequeueAfter;
-//   - any other error: retried with the queue's backoff.
+//   - any other error: retried after the wait its RateLimiter gives.
 //
 // Every reconcile is logged (debug when it succeeds) and measured.
 type Controller struct {
@@ -124,6 +125,19 @@ type Controller struct {
 	// retry period (8s), after which the Lease is released. Reconciles are
 	// cut at once when the Lease is lost.
 	ShutdownTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile: its ctx is cancelled once
+	// it has run this long, and the reconcile is counted in
+	// controller_runtime_reconcile_timeouts_total. Zero or negative
+	// means no bound.
+	ReconcileTimeout time.Duration
+	// Classify sorts the errors of Reconcile into the classes that
+	// decide what happens to their keys. Nil means [Classify].
+	Classify func(err error) Class
+	// RateLimiter decides how long a key waits to be retried after a
+	// failed reconcile; compose one from queue's limiters, such as
+	// queue.MaxOf(&queue.ExponentialBackoff{Base: time.Second},
+	// &queue.TokenBucket{QPS: 50}). Nil means queue.DefaultRateLimiter().
+	RateLimiter queue.RateLimiter
 	// Background holds functions that Run runs as it runs the caches,
 	// such as an Event writer, or a watch that only queues keys and that
 	// no reconcile waits for: they start before the caches sync, and
@@ -256,7 +270,7 @@ func (c *Controller) init() error {
 		c.keys = func() []string { return nil }
 		c.primaryRV = func(string, string) string { return "" }
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
-		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq, RateLimiter: c.RateLimiter})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
 		prefix := cmp.Or(c.MetricsPrefix, "operator")
 		c.watches = metrics.NewWatchMetrics(prefix)
@@ -530,9 +544,9 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 			panic(r)
 		}
 	}()
-	res, err := c.Reconciler.Reconcile(ctx, key)
+	res, err := c.reconcileWithin(ctx, key)
 	ns, name, _ := k8sapi.SplitKey(key)
-	class := Classify(err) // Transient for nil
+	class := c.classOf(err)
 	if class == Moot {
 		// The object or its namespace is going away: retrying would
 		// only fail again.
@@ -565,4 +579,31 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 	}
 	c.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
+}
+
+// errReconcileTimeout ends the ctx of a reconcile at ReconcileTimeout.
+var errReconcileTimeout = errors.New("reconcile: ReconcileTimeout passed")
+
+// reconcileWithin calls the Reconciler with ctx bounded by
+// ReconcileTimeout, and counts the reconciles that ran past it.
+func (c *Controller) reconcileWithin(ctx context.Context, key string) (queue.Result, error) {
+	if c.ReconcileTimeout <= 0 {
+		return c.Reconciler.Reconcile(ctx, key)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, c.ReconcileTimeout, errReconcileTimeout)
+	defer cancel()
+	res, err := c.Reconciler.Reconcile(ctx, key)
+	if context.Cause(ctx) == errReconcileTimeout {
+		c.series.TimedOut()
+	}
+	return res, err
+}
+
+// classOf returns the class of err by Classify, or [Classify] when it is
+// nil; nil is Transient.
+func (c *Controller) classOf(err error) Class {
+	if err == nil || c.Classify == nil {
+		return Classify(err)
+	}
+	return c.Classify(err)
 }

@@ -262,6 +262,102 @@ func TestReconcileKeyByClass(t *testing.T) {
 	}
 }
 
+// A Controller's own Classify decides the class of its errors, and is not
+// asked about a success.
+func TestReconcileKeyOwnClassify(t *testing.T) {
+	errMine := errors.New("wait for the cloud")
+	for _, tt := range []struct {
+		err      error
+		wantErr  bool // retried with backoff
+		terminal string
+	}{
+		{nil, false, "0"},
+		{errMine, false, "1"},                   // Permanent by its Classify
+		{apiErr(422, "Invalid", ""), true, "0"}, // Transient by its Classify, Permanent by Classify
+	} {
+		reg := metrics.NewRegistry()
+		c := &Controller{Name: "t", Metrics: reg,
+			Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) { return queue.Result{}, tt.err }),
+			Classify: func(err error) Class {
+				if err == nil {
+					t.Error("Classify(nil) called")
+				}
+				if errors.Is(err, errMine) {
+					return Permanent
+				}
+				return Transient
+			}}
+		c.init()
+		if _, err := c.reconcileKey(t.Context(), "ns/a"); (err != nil) != tt.wantErr {
+			t.Errorf("%v: reconcileKey = %v, want retried %v", tt.err, err, tt.wantErr)
+		}
+		if v := sample(t, reg, `controller_runtime_terminal_reconcile_errors_total{controller="t"}`); v != tt.terminal {
+			t.Errorf("%v: terminal errors counted %q, want %s", tt.err, v, tt.terminal)
+		}
+	}
+}
+
+// ReconcileTimeout cancels a reconcile's ctx and counts it; one that ends
+// in time, or is cancelled by its parent, is not counted.
+func TestReconcileTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := metrics.NewRegistry()
+		var took time.Duration
+		c := &Controller{Name: "t", Metrics: reg, ReconcileTimeout: 5 * time.Second,
+			Reconciler: ReconcilerFunc(func(ctx context.Context, key string) (queue.Result, error) {
+				start := time.Now()
+				defer func() { took = time.Since(start) }()
+				if key == "ns/quick" {
+					return queue.Result{}, nil
+				}
+				<-ctx.Done()
+				return queue.Result{}, ctx.Err()
+			})}
+		c.init()
+		count := func() string { return sample(t, reg, `controller_runtime_reconcile_timeouts_total{controller="t"}`) }
+		if _, err := c.reconcileKey(t.Context(), "ns/slow"); !errors.Is(err, context.DeadlineExceeded) || took != 5*time.Second || count() != "1" {
+			t.Errorf("slow: %v after %v, %s timeouts counted; want the deadline at 5s, counted once", err, took, count())
+		}
+		if _, err := c.reconcileKey(t.Context(), "ns/quick"); err != nil || count() != "1" {
+			t.Errorf("quick: %v, %s timeouts counted; want 1", err, count())
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		if _, err := c.reconcileKey(ctx, "ns/slow"); !errors.Is(err, context.Canceled) || took != time.Second || count() != "1" {
+			t.Errorf("cancelled: %v after %v, %s timeouts counted; want cancelled at 1s, not counted", err, took, count())
+		}
+	})
+}
+
+// The Controller's RateLimiter decides the wait of a failed key.
+func TestOwnRateLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration // of each reconcile, since the start
+		start := time.Now()
+		c := &Controller{Name: "t", RateLimiter: &queue.ExponentialBackoff{Base: time.Minute},
+			Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Since(start))
+				return queue.Result{}, errors.New("fails")
+			})}
+		WatchPrimary(c, watch.Config[obj]{Source: newMemSource(object("ns", "a", "1"))})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		time.Sleep(3*time.Minute + time.Second)
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		// After the first sync poll (50ms): retried 1 then 2 minutes on.
+		if len(at) != 3 || at[1]-at[0] != time.Minute || at[2]-at[1] != 2*time.Minute {
+			t.Errorf("reconciled at %v, want 3 times, 1 and 2 minutes apart", at)
+		}
+	})
+}
+
 // A panic is counted, and passed on to the queue's runner.
 func TestReconcileKeyPanic(t *testing.T) {
 	reg := metrics.NewRegistry()

@@ -78,8 +78,13 @@ type TerminalError struct {
 	Err error // the cause
 }
 
-// Error returns the cause's message.
-func (e *TerminalError) Error() string { return e.Err.Error() }
+// Error returns the cause's message, or "terminal error" without one.
+func (e *TerminalError) Error() string {
+	if e.Err == nil {
+		return "terminal error"
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the cause.
 func (e *TerminalError) Unwrap() error { return e.Err }
