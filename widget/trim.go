@@ -55,7 +55,7 @@ func TrimDeployment(d *k8sapi.Deployment) {
 	var conds []k8sapi.Condition
 	for _, t := range []string{"Available", "Progressing"} {
 		if c, ok := reconcile.FindCondition(d.Status.Conditions, t); ok {
-			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), trimMessage(c.Message)
+			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), reconcile.TrimMessage(c.Message)
 			conds = append(conds, c)
 		}
 	}
