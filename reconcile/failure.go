@@ -150,9 +150,6 @@ func withoutUser(m string) string {
 // admission.
 func IsQuotaExceeded(err error) bool {
 	ae, ok := errors.AsType[*k8sapi.APIError](err)
-	m := ""
-	if ok && ae.Code == http.StatusForbidden {
-		m = ae.Status.Message
-	}
-	return strings.Contains(m, "exceeded quota: ") || strings.Contains(m, "status unknown for quota: ")
+	return ok && ae.Code == http.StatusForbidden &&
+		(strings.Contains(ae.Status.Message, "exceeded quota: ") || strings.Contains(ae.Status.Message, "status unknown for quota: "))
 }

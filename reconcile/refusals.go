@@ -74,14 +74,12 @@ func (r *Refusals[S, P]) Standing(key string, state S, now time.Time) (report P,
 // one in a row FirstWait·2^(n-1), up to MaxWait.
 func (r *Refusals[S, P]) Refused(key string, state S, class Class, err error, report P, now time.Time) time.Duration {
 	f := refusal[S, P]{state: state, report: report, class: class, quota: class == Waiting && IsQuotaExceeded(err)}
-	var wait time.Duration
 	if class == Waiting {
 		f.waits = r.remembered(key).waits + 1
-		wait = k8sapi.Backoff{Base: cmp.Or(r.FirstWait, DefaultFirstWait), Max: cmp.Or(r.MaxWait, DefaultMaxWait)}.Delay(f.waits - 1)
-		f.retryAt = now.Add(wait)
+		f.retryAt = now.Add(k8sapi.Backoff{Base: cmp.Or(r.FirstWait, DefaultFirstWait), Max: cmp.Or(r.MaxWait, DefaultMaxWait)}.Delay(f.waits - 1))
 	}
 	r.m.Store(key, f)
-	return wait
+	return max(f.retryAt.Sub(now), 0) // 0 for the zero retryAt
 }
 
 // FailingSince records a Transient failure of key at now and returns when
