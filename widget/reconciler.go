@@ -84,10 +84,6 @@ type state struct {
 	deploymentRV, svcRV string
 }
 
-func stateOf(w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service) state {
-	return state{w.UID, w.Generation, rvOf(d), rvOf(svc)}
-}
-
 // Reconcile brings the Widget named by key ("namespace/name") and its
 // children in line:
 //
@@ -163,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	)
 	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if rf, wait, ok := r.failed.Standing(key, stateOf(w, d, svc), now); ok {
+	} else if rf, wait, ok := r.failed.Standing(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, now); ok {
 		// Refused before, and nothing has changed since: report it
 		// again without asking again.
 		problem, res.RequeueAfter = &rf, wait
@@ -179,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 			return queue.Result{}, nil
 		case class == reconcile.Permanent || class == reconcile.Waiting:
 			problem = refusalProblem(class, kind, key, werr)
-			res.RequeueAfter = r.failed.Refused(key, stateOf(w, d, svc), class, werr, *problem, now)
+			res.RequeueAfter = r.failed.Refused(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, class, werr, *problem, now)
 			retErr = &reconcile.TerminalError{Err: e}
 			if class == reconcile.Waiting {
 				retErr = e
