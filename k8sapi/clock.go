@@ -3,9 +3,10 @@ package k8sapi
 import "time"
 
 // A Clock tells the time and runs functions later: the seam through which
-// the work queue and the leader elector read time, so that tests can
-// supply a fake one. [RealClock] is the system's. A Clock must be safe for
-// concurrent use.
+// the work queue reads time, so that tests can supply a fake one. (The
+// leader elector reads the system's time; its tests run in a
+// testing/synctest bubble.) [RealClock] is the system's. A Clock must be
+// safe for concurrent use.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

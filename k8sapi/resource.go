@@ -12,18 +12,22 @@ type Resource struct {
 	Resource string
 	// Namespaced says whether objects live in a namespace.
 	Namespaced bool
+	// Kind is the kind of its objects, such as "Deployment". Requests
+	// do not need it; owner references, and the kit's checks of them,
+	// do. Empty means unknown.
+	Kind string
 }
 
 // Well-known resources the operator uses.
 var (
-	ConfigMaps                = Resource{Version: "v1", Resource: "configmaps", Namespaced: true}
-	Namespaces                = Resource{Version: "v1", Resource: "namespaces"}
-	Pods                      = Resource{Version: "v1", Resource: "pods", Namespaced: true}
-	Services                  = Resource{Version: "v1", Resource: "services", Namespaced: true}
-	Deployments               = Resource{Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true}
-	Events                    = Resource{Group: "events.k8s.io", Version: "v1", Resource: "events", Namespaced: true}
-	Leases                    = Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespaced: true}
-	CustomResourceDefinitions = Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	ConfigMaps                = Resource{Version: "v1", Resource: "configmaps", Namespaced: true, Kind: "ConfigMap"}
+	Namespaces                = Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"}
+	Pods                      = Resource{Version: "v1", Resource: "pods", Namespaced: true, Kind: "Pod"}
+	Services                  = Resource{Version: "v1", Resource: "services", Namespaced: true, Kind: "Service"}
+	Deployments               = Resource{Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true, Kind: "Deployment"}
+	Events                    = Resource{Group: "events.k8s.io", Version: "v1", Resource: "events", Namespaced: true, Kind: "Event"}
+	Leases                    = Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespaced: true, Kind: "Lease"}
+	CustomResourceDefinitions = Resource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"}
 )
 
 // GroupVersion returns "v1" for the core group and "group/version" otherwise:

@@ -44,6 +44,7 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 //	controller_runtime_reconcile_errors_total{controller}
 //	controller_runtime_terminal_reconcile_errors_total{controller} (errors not retried)
 //	controller_runtime_reconcile_panics_total{controller}
+//	controller_runtime_reconcile_timeouts_total{controller} (reconciles cut at their timeout)
 //	controller_runtime_reconcile_time_seconds{controller}
 //	controller_runtime_max_concurrent_reconciles{controller}
 //	controller_runtime_active_workers{controller}
@@ -54,8 +55,8 @@ var APIRequestBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 
 // safe for concurrent use.
 type ControllerMetrics struct {
 	collectors
-	errors, terminal, panics, time, active *Series
-	results                                map[string]*Series // reconcile_total by result, made at the start
+	errors, terminal, panics, timeouts, time, active *Series
+	results                                          map[string]*Series // reconcile_total by result, made at the start
 }
 
 // NewControllerMetrics returns the families of the controller name,
@@ -67,6 +68,7 @@ func NewControllerMetrics(name string, workers int) *ControllerMetrics {
 	m.errors = m.add(NewCounterVec("controller_runtime_reconcile_errors_total", "Reconciles per controller that returned an error.", "controller"), name)
 	m.terminal = m.add(NewCounterVec("controller_runtime_terminal_reconcile_errors_total", "Reconciles per controller that returned an error not worth retrying.", "controller"), name)
 	m.panics = m.add(NewCounterVec("controller_runtime_reconcile_panics_total", "Reconciles per controller that panicked.", "controller"), name)
+	m.timeouts = m.add(NewCounterVec("controller_runtime_reconcile_timeouts_total", "Reconciles per controller whose context ended at the reconcile timeout.", "controller"), name)
 	m.time = m.add(NewHistogramVec("controller_runtime_reconcile_time_seconds", "How long each reconcile took, per controller.", ReconcileTimeBuckets, "controller"), name)
 	m.add(NewGaugeVec("controller_runtime_max_concurrent_reconciles", "How many reconciles a controller may run at once.", "controller"), name).Set(float64(workers))
 	m.active = m.add(NewGaugeVec("controller_runtime_active_workers", "How many of a controller's workers are reconciling now.", "controller"), name)
@@ -93,6 +95,9 @@ func (m *ControllerMetrics) Reconciled(d time.Duration, result string) {
 // TerminalError counts an error that will not be retried, on top of
 // Reconciled(d, ResultError).
 func (m *ControllerMetrics) TerminalError() { m.terminal.Inc() }
+
+// TimedOut counts a reconcile whose context ended at its timeout.
+func (m *ControllerMetrics) TimedOut() { m.timeouts.Inc() }
 
 // Panicked counts a reconcile that panicked.
 func (m *ControllerMetrics) Panicked() { m.panics.Inc() }

@@ -53,6 +53,7 @@ func TestControllerMetrics(t *testing.T) {
 	s.Reconciled(20*time.Millisecond, ResultSuccess)
 	s.Reconciled(2*time.Second, ResultError)
 	s.TerminalError()
+	s.TimedOut()
 	s.Reconciled(time.Millisecond, ResultRequeueAfter)
 	s.Reconciled(time.Millisecond, "bogus") // timed, not counted
 	got := samples(t, r)
@@ -67,6 +68,7 @@ func TestControllerMetrics(t *testing.T) {
 		"controller_runtime_reconcile_errors_total{controller=widget}":                 1,
 		"controller_runtime_terminal_reconcile_errors_total{controller=widget}":        1,
 		"controller_runtime_reconcile_panics_total{controller=widget}":                 0,
+		"controller_runtime_reconcile_timeouts_total{controller=widget}":               1,
 		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.005}": 2,
 		"controller_runtime_reconcile_time_seconds_bucket{controller=widget,le=0.025}": 3,
 		"controller_runtime_reconcile_time_seconds_count{controller=widget}":           4,

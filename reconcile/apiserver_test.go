@@ -29,7 +29,7 @@ type thing struct {
 	k8sapi.ObjectMeta `json:"metadata"`
 }
 
-var things = k8sapi.Resource{Group: "finalizer.widget.test", Version: "v1", Resource: "things", Namespaced: true}
+var things = k8sapi.Resource{Group: "finalizer.widget.test", Version: "v1", Resource: "things", Namespaced: true, Kind: "Thing"}
 
 const thingCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
 "metadata":{"name":"things.finalizer.widget.test"},

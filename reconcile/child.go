@@ -8,8 +8,8 @@ import (
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
-// ApplyChild writes want, a child object of kind kind (such as
-// "Deployment") and its controller owner reference, with fieldManager:
+// ApplyChild writes want, a child object of client's resource and its
+// controller owner reference, with fieldManager:
 // when cache does not hold the child, it creates it; otherwise it
 // server-side applies want (forced). The object the server returned goes
 // to cache.Wrote, so that the next read sees it, and is returned.
@@ -23,7 +23,7 @@ import (
 // the owner's.
 //
 // want is marshalled as the apply body, and, for a create, into a T.
-func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager, kind string, want k8sapi.Object) (*T, error) {
+func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager string, want k8sapi.Object) (*T, error) {
 	meta := want.GetObjectMeta()
 	known, _ := cache.Get(meta.Namespace, meta.Name)
 	existing := known
@@ -48,7 +48,7 @@ func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], 
 	}
 	em := P(existing).GetObjectMeta()
 	if owner := meta.ControllerOf(); owner == nil || !IsControlledBy(em, owner.UID) {
-		return nil, &NotControlledError{Kind: kind, Existing: *em}
+		return nil, &NotControlledError{Kind: client.Resource.Kind, Existing: *em}
 	}
 	applied, err := client.Apply(ctx, meta.Namespace, meta.Name, want, k8sapi.PatchOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {

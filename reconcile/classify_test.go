@@ -59,3 +59,11 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// A TerminalError without a cause still has a message.
+func TestTerminalErrorWithoutCause(t *testing.T) {
+	var err error = &TerminalError{}
+	if err.Error() != "terminal error" || !IsTerminal(err) || Classify(err) != Permanent {
+		t.Errorf("TerminalError{} = %q, terminal %v, class %v", err.Error(), IsTerminal(err), Classify(err))
+	}
+}

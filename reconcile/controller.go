@@ -77,7 +77,8 @@ func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 // of those calls. The other methods are safe for concurrent use, with Run
 // and with each other.
 //
-// What Reconcile returns decides what happens to the key, by [Classify]:
+// What Reconcile returns decides what happens to the key, by the class
+// its Classify field (nil: [Classify]) gives the error:
 //
 //   - nil: done, or run again after Result.RequeueAfter if positive;
 //   - a Permanent error (a [*TerminalError], a key that is not valid
@@ -87,7 +88,7 @@ func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 //   - a Moot error (a 404, a terminating namespace): dropped;
 //   - a Waiting error with a positive Result.RequeueAfter: run again after
 //     RequeueAfter;
-//   - any other error: retried with the queue's backoff.
+//   - any other error: retried after the wait its RateLimiter gives.
 //
 // Every reconcile is logged (debug when it succeeds) and measured.
 type Controller struct {
@@ -134,6 +135,19 @@ type Controller struct {
 	// retry period (8s), after which the Lease is released. Reconciles are
 	// cut at once when the Lease is lost.
 	ShutdownTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile: its ctx is cancelled once
+	// it has run this long, and the reconcile is counted in
+	// controller_runtime_reconcile_timeouts_total. Zero or negative
+	// means no bound.
+	ReconcileTimeout time.Duration
+	// Classify sorts the errors of Reconcile into the classes that
+	// decide what happens to their keys. Nil means [Classify].
+	Classify func(err error) Class
+	// RateLimiter decides how long a key waits to be retried after a
+	// failed reconcile; compose one from queue's limiters, such as
+	// queue.MaxOf(&queue.ExponentialBackoff{Base: time.Second},
+	// &queue.TokenBucket{QPS: 50}). Nil means queue.DefaultRateLimiter().
+	RateLimiter queue.RateLimiter
 	// Background holds functions that Run runs as it runs the caches,
 	// such as an Event writer, or a watch that only queues keys and that
 	// no reconcile waits for: they start before the caches sync, and
@@ -153,7 +167,9 @@ type Controller struct {
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	mu        sync.Mutex
 	caches    []named
-	cacheErr  error // the first error of a WatchMapped
+	// cacheErr is the first error of a Watch* call (a cache it cannot
+	// share, an owner it cannot match); Run returns it.
+	cacheErr error
 	// failed names the failing checks that Checks last logged, at
 	// failedLogged; guarded by mu.
 	failed       string
@@ -207,16 +223,16 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 
 // WatchOwned makes the cache of a resource the primary one owns: a change
 // of an object queues the key of its controller owner when that owner is
-// of the given resource and kind (apiVersion owner.GroupVersion()), such
-// as Deployments owned by a custom resource. A cluster-scoped owner
-// (owner.Namespaced false) has the key of its name alone. The controller
-// runs the cache as WatchPrimary's; cfg.Handler is replaced.
-func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource, kind string) *watch.Cache[T] {
-	apiVersion := owner.GroupVersion()
-	return WatchMapped[T, P](c, cfg, func(obj *T) []string {
+// of resource owner (by [ControllerOf]), such as Deployments owned by a
+// custom resource. A cluster-scoped owner (owner.Namespaced false) has the
+// key of its name alone. The controller runs the cache as WatchPrimary's;
+// cfg.Handler is replaced. An owner without Kind, Version or Resource
+// makes Run fail.
+func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource) *watch.Cache[T] {
+	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
-		ref := m.ControllerOf()
-		if ref == nil || ref.Kind != kind || ref.APIVersion != apiVersion {
+		ref := ControllerOf(m, owner)
+		if ref == nil {
 			return nil
 		}
 		if !owner.Namespaced {
@@ -224,6 +240,12 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 		}
 		return []string{k8sapi.Key(m.Namespace, ref.Name)}
 	})
+	if err := checkOwner(cfg.Name, owner); err != nil {
+		c.mu.Lock()
+		c.cacheErr = cmp.Or(c.cacheErr, err)
+		c.mu.Unlock()
+	}
+	return cache
 }
 
 // WatchMapped makes the cache of any other resource: a change of an
@@ -259,7 +281,7 @@ func (c *Controller) init() error {
 		c.keys = func() []string { return nil }
 		c.primaryRV = func(string, string) string { return "" }
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
-		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq})
+		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq, RateLimiter: c.RateLimiter})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
 		collectors := []metrics.Collector{c.series, wq}
 		c.set, c.election = c.Caches, c.Election
@@ -497,9 +519,9 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 			panic(r)
 		}
 	}()
-	res, err := c.Reconciler.Reconcile(ctx, key)
+	res, err := c.reconcileWithin(ctx, key)
 	ns, name, _ := k8sapi.SplitKey(key)
-	class := Classify(err) // Transient for nil
+	class := c.classOf(err)
 	if class == Moot {
 		// The object or its namespace is going away: retrying would
 		// only fail again.
@@ -532,4 +554,31 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (queue.Result
 	}
 	c.log.Error("reconcile failed", append(attrs, "err", err)...)
 	return queue.Result{}, err
+}
+
+// errReconcileTimeout ends the ctx of a reconcile at ReconcileTimeout.
+var errReconcileTimeout = errors.New("reconcile: ReconcileTimeout passed")
+
+// reconcileWithin calls the Reconciler with ctx bounded by
+// ReconcileTimeout, and counts the reconciles that ran past it.
+func (c *Controller) reconcileWithin(ctx context.Context, key string) (queue.Result, error) {
+	if c.ReconcileTimeout <= 0 {
+		return c.Reconciler.Reconcile(ctx, key)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, c.ReconcileTimeout, errReconcileTimeout)
+	defer cancel()
+	res, err := c.Reconciler.Reconcile(ctx, key)
+	if context.Cause(ctx) == errReconcileTimeout {
+		c.series.TimedOut()
+	}
+	return res, err
+}
+
+// classOf returns the class of err by Classify, or [Classify] when it is
+// nil; nil is Transient.
+func (c *Controller) classOf(err error) Class {
+	if err == nil || c.Classify == nil {
+		return Classify(err)
+	}
+	return c.Classify(err)
 }

@@ -46,13 +46,13 @@ func (r *thingReconciler) Reconcile(ctx context.Context, key string) (queue.Resu
 	want := &configMap{
 		TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: name + "-cm", Labels: kitLabels,
-			OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(&th.ObjectMeta, things.GroupVersion(), "Thing")}},
+			OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(things, &th.ObjectMeta)}},
 		Data: map[string]string{"from": name},
 	}
 	if cm, ok := r.children.Get(ns, want.Name); ok && maps.Equal(cm.Data, want.Data) {
 		return queue.Result{}, nil
 	}
-	_, err = reconcile.ApplyChild(ctx, r.children, r.client, kitManager, "ConfigMap", want)
+	_, err = reconcile.ApplyChild(ctx, r.children, r.client, kitManager, want)
 	if nc := (*reconcile.NotControlledError)(nil); errors.As(err, &nc) {
 		r.refused <- err
 		return queue.Result{}, &reconcile.TerminalError{Err: err}
@@ -90,7 +90,7 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	r := &thingReconciler{client: cms, refused: make(chan error, 10)}
 	r.things = reconcile.WatchPrimary(c, watch.Config[thing]{Source: watch.ClientSource[thing](tc.Client, things), Namespace: ns, Name: "things"})
 	r.children = reconcile.WatchOwned(c, watch.Config[configMap]{Source: watch.ClientSource[configMap](tc.Client, k8sapi.ConfigMaps),
-		Namespace: ns, LabelSelector: "kit.widget.test/managed=true", Name: "configmaps"}, things, "Thing")
+		Namespace: ns, LabelSelector: "kit.widget.test/managed=true", Name: "configmaps"}, things)
 	c.Reconciler = r
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -190,14 +190,14 @@ func TestControllerAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := reconcile.NewControllerRef(&c3.ObjectMeta, things.GroupVersion(), "Thing")
+	ref := reconcile.NewControllerRef(things, &c3.ObjectMeta)
 	if _, err := cms.Create(ctx, ns, &configMap{ObjectMeta: k8sapi.ObjectMeta{Name: "c-cm", OwnerReferences: []k8sapi.OwnerReference{ref}}}, k8sapi.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := &configMap{TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: "c-cm", Labels: kitLabels, OwnerReferences: []k8sapi.OwnerReference{ref}},
 		Data:       map[string]string{"from": "c"}}
-	got, err := reconcile.ApplyChild(ctx, r.children, cms, kitManager, "ConfigMap", want)
+	got, err := reconcile.ApplyChild(ctx, r.children, cms, kitManager, want)
 	if err != nil || got.Data["from"] != "c" || got.Labels["kit.widget.test/managed"] != "true" {
 		t.Fatalf("ApplyChild over our own object = %+v, %v", got, err)
 	}

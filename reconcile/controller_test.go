@@ -71,11 +71,11 @@ func object(ns, name, rv string) obj {
 // child is ns/name, controlled by the owner of apiVersion, kind and name.
 func child(ns, name, apiVersion, kind, owner string) obj {
 	o := object(ns, name, "1")
-	o.OwnerReferences = []k8sapi.OwnerReference{NewControllerRef(&k8sapi.ObjectMeta{Name: owner, UID: "uid-" + owner}, apiVersion, kind)}
+	o.OwnerReferences = []k8sapi.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: owner, UID: "uid-" + owner, Controller: new(true)}}
 	return o
 }
 
-var thingsRes = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true}
+var thingsRes = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true, Kind: "Thing"}
 
 // recorder is a Reconciler that records the keys it is given.
 type recorder struct {
@@ -135,8 +135,8 @@ func TestControllerWiring(t *testing.T) {
 		clustered := newMemSource(child("ns", "q", "v1", "Namespace", "team"))
 		mapped := newMemSource(object("ns", "m", "1"))
 		prims := WatchPrimary(c, watch.Config[obj]{Source: prim, Name: "prims"})
-		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes, "Thing")
-		WatchOwned(c, watch.Config[obj]{Source: clustered, Name: "clustered"}, k8sapi.Namespaces, "Namespace")
+		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes)
+		WatchOwned(c, watch.Config[obj]{Source: clustered, Name: "clustered"}, k8sapi.Namespaces)
 		WatchMapped(c, watch.Config[obj]{Source: mapped, Name: "mapped"}, func(o *obj) []string { return []string{"mapped/" + o.Name, "also"} })
 		c.Enqueue("early/key")
 		for _, ch := range c.Checks(time.Now()) {
@@ -260,6 +260,102 @@ func TestReconcileKeyByClass(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Controller's own Classify decides the class of its errors, and is not
+// asked about a success.
+func TestReconcileKeyOwnClassify(t *testing.T) {
+	errMine := errors.New("wait for the cloud")
+	for _, tt := range []struct {
+		err      error
+		wantErr  bool // retried with backoff
+		terminal string
+	}{
+		{nil, false, "0"},
+		{errMine, false, "1"},                   // Permanent by its Classify
+		{apiErr(422, "Invalid", ""), true, "0"}, // Transient by its Classify, Permanent by Classify
+	} {
+		reg := metrics.NewRegistry()
+		c := &Controller{Name: "t", Metrics: reg,
+			Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) { return queue.Result{}, tt.err }),
+			Classify: func(err error) Class {
+				if err == nil {
+					t.Error("Classify(nil) called")
+				}
+				if errors.Is(err, errMine) {
+					return Permanent
+				}
+				return Transient
+			}}
+		c.init()
+		if _, err := c.reconcileKey(t.Context(), "ns/a"); (err != nil) != tt.wantErr {
+			t.Errorf("%v: reconcileKey = %v, want retried %v", tt.err, err, tt.wantErr)
+		}
+		if v := sample(t, reg, `controller_runtime_terminal_reconcile_errors_total{controller="t"}`); v != tt.terminal {
+			t.Errorf("%v: terminal errors counted %q, want %s", tt.err, v, tt.terminal)
+		}
+	}
+}
+
+// ReconcileTimeout cancels a reconcile's ctx and counts it; one that ends
+// in time, or is cancelled by its parent, is not counted.
+func TestReconcileTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := metrics.NewRegistry()
+		var took time.Duration
+		c := &Controller{Name: "t", Metrics: reg, ReconcileTimeout: 5 * time.Second,
+			Reconciler: ReconcilerFunc(func(ctx context.Context, key string) (queue.Result, error) {
+				start := time.Now()
+				defer func() { took = time.Since(start) }()
+				if key == "ns/quick" {
+					return queue.Result{}, nil
+				}
+				<-ctx.Done()
+				return queue.Result{}, ctx.Err()
+			})}
+		c.init()
+		count := func() string { return sample(t, reg, `controller_runtime_reconcile_timeouts_total{controller="t"}`) }
+		if _, err := c.reconcileKey(t.Context(), "ns/slow"); !errors.Is(err, context.DeadlineExceeded) || took != 5*time.Second || count() != "1" {
+			t.Errorf("slow: %v after %v, %s timeouts counted; want the deadline at 5s, counted once", err, took, count())
+		}
+		if _, err := c.reconcileKey(t.Context(), "ns/quick"); err != nil || count() != "1" {
+			t.Errorf("quick: %v, %s timeouts counted; want 1", err, count())
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		if _, err := c.reconcileKey(ctx, "ns/slow"); !errors.Is(err, context.Canceled) || took != time.Second || count() != "1" {
+			t.Errorf("cancelled: %v after %v, %s timeouts counted; want cancelled at 1s, not counted", err, took, count())
+		}
+	})
+}
+
+// The Controller's RateLimiter decides the wait of a failed key.
+func TestOwnRateLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration // of each reconcile, since the start
+		start := time.Now()
+		c := &Controller{Name: "t", RateLimiter: &queue.ExponentialBackoff{Base: time.Minute},
+			Reconciler: ReconcilerFunc(func(context.Context, string) (queue.Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Since(start))
+				return queue.Result{}, errors.New("fails")
+			})}
+		WatchPrimary(c, watch.Config[obj]{Source: newMemSource(object("ns", "a", "1"))})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		time.Sleep(3*time.Minute + time.Second)
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		// After the first sync poll (50ms): retried 1 then 2 minutes on.
+		if len(at) != 3 || at[1]-at[0] != time.Minute || at[2]-at[1] != 2*time.Minute {
+			t.Errorf("reconciled at %v, want 3 times, 1 and 2 minutes apart", at)
+		}
+	})
 }
 
 // A panic is counted, and passed on to the queue's runner.
@@ -418,6 +514,30 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 	} {
 		if err := tt.c.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Run = %v, want an error with %q", err, tt.want)
+		}
+	}
+}
+
+// An owner resource that owner references cannot match fails Run, naming
+// the field it lacks, rather than dropping every child event.
+func TestRunRefusesInconsistentOwner(t *testing.T) {
+	for _, tt := range []struct {
+		owner k8sapi.Resource
+		want  string
+	}{
+		{k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "things", Namespaced: true}, "has no Kind"},
+		{k8sapi.Resource{Group: "example.com", Resource: "things", Kind: "Thing"}, "has no Version"},
+		{k8sapi.Resource{Version: "v1", Kind: "Namespace"}, "has no Resource"},
+	} {
+		c := &Controller{Name: "t", Reconciler: &recorder{}}
+		WatchPrimary(c, watch.Config[obj]{Source: newMemSource(), Name: "prims"})
+		WatchOwned(c, watch.Config[obj]{Source: newMemSource(), Name: "good"}, thingsRes)
+		WatchOwned(c, watch.Config[obj]{Source: newMemSource(), Name: "bad"}, tt.owner)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // Run fails before it waits for anything
+		err := c.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "WatchOwned bad: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run with owner %+v = %v, want an error naming the cache and with %q", tt.owner, err, tt.want)
 		}
 	}
 }

@@ -8,7 +8,9 @@
 // The Controller waits for its caches to sync, runs the workers, measures
 // and logs every reconcile, reports readiness ([Controller.Checks]),
 // optionally leads by a Lease, and drains on shutdown. What a reconcile
-// returns is sorted by [Classify]: a [TerminalError] is never retried.
+// returns is sorted by [Classify], or the Controller's own classification:
+// a [TerminalError] is not retried until the key is queued again by a
+// change.
 //
 // The helpers are for any operator: [ApplyChild] creates or applies a
 // child and reports one someone else controls ([NotControlledError]);

@@ -35,7 +35,7 @@ func ExampleController() {
 		Source:        watch.ClientSource[configMap](client, k8sapi.ConfigMaps),
 		LabelSelector: "example.com/copy-of",
 		Name:          "copies",
-	}, k8sapi.ConfigMaps, "ConfigMap")
+	}, k8sapi.ConfigMaps)
 	c.Reconciler = reconcile.ReconcilerFunc(func(ctx context.Context, key string) (queue.Result, error) {
 		ns, name, err := k8sapi.SplitKey(key)
 		if err != nil {
@@ -49,13 +49,13 @@ func ExampleController() {
 			TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: k8sapi.ObjectMeta{Namespace: ns, Name: name + "-copy",
 				Labels:          map[string]string{"example.com/copy-of": name},
-				OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(&orig.ObjectMeta, "v1", "ConfigMap")}},
+				OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(k8sapi.ConfigMaps, &orig.ObjectMeta)}},
 			Data: orig.Data,
 		}
 		if cp, ok := copies.Get(ns, name+"-copy"); ok && maps.Equal(cp.Data, want.Data) {
 			return queue.Result{}, nil // nothing to write
 		}
-		_, err = reconcile.ApplyChild(ctx, copies, k8sapi.For[configMap](client, k8sapi.ConfigMaps), "copier", "ConfigMap", want)
+		_, err = reconcile.ApplyChild(ctx, copies, k8sapi.For[configMap](client, k8sapi.ConfigMaps), "copier", want)
 		return queue.Result{}, err
 	})
 	ctx, stop := context.WithCancel(context.Background())

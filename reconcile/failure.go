@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -78,8 +80,13 @@ type TerminalError struct {
 	Err error // the cause
 }
 
-// Error returns the cause's message.
-func (e *TerminalError) Error() string { return e.Err.Error() }
+// Error returns the cause's message, or "terminal error" without one.
+func (e *TerminalError) Error() string {
+	if e.Err == nil {
+		return "terminal error"
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the cause.
 func (e *TerminalError) Unwrap() error { return e.Err }
@@ -93,4 +100,56 @@ func IsTerminal(err error) bool {
 func hasCause(ae *k8sapi.APIError, typ string) bool {
 	return ae.Status.Details != nil &&
 		slices.ContainsFunc(ae.Status.Details.Causes, func(c k8sapi.StatusCause) bool { return c.Type == typ })
+}
+
+// MaxMessageBytes caps the messages that [TrimMessage] returns.
+const MaxMessageBytes = 1024
+
+// TrimMessage makes s fit to quote in a status or an Event: it escapes
+// what is not printable (k8sapi.Escape: the server's text may hold ESC
+// or BEL, which kubectl would print raw) and cuts it to at most
+// MaxMessageBytes bytes, marking a cut with "...". What is kept of a cut
+// message is valid UTF-8.
+func TrimMessage(s string) string {
+	if s = k8sapi.Escape(s); len(s) <= MaxMessageBytes {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxMessageBytes-len("...")], "") + "..."
+}
+
+// ServerMessage is what the API server said in ae: its causes, field by
+// field, when it gave any, else its message. The user an RBAC denial
+// names (`User "system:..." cannot create ...`) is replaced with "the
+// operator": whoever can read an object can read its status, and the
+// operator's identity is for its log alone.
+func ServerMessage(ae *k8sapi.APIError) string {
+	var causes []string
+	if ae.Status.Details != nil {
+		for _, c := range ae.Status.Details.Causes {
+			if c.Field != "" {
+				c.Message = c.Field + ": " + c.Message
+			}
+			causes = append(causes, c.Message)
+		}
+	}
+	return withoutUser(cmp.Or(strings.Join(causes, "; "), ae.Status.Message, ae.Body))
+}
+
+func withoutUser(m string) string {
+	before, rest, ok := strings.Cut(m, `User "`)
+	if !ok {
+		return m
+	}
+	if _, after, ok := strings.Cut(rest, `" `); ok {
+		return before + "the operator " + after
+	}
+	return m
+}
+
+// IsQuotaExceeded reports whether err is or wraps a 403 from ResourceQuota
+// admission.
+func IsQuotaExceeded(err error) bool {
+	ae, ok := errors.AsType[*k8sapi.APIError](err)
+	return ok && ae.Code == http.StatusForbidden &&
+		(strings.Contains(ae.Status.Message, "exceeded quota: ") || strings.Contains(ae.Status.Message, "status unknown for quota: "))
 }

@@ -7,19 +7,41 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// NewControllerRef returns an owner reference to owner, whose objects have
-// the given apiVersion and kind, marked controller: true and
-// blockOwnerDeletion: true. Give it to SetControllerReference or put it in
-// a desired object's metadata.
-func NewControllerRef(owner *k8sapi.ObjectMeta, apiVersion, kind string) k8sapi.OwnerReference {
+// NewControllerRef returns an owner reference to the object of resource
+// owner whose metadata is meta, marked controller: true and
+// blockOwnerDeletion: true: its apiVersion and kind are owner's. Give it
+// to SetControllerReference or put it in a desired object's metadata.
+func NewControllerRef(owner k8sapi.Resource, meta *k8sapi.ObjectMeta) k8sapi.OwnerReference {
 	return k8sapi.OwnerReference{
-		APIVersion:         apiVersion,
-		Kind:               kind,
-		Name:               owner.Name,
-		UID:                owner.UID,
+		APIVersion:         owner.GroupVersion(),
+		Kind:               owner.Kind,
+		Name:               meta.Name,
+		UID:                meta.UID,
 		Controller:         new(true),
 		BlockOwnerDeletion: new(true),
 	}
+}
+
+// ControllerOf returns the controller owner reference of obj when its
+// controller is an object of resource owner (of owner's apiVersion and
+// kind), and nil otherwise.
+func ControllerOf(obj *k8sapi.ObjectMeta, owner k8sapi.Resource) *k8sapi.OwnerReference {
+	if c := obj.ControllerOf(); c != nil && c.Kind == owner.Kind && c.APIVersion == owner.GroupVersion() {
+		return c
+	}
+	return nil
+}
+
+// checkOwner returns an error naming the field of owner, the owner
+// resource of the cache name, that owner references need and it lacks, or
+// nil.
+func checkOwner(name string, owner k8sapi.Resource) error {
+	for _, f := range [][2]string{{"Kind", owner.Kind}, {"Version", owner.Version}, {"Resource", owner.Resource}} {
+		if f[1] == "" {
+			return fmt.Errorf("reconcile: WatchOwned %s: the owner resource %+v has no %s, so no owner reference would match it", name, owner, f[0])
+		}
+	}
+	return nil
 }
 
 // SetControllerReference makes ref the controller owner reference of obj.

@@ -9,9 +9,10 @@ import (
 
 func TestSetControllerReference(t *testing.T) {
 	owner := &k8sapi.ObjectMeta{Name: "web", UID: "uid-web"}
-	ref := NewControllerRef(owner, "example.com/v1", "Widget")
+	widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget"}
+	ref := NewControllerRef(widgets, owner)
 	plain := k8sapi.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "uid-cm"}
-	otherCtl := NewControllerRef(&k8sapi.ObjectMeta{Name: "old", UID: "uid-old"}, "example.com/v1", "Widget")
+	otherCtl := NewControllerRef(widgets, &k8sapi.ObjectMeta{Name: "old", UID: "uid-old"})
 	tests := []struct {
 		name    string
 		refs    []k8sapi.OwnerReference
@@ -51,6 +52,9 @@ func TestSetControllerReference(t *testing.T) {
 			}
 		})
 	}
+	if ref.APIVersion != "example.com/v1" || ref.Kind != "Widget" || ref.Name != "web" || ref.UID != "uid-web" {
+		t.Errorf("NewControllerRef = %+v", ref)
+	}
 	if !IsControlledBy(&k8sapi.ObjectMeta{OwnerReferences: []k8sapi.OwnerReference{plain, ref}}, "uid-web") {
 		t.Error("IsControlledBy(own) = false")
 	}
@@ -65,4 +69,27 @@ func TestSetControllerReference(t *testing.T) {
 // samePtr reports whether a and b are both nil or point to equal values.
 func samePtr(a, b *bool) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// ControllerOf finds the controller of the owner resource's apiVersion and
+// kind alone.
+func TestControllerOf(t *testing.T) {
+	widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget"}
+	ref := NewControllerRef(widgets, &k8sapi.ObjectMeta{Name: "web", UID: "uid-web"})
+	for _, tt := range []struct {
+		name string
+		refs []k8sapi.OwnerReference
+		want bool
+	}{
+		{"its controller", []k8sapi.OwnerReference{ref}, true},
+		{"another kind", []k8sapi.OwnerReference{{APIVersion: "example.com/v1", Kind: "Gadget", Name: "web", Controller: new(true)}}, false},
+		{"another version", []k8sapi.OwnerReference{{APIVersion: "example.com/v2", Kind: "Widget", Name: "web", Controller: new(true)}}, false},
+		{"not controller", []k8sapi.OwnerReference{{APIVersion: "example.com/v1", Kind: "Widget", Name: "web"}}, false},
+		{"none", nil, false},
+	} {
+		got := ControllerOf(&k8sapi.ObjectMeta{OwnerReferences: tt.refs}, widgets)
+		if (got != nil) != tt.want || got != nil && got.Name != "web" {
+			t.Errorf("%s: ControllerOf = %+v, want found %v", tt.name, got, tt.want)
+		}
+	}
 }

@@ -99,7 +99,7 @@ func childMeta(w *Widget) k8sapi.ObjectMeta {
 		Name:            w.Name,
 		Namespace:       w.Namespace,
 		Labels:          Labels(w.Name),
-		OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(&w.ObjectMeta, WidgetAPIVersion, WidgetKind)},
+		OwnerReferences: []k8sapi.OwnerReference{reconcile.NewControllerRef(Widgets, &w.ObjectMeta)},
 	}
 }
 

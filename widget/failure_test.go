@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
@@ -30,17 +29,6 @@ var (
 	errQuota = apiErr(403, "Forbidden", `deployments.apps "web" is forbidden: exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=0, limited: count/deployments.apps=0`)
 	errRBAC  = apiErr(403, "Forbidden", `services is forbidden: User "system:serviceaccount:widget-system:widget-operator" cannot create resource "services" in API group "" in the namespace "default"`)
 )
-
-func TestTrimMessage(t *testing.T) {
-	if s := trimMessage("short"); s != "short" {
-		t.Errorf("trimMessage(short) = %q", s)
-	}
-	long := strings.Repeat("é", 1000) // 2000 bytes
-	s := trimMessage(long)
-	if len(s) > MaxMessageBytes || !utf8.ValidString(s) || !strings.HasSuffix(s, "...") || len(s) < MaxMessageBytes-4 {
-		t.Errorf("trimMessage: %d bytes, valid %v, %q...", len(s), utf8.ValidString(s), s[len(s)-8:])
-	}
-}
 
 func TestValidateName(t *testing.T) {
 	for _, tt := range []struct {
@@ -307,13 +295,8 @@ func TestReconcileTransientGrace(t *testing.T) {
 		if p := c.widgets["default/web"].Status.Phase; p != PhasePending {
 			t.Fatalf("phase after recovery %q", p)
 		}
-		n := 0
-		r.failed.Range(func(any, any) bool {
-			n++
-			return true
-		})
-		if n != 0 {
-			t.Fatalf("%d keys still remembered after success", n)
+		if later := time.Now().Add(time.Hour); !r.failed.FailingSince("default/web", later).Equal(later) {
+			t.Fatal("the failures of default/web still remembered after success")
 		}
 	})
 }
@@ -340,7 +323,7 @@ func TestReconcileMoot(t *testing.T) {
 	})
 }
 
-// The server's message is trimmed to MaxMessageBytes in the condition.
+// The server's message is trimmed to reconcile.MaxMessageBytes in the condition.
 func TestReconcileRefusalMessageTrimmed(t *testing.T) {
 	atT0(t, func(t *testing.T) {
 		var causes []k8sapi.StatusCause
@@ -353,7 +336,7 @@ func TestReconcileRefusalMessageTrimmed(t *testing.T) {
 		r := c.reconciler(&Reconciler{Client: c})
 		r.Reconcile(context.Background(), "default/web")
 		cond, _ := reconcile.FindCondition(c.widgets["default/web"].Status.Conditions, ConditionReady)
-		if len(cond.Message) > MaxMessageBytes || !strings.Contains(cond.Message, "spec.f0: Invalid value") || !strings.HasSuffix(cond.Message, "...") {
+		if len(cond.Message) > reconcile.MaxMessageBytes || !strings.Contains(cond.Message, "spec.f0: Invalid value") || !strings.HasSuffix(cond.Message, "...") {
 			t.Fatalf("message of %d bytes: %q", len(cond.Message), cond.Message)
 		}
 	})
@@ -388,20 +371,6 @@ func countPrefix(calls []string, prefix string) int {
 		}
 	}
 	return n
-}
-
-func TestWithoutUser(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{`services is forbidden: User "system:serviceaccount:ns:op" cannot create resource "services" in API group "" in the namespace "x"`,
-			`services is forbidden: the operator cannot create resource "services" in API group "" in the namespace "x"`},
-		{`exceeded quota: q, requested: count/deployments.apps=1`, `exceeded quota: q, requested: count/deployments.apps=1`},
-		{`User "unterminated`, `User "unterminated`},
-		{``, ``},
-	} {
-		if got := withoutUser(tt.in); got != tt.want {
-			t.Errorf("withoutUser(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
 }
 
 // A ResourceQuota change ends the wait of the Widgets of its namespace

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -73,22 +72,16 @@ type Reconciler struct {
 	// write fails (ReasonReconcileError). Nil records nothing.
 	Recorder EventRecorder
 
-	failed sync.Map // key → failure: what is remembered of a failing Widget
+	failed reconcile.Refusals[state, Problem] // the writes refused, per key
 }
 
-// failure is what a Reconciler remembers of a Widget whose writes fail:
-// either a write the server refused (problem set) and the state it was
-// refused in, the Widget's UID and generation and the children's
-// resourceVersions ("" for none), which stands while that state does; or,
-// for Transient failures (problem zero), since when they have lasted.
-type failure struct {
+// state is the state of a Widget and its children that a refusal of its
+// writes was made in: the Widget's UID and generation and the children's
+// resourceVersions ("" for none).
+type state struct {
 	uid                 string
 	generation          int64
 	deploymentRV, svcRV string
-	problem             Problem
-	retryAt             time.Time // zero: only a change ends it (Permanent)
-	waits               int       // Waiting refusals in a row, which set the next wait
-	since               time.Time // Transient: when the current run of failures began
 }
 
 // Reconcile brings the Widget named by key ("namespace/name") and its
@@ -152,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		return queue.Result{}, e
 	}
 	if w == nil || w.DeletionTimestamp != nil {
-		r.failed.Delete(key)
+		r.failed.Forget(key)
 		return queue.Result{}, nil
 	}
 	d, _ := r.Deployments.Get(ns, name)
@@ -166,13 +159,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	)
 	if msg := ValidateWidget(w); msg != "" {
 		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if rf, ok := r.standing(key, w, d, svc, now); ok {
+	} else if rf, wait, ok := r.failed.Standing(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, now); ok {
 		// Refused before, and nothing has changed since: report it
 		// again without asking again.
-		problem = &rf.problem
-		if !rf.retryAt.IsZero() {
-			res.RequeueAfter = rf.retryAt.Sub(now)
-		}
+		problem, res.RequeueAfter = &rf, wait
 	} else if kind, werr := r.applyChildren(ctx, key, w, &d, svc); werr != nil {
 		op := "apply " + strings.ToLower(kind)
 		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
@@ -181,32 +171,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		case errors.As(werr, &nc):
 			problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
 		case class == reconcile.Moot:
-			r.failed.Delete(key)
+			r.failed.Forget(key)
 			return queue.Result{}, nil
 		case class == reconcile.Permanent || class == reconcile.Waiting:
 			problem = refusalProblem(class, kind, key, werr)
-			rf := failure{uid: w.UID, generation: w.Generation, deploymentRV: rvOf(d), svcRV: rvOf(svc), problem: *problem}
+			res.RequeueAfter = r.failed.Refused(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, class, werr, *problem, now)
 			retErr = &reconcile.TerminalError{Err: e}
 			if class == reconcile.Waiting {
-				rf.waits = r.remembered(key).waits + 1
-				wait := k8sapi.Backoff{Base: FirstWait, Max: MaxWait}.Delay(rf.waits - 1)
-				rf.retryAt, res.RequeueAfter, retErr = now.Add(wait), wait, e
+				retErr = e
 			}
-			r.failed.Store(key, rf)
 		case ctx.Err() != nil:
 			return queue.Result{}, e
 		default:
-			since := r.failingSince(key, now)
+			since := r.failed.FailingSince(key, now)
 			if now.Sub(since) < TransientGrace {
 				return failWrite(op, werr)
 			}
-			problem = &Problem{Reason: ReasonReconcileError, Message: trimMessage(fmt.Sprintf(
+			problem = &Problem{Reason: ReasonReconcileError, Message: reconcile.TrimMessage(fmt.Sprintf(
 				"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}
 			retErr = e
 		}
 	}
 	if problem == nil || problem.Reason == ReasonInvalidSpec || problem.Reason == ReasonOwnershipConflict {
-		r.failed.Delete(key)
+		r.failed.Forget(key)
 	}
 
 	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
@@ -222,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
 		if reconcile.Classify(err) == reconcile.Moot {
-			r.failed.Delete(key)
+			r.failed.Forget(key)
 			return queue.Result{}, nil
 		}
 		return failWrite("patch widget status", err)
@@ -273,52 +260,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d
 
 // RetryQuota ends the wait of every Widget of namespace whose write a
 // ResourceQuota refused, and returns their keys for the controller to
-// queue: their next reconciles send their writes again, and, if they are
-// refused again, wait FirstWait (the backoff starts over), since the new
-// quota may take a moment to reach the server's admission. A controller
-// calls it when a ResourceQuota of namespace changes. It looks only at the
-// refusals it remembers, not at every Widget.
-func (r *Reconciler) RetryQuota(namespace string) []string {
-	var keys []string
-	r.failed.Range(func(k, v any) bool {
-		if key := k.(string); v.(failure).problem.Reason == ReasonQuotaExceeded && strings.HasPrefix(key, namespace+"/") {
-			keys = append(keys, key)
-			r.failed.Delete(key)
-		}
-		return true
-	})
-	return keys
-}
-
-// remembered returns what is remembered of key, the zero failure when
-// nothing is.
-func (r *Reconciler) remembered(key string) failure {
-	v, _ := r.failed.Load(key)
-	f, _ := v.(failure)
-	return f
-}
-
-// standing returns the refusal of key if it still stands: the Widget and
-// its children are as they were when it was made, and, for a Waiting
-// one, its retry time has not come.
-func (r *Reconciler) standing(key string, w *Widget, d *k8sapi.Deployment, svc *k8sapi.Service, now time.Time) (failure, bool) {
-	f := r.remembered(key)
-	if f.problem.Reason == "" || f.uid != w.UID || f.generation != w.Generation || f.deploymentRV != rvOf(d) || f.svcRV != rvOf(svc) {
-		return failure{}, false
-	}
-	return f, f.retryAt.IsZero() || now.Before(f.retryAt)
-}
-
-// failingSince records a Transient failure of key at now and returns when
-// the current run of them began.
-func (r *Reconciler) failingSince(key string, now time.Time) time.Time {
-	f := r.remembered(key)
-	if f.since.IsZero() {
-		f = failure{since: now, waits: f.waits}
-		r.failed.Store(key, f)
-	}
-	return f.since
-}
+// queue (see reconcile.Refusals.RetryQuota). A controller calls it when
+// a ResourceQuota of namespace changes.
+func (r *Reconciler) RetryQuota(namespace string) []string { return r.failed.RetryQuota(namespace) }
 
 // rvOf is the resourceVersion of a child, or "" for none.
 func rvOf[T any, P reconcile.Object[T]](obj P) string {

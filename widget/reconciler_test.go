@@ -204,7 +204,7 @@ func TestReconcile(t *testing.T) {
 				c := readyWorld(t)
 				other := widget()
 				other.UID = "uid-old-web"
-				c.services["default/web"].OwnerReferences = []k8sapi.OwnerReference{reconcile.NewControllerRef(&other.ObjectMeta, WidgetAPIVersion, WidgetKind)}
+				c.services["default/web"].OwnerReferences = []k8sapi.OwnerReference{reconcile.NewControllerRef(Widgets, &other.ObjectMeta)}
 				return c
 			},
 			wantCalls: calls("PatchWidgetStatus default/web",

@@ -58,7 +58,7 @@ func readiness(w *Widget, d *k8sapi.Deployment, problem *Problem) (string, k8sap
 			key, d.Generation, d.Status.ObservedGeneration)
 	}
 	if c, _ := reconcile.FindCondition(d.Status.Conditions, "Progressing"); c.Status == "False" && c.Reason == "ProgressDeadlineExceeded" {
-		return notReady(PhaseFailed, ReasonProgressDeadlineExceeded, "Deployment %s: %s", key, trimMessage(c.Message))
+		return notReady(PhaseFailed, ReasonProgressDeadlineExceeded, "Deployment %s: %s", key, reconcile.TrimMessage(c.Message))
 	}
 	want := w.Spec.ReplicasOrDefault()
 	ds := d.Status

@@ -23,8 +23,7 @@ import (
 // the way, so it costs a small, fixed amount.
 func trimMeta(m *k8sapi.ObjectMeta) (foreign bool) {
 	watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy)
-	c := m.ControllerOf()
-	return c == nil || c.Kind != WidgetKind || c.APIVersion != WidgetAPIVersion
+	return reconcile.ControllerOf(m, Widgets) == nil
 }
 
 // TrimWidget keeps of w the metadata that watch.TrimMeta keeps without
@@ -56,7 +55,7 @@ func TrimDeployment(d *k8sapi.Deployment) {
 	var conds []k8sapi.Condition
 	for _, t := range []string{"Available", "Progressing"} {
 		if c, ok := reconcile.FindCondition(d.Status.Conditions, t); ok {
-			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), trimMessage(c.Message)
+			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), reconcile.TrimMessage(c.Message)
 			conds = append(conds, c)
 		}
 	}

@@ -25,8 +25,9 @@ const (
 )
 
 // Widgets is the Widget custom resource: widgets.example.com, version v1,
+// kind Widget,
 // namespaced.
-var Widgets = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
+var Widgets = k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true, Kind: WidgetKind}
 
 // MaxNameLength is the longest name a Widget may have: its Service is
 // named after it, and a Service's name is a DNS-1035 label.

@@ -104,16 +104,15 @@ type limitRangeItem struct {
 
 // children is one kind of child: its cache and its verbs.
 type children[S any] struct {
-	kind  string
 	cache *watch.Cache[object[S]]
 	api   k8sapi.Typed[object[S]]
 }
 
 func watchChildren[S any](c *reconcile.Controller, client *k8sapi.Client, kind, plural string) children[S] {
-	r := k8sapi.Resource{Version: "v1", Resource: plural, Namespaced: true}
+	r := k8sapi.Resource{Version: "v1", Resource: plural, Namespaced: true, Kind: kind}
 	cache := reconcile.WatchOwned(c, watch.Config[object[S]]{Source: watch.ClientSource[object[S]](client, r),
-		LabelSelector: managedBy + "=" + fieldManager, Name: plural}, k8sapi.Namespaces, "Namespace")
-	return children[S]{kind: kind, cache: cache, api: k8sapi.For[object[S]](client, r)}
+		LabelSelector: managedBy + "=" + fieldManager, Name: plural}, k8sapi.Namespaces)
+	return children[S]{cache: cache, api: k8sapi.For[object[S]](client, r)}
 }
 
 // apply makes the child of ns have spec, unless it has it already.
@@ -122,12 +121,12 @@ func (ch children[S]) apply(ctx context.Context, ns *namespace, spec S) error {
 	if ok && reconcile.IsControlledBy(&cur.ObjectMeta, ns.UID) && reflect.DeepEqual(cur.Spec, spec) {
 		return nil
 	}
-	ref := reconcile.NewControllerRef(&ns.ObjectMeta, "v1", "Namespace")
+	ref := reconcile.NewControllerRef(k8sapi.Namespaces, &ns.ObjectMeta)
 	ref.BlockOwnerDeletion = nil // the namespace controller, not the garbage collector, empties a Namespace
-	want := &object[S]{TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: ch.kind}, Spec: spec,
+	want := &object[S]{TypeMeta: k8sapi.TypeMeta{APIVersion: "v1", Kind: ch.api.Resource.Kind}, Spec: spec,
 		ObjectMeta: k8sapi.ObjectMeta{Namespace: ns.Name, Name: childName, Labels: map[string]string{managedBy: fieldManager},
 			OwnerReferences: []k8sapi.OwnerReference{ref}}}
-	_, err := reconcile.ApplyChild(ctx, ch.cache, ch.api, fieldManager, ch.kind, want)
+	_, err := reconcile.ApplyChild(ctx, ch.cache, ch.api, fieldManager, want)
 	if nc := (*reconcile.NotControlledError)(nil); errors.As(err, &nc) {
 		return &reconcile.TerminalError{Err: err}
 	}
@@ -141,7 +140,7 @@ func (ch children[S]) remove(ctx context.Context, ns string) error {
 	if !ok {
 		return nil
 	}
-	if ref := cur.ControllerOf(); ref == nil || ref.Kind != "Namespace" {
+	if reconcile.ControllerOf(&cur.ObjectMeta, k8sapi.Namespaces) == nil {
 		return nil
 	}
 	err := ch.api.Delete(ctx, ns, childName, k8sapi.DeleteOptions{Preconditions: &k8sapi.Preconditions{UID: cur.UID}})

@@ -26,12 +26,12 @@ type clusterAPI struct {
 
 func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *widget.DeploymentApply) (*k8sapi.Deployment, error) {
 	return reconcile.ApplyChild(ctx, a.op.deployments, k8sapi.For[k8sapi.Deployment](a.client, k8sapi.Deployments),
-		widget.FieldManager, "Deployment", d)
+		widget.FieldManager, d)
 }
 
 func (a *clusterAPI) ApplyService(ctx context.Context, s *widget.ServiceApply) (*k8sapi.Service, error) {
 	return reconcile.ApplyChild(ctx, a.op.services, k8sapi.For[k8sapi.Service](a.client, k8sapi.Services),
-		widget.FieldManager, "Service", s)
+		widget.FieldManager, s)
 }
 
 func (a *clusterAPI) PatchWidgetStatus(ctx context.Context, namespace, name string, patch []byte) error {

@@ -184,9 +184,9 @@ func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *s
 	// unchanged Widget writes nothing.
 	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
 	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, widget.TrimDeployment),
-		widget.Widgets, widget.WidgetKind)
+		widget.Widgets)
 	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, widget.TrimService),
-		widget.Widgets, widget.WidgetKind)
+		widget.Widgets)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync. A
 	// change retries at once the Widgets of its namespace that wait on a
@@ -227,4 +227,4 @@ type resourceQuota struct {
 	k8sapi.ObjectMeta `json:"metadata"`
 }
 
-var resourceQuotas = k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
+var resourceQuotas = k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true, Kind: "ResourceQuota"}
