@@ -60,13 +60,19 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd examples && $(GO) vet ./...
 
-# The main module links the standard library and nothing else.
+# The main module links the standard library and nothing else; the
+# examples' module (examples/go.mod) links the standard library and the
+# main module, through its replace to the repository's top folder.
 deps:
 	@if grep -qE '^[[:space:]]*require' go.mod; then echo "go.mod has a require line"; exit 1; fi
 	@bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^$(MODULE)' || true); \
 	if [ -n "$$bad" ]; then echo "non-standard packages linked:"; echo "$$bad"; exit 1; fi; \
 	echo "deps: standard library only"
+	@cd examples && mods=$$($(GO) list -deps -test -f '{{if not .Standard}}{{.Module.Path}}{{end}}' ./... | sort -u | grep -vx -e '$(MODULE)' -e "$$($(GO) list -m)" || true); \
+	if [ -n "$$mods" ]; then echo "examples: modules linked besides $(MODULE):"; echo "$$mods"; exit 1; fi; \
+	echo "deps: examples link the standard library and $(MODULE) only"
 
 # The local control plane's binaries (kube-apiserver, etcd, kwok...), built
 # once from the Go module proxy into the user cache; seconds when warm.
@@ -99,6 +105,7 @@ image: sbom
 
 unit:
 	$(GO) test -race -count=1 -timeout 45m ./...
+	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
