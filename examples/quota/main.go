@@ -5,7 +5,7 @@
 // ResourceQuota and a LimitRange named example-quota of that size in it,
 // changes them when the label changes and deletes them when the label goes.
 //
-//	quota [-kubeconfig FILE] [-context NAME] [-workers N]
+//	quota [-kubeconfig FILE] [-context NAME] [-workers N] [-network-policies=false]
 //
 // The sizes (the quota's hard limits; a container's default limit,
 // default request and maximum in the LimitRange):
@@ -22,8 +22,15 @@
 // typo does not lift a quota. A child of that name that the operator does
 // not control is left alone, and reported the same way.
 //
+// The same process runs a second controller, of package netpol, on the
+// same cache of the labelled Namespaces: it keeps a default-deny
+// NetworkPolicy in each of them, so that a tenant's Namespace is isolated
+// as well as bounded (-network-policies=false turns it off). Both write
+// Events as example.com/quota-example.
+//
 // RBAC: namespaces list and watch; resourcequotas and limitranges get,
-// list, watch, create, patch and delete. Run one replica.
+// list, watch, create, patch and delete; what package netpol names; events
+// (group events.k8s.io) create and patch. Run one replica.
 package main
 
 import (
@@ -38,6 +45,8 @@ import (
 	"reflect"
 	"syscall"
 
+	"example.com/examples/netpol"
+	"github.com/zerodep-k8s/widget-operator/events"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -153,6 +162,7 @@ func (ch children[S]) remove(ctx context.Context, ns string) error {
 }
 
 type reconciler struct {
+	recorder    *events.Recorder
 	namespaces  *watch.Cache[namespace]
 	quotas      children[quotaSpec]
 	limitRanges children[limitRangeSpec]
@@ -169,8 +179,9 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	s, ok := sizes[ns.Labels[sizeLabel]]
 	if !ok {
-		return queue.Result{}, &reconcile.TerminalError{Err: fmt.Errorf("quota: namespace %s: %s=%q is not small, medium or large",
-			key, sizeLabel, ns.Labels[sizeLabel])}
+		note := fmt.Sprintf("%s=%q is not small, medium or large", sizeLabel, ns.Labels[sizeLabel])
+		r.recorder.Event(k8sapi.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: key, UID: ns.UID}, "Warning", "UnknownSize", note)
+		return queue.Result{}, &reconcile.TerminalError{Err: fmt.Errorf("quota: namespace %s: %s", key, note)}
 	}
 	if err := r.quotas.apply(ctx, ns, quotaSpec{Hard: s.hard}); err != nil {
 		return queue.Result{}, err
@@ -195,7 +206,8 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	fs.SetOutput(logw)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG, in-cluster, ~/.kube/config")
 	kubecontext := fs.String("context", "", "kubeconfig context; empty means the current one")
-	workers := fs.Int("workers", 2, "concurrent reconciles")
+	workers := fs.Int("workers", 2, "concurrent reconciles of each controller")
+	policies := fs.Bool("network-policies", true, "keep a default-deny NetworkPolicy in each labelled Namespace")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -209,13 +221,28 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logw, nil))
-	c := &reconcile.Controller{Name: "quota", Workers: *workers, Logger: log}
-	r := &reconciler{
-		namespaces: reconcile.WatchPrimary(c, watch.Config[namespace]{Source: watch.ClientSource[namespace](client, k8sapi.Namespaces),
-			LabelSelector: sizeLabel, Name: "namespaces"}),
+	rec, err := events.New(events.Config{Client: client, Controller: "example.com/quota-example", Logger: log})
+	if err != nil {
+		return err
+	}
+	namespaces := watch.Config[namespace]{Source: watch.ClientSource[namespace](client, k8sapi.Namespaces), LabelSelector: sizeLabel, Name: "namespaces"}
+	c := &reconcile.Controller{Name: "quota", Workers: *workers, Logger: log, Background: []func(context.Context){rec.Run}}
+	c.Reconciler = &reconciler{recorder: rec, namespaces: reconcile.WatchPrimary(c, namespaces),
 		quotas:      watchChildren[quotaSpec](c, client, "ResourceQuota", "resourcequotas"),
 		limitRanges: watchChildren[limitRangeSpec](c, client, "LimitRange", "limitranges"),
 	}
-	c.Reconciler = r
-	return c.Run(ctx)
+	controllers := []*reconcile.Controller{c}
+	if *policies {
+		deny := &reconcile.Controller{Name: "default-deny", Workers: *workers, Logger: log}
+		netpol.Watch(deny, namespaces, netpol.Config{Client: client, FieldManager: fieldManager, Recorder: rec})
+		controllers = append(controllers, deny)
+	}
+	errs := make(chan error, len(controllers))
+	for _, c := range controllers {
+		go func() { errs <- c.Run(ctx) }()
+	}
+	for range controllers {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
