@@ -81,7 +81,9 @@ func TestQuota(t *testing.T) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(runCtx, []string{"-kubeconfig", p.Kubeconfig()}, t.Output()) }()
+	go func() {
+		done <- run(runCtx, []string{"-kubeconfig", p.Kubeconfig(), "-probe-addr", "0", "-metrics-addr", "0"}, t.Output())
+	}()
 	defer func() {
 		stop()
 		if err := <-done; err != nil {
