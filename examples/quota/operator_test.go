@@ -22,13 +22,15 @@ import (
 // operator of another module gets from the kit: both controllers
 // converge, one list and one watch of Namespaces serve them both,
 // /readyz, /metrics under its own prefix behind TokenReview and
-// SubjectAccessReview, one elected leader, and Events reported as itself.
+// SubjectAccessReview, one elected leader, and Events reported as itself
+// (a policy created and deleted, an unknown size, a policy it does not
+// control).
 func TestOperator(t *testing.T) {
 	p := plane.Get(t)
 	start := time.Now()
 	ctx := harness.Ctx(t, 3*time.Minute)
 	c := harness.Admin(t, p)
-	small, medium := p.TestNamespace(t), p.TestNamespace(t)
+	small, medium, typo, foreign := p.TestNamespace(t), p.TestNamespace(t), p.TestNamespace(t), p.TestNamespace(t)
 	namespaces := k8sapi.For[namespace](c, k8sapi.Namespaces)
 	label := func(ns string, value any) {
 		t.Helper()
@@ -53,9 +55,17 @@ func TestOperator(t *testing.T) {
 		}
 	}()
 
+	policies := k8sapi.For[netpol.Policy](c, netpol.NetworkPolicies)
+	// A policy of the name that the operator does not control is left
+	// alone.
+	ingressOnly := &netpol.Policy{ObjectMeta: k8sapi.ObjectMeta{Name: netpol.Name}, Spec: netpol.PolicySpec{PolicyTypes: []string{"Ingress"}}}
+	if _, err := policies.Create(ctx, foreign, ingressOnly, k8sapi.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	label(small, "small")
 	label(medium, "medium")
-	policies := k8sapi.For[netpol.Policy](c, netpol.NetworkPolicies)
+	label(typo, "huge")
+	label(foreign, "small")
 	quotas := k8sapi.For[object[quotaSpec]](c, k8sapi.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true})
 	limitRanges := k8sapi.For[object[limitRangeSpec]](c, k8sapi.Resource{Version: "v1", Resource: "limitranges", Namespaced: true})
 	// children says which of its three children ns has.
@@ -94,7 +104,11 @@ func TestOperator(t *testing.T) {
 		t.Errorf("/readyz: %d %q %v", code, body, err)
 	}
 	checkMetrics(t, metricsAddr, reader, stranger)
-	checkEvents(t, ctx, c, small)
+	checkEvents(t, ctx, c, map[string]string{small: "quota-example Normal Isolated, quota-example Normal Unisolated",
+		typo: "quota-example Normal Isolated, quota-example Warning UnknownSize", foreign: "quota-example Warning NotControlled"})
+	if pol, err := policies.Get(ctx, foreign, netpol.Name, k8sapi.GetOptions{}); err != nil || fmt.Sprint(pol.Spec.PolicyTypes) != "[Ingress]" {
+		t.Errorf("the policy the operator does not control: %+v %v", pol, err)
+	}
 	checkLeader(t, ctx, c)
 	checkOneWatch(t, p, start)
 }
@@ -147,25 +161,29 @@ func checkMetrics(t *testing.T, addr, reader, stranger string) {
 	}
 }
 
-// checkEvents checks that the Events about Namespace ns, created and
-// deleted policies, name the operator as their reporting controller.
-func checkEvents(t *testing.T, ctx context.Context, c *k8sapi.Client, ns string) {
+// checkEvents checks the Events about each Namespace of want: their
+// reporting controller, type and reason, sorted.
+func checkEvents(t *testing.T, ctx context.Context, c *k8sapi.Client, want map[string]string) {
 	t.Helper()
 	events := k8sapi.For[k8sapi.Event](c, k8sapi.Resource{Group: "events.k8s.io", Version: "v1", Resource: "events", Namespaced: true})
 	harness.Eventually(t, 30*time.Second, func() (bool, string) {
-		list, err := events.List(ctx, "default", k8sapi.ListOptions{})
+		list, err := events.List(ctx, "default", k8sapi.ListOptions{}) // of cluster-scoped objects
 		if err != nil {
 			return false, err.Error()
 		}
-		var seen []string
+		seen := map[string][]string{}
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "Namespace" && e.Regarding.Name == ns {
-				seen = append(seen, e.ReportingController+" "+e.Reason)
+			if e.Regarding.Kind == "Namespace" {
+				seen[e.Regarding.Name] = append(seen[e.Regarding.Name], e.ReportingController+" "+e.Type+" "+e.Reason)
 			}
 		}
-		slices.Sort(seen)
-		got := strings.Join(seen, ", ")
-		return got == "quota-example Isolated, quota-example Unisolated", "Events about " + ns + ": " + got
+		for ns, w := range want {
+			slices.Sort(seen[ns])
+			if got := strings.Join(seen[ns], ", "); got != w {
+				return false, "Events about " + ns + ": " + got + ", want " + w
+			}
+		}
+		return true, ""
 	})
 }
 
