@@ -40,7 +40,7 @@ import (
 const Name = "default-deny"
 
 // NetworkPolicies is the resource of the policies.
-var NetworkPolicies = k8sapi.Resource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies", Namespaced: true}
+var NetworkPolicies = k8sapi.Resource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies", Namespaced: true, Kind: "NetworkPolicy"}
 
 // Policy is the part of a NetworkPolicy the controller writes and reads.
 type Policy struct {
@@ -83,7 +83,7 @@ func Watch[T any, P reconcile.Object[T]](c *reconcile.Controller, namespaces wat
 	r := &reconciler[T, P]{cfg: cfg, api: k8sapi.For[Policy](cfg.Client, NetworkPolicies)}
 	r.namespaces = reconcile.WatchPrimary[T, P](c, namespaces)
 	r.policies = reconcile.WatchOwned(c, watch.Config[Policy]{Source: watch.ClientSource[Policy](cfg.Client, NetworkPolicies),
-		LabelSelector: managedBy + "=" + cfg.FieldManager, Name: "networkpolicies"}, k8sapi.Namespaces, "Namespace")
+		LabelSelector: managedBy + "=" + cfg.FieldManager, Name: "networkpolicies"}, k8sapi.Namespaces)
 	c.Reconciler = r
 }
 
@@ -109,12 +109,12 @@ func (r *reconciler[T, P]) Reconcile(ctx context.Context, key string) (queue.Res
 	if had && reconcile.IsControlledBy(&cur.ObjectMeta, ns.UID) && reflect.DeepEqual(cur.Spec, DefaultDeny()) {
 		return queue.Result{}, nil
 	}
-	ref := reconcile.NewControllerRef(ns, "v1", "Namespace")
+	ref := reconcile.NewControllerRef(k8sapi.Namespaces, ns)
 	ref.BlockOwnerDeletion = nil // the namespace controller, not the garbage collector, empties a Namespace
-	want := &Policy{TypeMeta: k8sapi.TypeMeta{APIVersion: NetworkPolicies.GroupVersion(), Kind: "NetworkPolicy"}, Spec: DefaultDeny(),
+	want := &Policy{TypeMeta: k8sapi.TypeMeta{APIVersion: NetworkPolicies.GroupVersion(), Kind: NetworkPolicies.Kind}, Spec: DefaultDeny(),
 		ObjectMeta: k8sapi.ObjectMeta{Namespace: key, Name: Name, Labels: map[string]string{managedBy: r.cfg.FieldManager},
 			OwnerReferences: []k8sapi.OwnerReference{ref}}}
-	_, err := reconcile.ApplyChild(ctx, r.policies, r.api, r.cfg.FieldManager, "NetworkPolicy", want)
+	_, err := reconcile.ApplyChild(ctx, r.policies, r.api, r.cfg.FieldManager, want)
 	if nc := (*reconcile.NotControlledError)(nil); errors.As(err, &nc) {
 		r.event(ns, "Warning", "NotControlled", nc.Reason())
 		return queue.Result{}, &reconcile.TerminalError{Err: err}
@@ -132,7 +132,8 @@ func (r *reconciler[T, P]) remove(ctx context.Context, ns string) error {
 	if !ok {
 		return nil
 	}
-	if ref := cur.ControllerOf(); ref == nil || ref.Kind != "Namespace" {
+	owner := reconcile.ControllerOf(&cur.ObjectMeta, k8sapi.Namespaces)
+	if owner == nil {
 		return nil
 	}
 	err := r.api.Delete(ctx, ns, Name, k8sapi.DeleteOptions{Preconditions: &k8sapi.Preconditions{UID: cur.UID}})
@@ -141,7 +142,7 @@ func (r *reconciler[T, P]) remove(ctx context.Context, ns string) error {
 	}
 	r.policies.Deleted(cur) // gone: the next reconcile must not delete it again
 	if err == nil {
-		r.event(&k8sapi.ObjectMeta{Name: ns, UID: cur.ControllerOf().UID}, "Normal", "Unisolated", "deleted NetworkPolicy "+Name)
+		r.event(&k8sapi.ObjectMeta{Name: ns, UID: owner.UID}, "Normal", "Unisolated", "deleted NetworkPolicy "+Name)
 	}
 	return nil
 }
