@@ -6,7 +6,7 @@
 // changes them when the label changes and deletes them when the label goes.
 //
 //	quota [-kubeconfig FILE] [-context NAME] [-workers N] [-network-policies=false]
-//	      [-probe-addr ADDR] [-metrics-addr ADDR] [-lease-namespace NS]
+//	      [-probe-addr ADDR] [-metrics-addr ADDR] [-leader-elect=false] [-lease-namespace NS]
 //
 // The sizes (the quota's hard limits; a container's default limit,
 // default request and maximum in the LimitRange):
@@ -30,7 +30,8 @@
 //
 // The process is the kit's manager: the controllers share the caches
 // (one list and one watch of the Namespaces), one Lease (quota-example,
-// in -lease-namespace) elects the replica that reconciles, /healthz and
+// in -lease-namespace) elects the replica that reconciles (unless
+// -leader-elect=false: then run one replica), /healthz and
 // /readyz are served on -probe-addr, /metrics (quota_example_* besides
 // the controller_runtime_* and workqueue_* families) over HTTPS on
 // -metrics-addr to the users that may get the non-resource URL /metrics
@@ -223,7 +224,8 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	policies := fs.Bool("network-policies", true, "keep a default-deny NetworkPolicy in each labelled Namespace")
 	probeAddr := fs.String("probe-addr", ":8081", "address of /healthz and /readyz; 0 means none")
 	metricsAddr := fs.String("metrics-addr", ":8443", "address of /metrics (HTTPS, TokenReview and SubjectAccessReview); 0 means none")
-	leaseNamespace := fs.String("lease-namespace", "", "namespace of the Lease quota-example; empty means the kubeconfig's")
+	leaderElect := fs.Bool("leader-elect", true, "reconcile only while holding the Lease quota-example")
+	leaseNamespace := fs.String("lease-namespace", "", "namespace of the Lease; empty means the kubeconfig's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -236,9 +238,11 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := manager.New(manager.Config{Name: "quota-example", Client: client, Logger: slog.New(slog.NewTextHandler(logw, nil)),
-		LeaderElection: &reconcile.LeaderElection{Client: client, Namespace: *leaseNamespace, Name: "quota-example"},
-		ProbeAddr:      *probeAddr, MetricsAddr: *metricsAddr})
+	mc := manager.Config{Name: "quota-example", Client: client, Logger: slog.New(slog.NewTextHandler(logw, nil)), ProbeAddr: *probeAddr, MetricsAddr: *metricsAddr}
+	if *leaderElect {
+		mc.LeaderElection = &reconcile.LeaderElection{Client: client, Namespace: *leaseNamespace, Name: "quota-example"}
+	}
+	m, err := manager.New(mc)
 	if err != nil {
 		return err
 	}
