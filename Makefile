@@ -66,13 +66,23 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd examples && $(GO) vet ./...
 
-# The main module links the standard library and nothing else.
+# The main module links the standard library and nothing else; the
+# examples' module (examples/go.mod) links the standard library and the
+# main module, through its replace to the repository's top folder. Its
+# path is outside the main module's, so that the compiler refuses it any
+# internal package, as it would another module's.
 deps:
 	@if grep -qE '^[[:space:]]*require' go.mod; then echo "go.mod has a require line"; exit 1; fi
 	@bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^$(MODULE)' || true); \
 	if [ -n "$$bad" ]; then echo "non-standard packages linked:"; echo "$$bad"; exit 1; fi; \
 	echo "deps: standard library only"
+	@cd examples && case "$$($(GO) list -m)" in $(MODULE)|$(MODULE)/*) echo "examples: module path under $(MODULE)"; exit 1;; esac; \
+	mods=$$($(GO) list -deps -test -f '{{if not .Standard}}{{.Module.Path}}{{end}}' ./...) || exit 1; \
+	mods=$$(echo "$$mods" | sort -u | grep -vx -e '' -e '$(MODULE)' -e "$$($(GO) list -m)" || true); \
+	if [ -n "$$mods" ]; then echo "examples: modules linked besides $(MODULE):"; echo "$$mods"; exit 1; fi; \
+	echo "deps: examples link the standard library and $(MODULE) only"
 
 # The local control plane's binaries (kube-apiserver, etcd, kwok...), built
 # once from the Go module proxy into the user cache; seconds when warm.
@@ -105,6 +115,7 @@ image: sbom
 
 unit:
 	$(GO) test -race -count=1 -timeout 45m ./...
+	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -5,7 +5,8 @@
 // ResourceQuota and a LimitRange named example-quota of that size in it,
 // changes them when the label changes and deletes them when the label goes.
 //
-//	quota [-kubeconfig FILE] [-context NAME] [-workers N]
+//	quota [-kubeconfig FILE] [-context NAME] [-workers N] [-network-policies=false]
+//	      [-probe-addr ADDR] [-metrics-addr ADDR] [-leader-elect=false] [-lease-namespace NS]
 //
 // The sizes (the quota's hard limits; a container's default limit,
 // default request and maximum in the LimitRange):
@@ -18,12 +19,31 @@
 // The children have the label app.kubernetes.io/managed-by=quota-example
 // and a controller owner reference to their Namespace, by which a change
 // to one wakes the Namespace's reconcile. An unknown size is reported in
-// the log and not retried; the children keep their last size, so that a
-// typo does not lift a quota. A child of that name that the operator does
+// the log and by a Warning Event (UnknownSize), and not retried; the
+// children keep their last size, so that a typo does not lift a quota. A child of that name that the operator does
 // not control is left alone, and reported the same way.
 //
+// The same process runs a second controller, of package netpol, on the
+// same cache of the labelled Namespaces: it keeps a default-deny
+// NetworkPolicy in each of them, so that a tenant's Namespace is isolated
+// as well as bounded (-network-policies=false turns it off).
+//
+// The process is the kit's manager: the controllers share the caches
+// (one list and one watch of the Namespaces), one Lease (quota-example,
+// in -lease-namespace) elects the replica that reconciles (unless
+// -leader-elect=false: then run one replica), /healthz and
+// /readyz are served on -probe-addr, /metrics (quota_example_* besides
+// the controller_runtime_* and workqueue_* families) over HTTPS on
+// -metrics-addr to the users that may get the non-resource URL /metrics
+// (by TokenReview and SubjectAccessReview), and Events are reported as
+// quota-example.
+//
 // RBAC: namespaces list and watch; resourcequotas and limitranges get,
-// list, watch, create, patch and delete. Run one replica.
+// list, watch, create, patch and delete; what package netpol names; events
+// (group events.k8s.io) create and patch; leases (group
+// coordination.k8s.io) get, create and update; tokenreviews and
+// subjectaccessreviews create. Replicas beyond the first wait as
+// followers, with warm caches.
 package main
 
 import (
@@ -38,7 +58,10 @@ import (
 	"reflect"
 	"syscall"
 
+	"example.com/examples/netpol"
+	"github.com/zerodep-k8s/widget-operator/events"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
+	"github.com/zerodep-k8s/widget-operator/manager"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 	"github.com/zerodep-k8s/widget-operator/watch"
@@ -152,6 +175,7 @@ func (ch children[S]) remove(ctx context.Context, ns string) error {
 }
 
 type reconciler struct {
+	recorder    *events.Recorder
 	namespaces  *watch.Cache[namespace]
 	quotas      children[quotaSpec]
 	limitRanges children[limitRangeSpec]
@@ -168,8 +192,9 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 	}
 	s, ok := sizes[ns.Labels[sizeLabel]]
 	if !ok {
-		return queue.Result{}, &reconcile.TerminalError{Err: fmt.Errorf("quota: namespace %s: %s=%q is not small, medium or large",
-			key, sizeLabel, ns.Labels[sizeLabel])}
+		note := fmt.Sprintf("%s=%q is not small, medium or large", sizeLabel, ns.Labels[sizeLabel])
+		r.recorder.Event(k8sapi.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: key, UID: ns.UID}, "Warning", "UnknownSize", note)
+		return queue.Result{}, &reconcile.TerminalError{Err: fmt.Errorf("quota: namespace %s: %s", key, note)}
 	}
 	if err := r.quotas.apply(ctx, ns, quotaSpec{Hard: s.hard}); err != nil {
 		return queue.Result{}, err
@@ -194,7 +219,12 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	fs.SetOutput(logw)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG, in-cluster, ~/.kube/config")
 	kubecontext := fs.String("context", "", "kubeconfig context; empty means the current one")
-	workers := fs.Int("workers", 2, "concurrent reconciles")
+	workers := fs.Int("workers", 2, "concurrent reconciles of each controller")
+	policies := fs.Bool("network-policies", true, "keep a default-deny NetworkPolicy in each labelled Namespace")
+	probeAddr := fs.String("probe-addr", ":8081", "address of /healthz and /readyz; 0 means none")
+	metricsAddr := fs.String("metrics-addr", ":8443", "address of /metrics (HTTPS, TokenReview and SubjectAccessReview); 0 means none")
+	leaderElect := fs.Bool("leader-elect", true, "reconcile only while holding the Lease quota-example")
+	leaseNamespace := fs.String("lease-namespace", "", "namespace of the Lease; empty means the kubeconfig's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -207,14 +237,29 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(logw, nil))
-	c := &reconcile.Controller{Name: "quota", Workers: *workers, Logger: log}
-	r := &reconciler{
-		namespaces: reconcile.WatchPrimary(c, watch.Config[namespace]{Source: watch.ClientSource[namespace](client, k8sapi.Namespaces),
-			LabelSelector: sizeLabel, Name: "namespaces"}),
+	mc := manager.Config{Name: "quota-example", Client: client, Logger: slog.New(slog.NewTextHandler(logw, nil)), ProbeAddr: *probeAddr, MetricsAddr: *metricsAddr}
+	if *leaderElect {
+		mc.LeaderElection = &reconcile.LeaderElection{Client: client, Namespace: *leaseNamespace, Name: "quota-example"}
+	}
+	m, err := manager.New(mc)
+	if err != nil {
+		return err
+	}
+	namespaces := watch.Config[namespace]{Source: watch.ClientSource[namespace](client, k8sapi.Namespaces), LabelSelector: sizeLabel, Name: "namespaces"}
+	c := &reconcile.Controller{Name: "quota", Workers: *workers}
+	if err := m.Add(c); err != nil {
+		return err
+	}
+	c.Reconciler = &reconciler{recorder: m.Recorder(), namespaces: reconcile.WatchPrimary(c, namespaces),
 		quotas:      watchChildren[quotaSpec](c, client, "ResourceQuota", "resourcequotas"),
 		limitRanges: watchChildren[limitRangeSpec](c, client, "LimitRange", "limitranges"),
 	}
-	c.Reconciler = r
-	return c.Run(ctx)
+	if *policies {
+		deny := &reconcile.Controller{Name: "default-deny", Workers: *workers}
+		if err := m.Add(deny); err != nil {
+			return err
+		}
+		netpol.Watch(deny, namespaces, netpol.Config{Client: client, FieldManager: fieldManager, Recorder: m.Recorder()})
+	}
+	return m.Run(ctx)
 }

@@ -81,7 +81,9 @@ func TestQuota(t *testing.T) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(runCtx, []string{"-kubeconfig", p.Kubeconfig()}, t.Output()) }()
+	go func() {
+		done <- run(runCtx, []string{"-kubeconfig", p.Kubeconfig(), "-probe-addr", "0", "-metrics-addr", "0"}, t.Output())
+	}()
 	defer func() {
 		stop()
 		if err := <-done; err != nil {
@@ -118,7 +120,7 @@ func TestQuota(t *testing.T) {
 	label(labelled, nil) // a merge patch's null removes the label
 	eventually(t, "no children", func() bool { q, lr := children(labelled); return q == nil && lr == nil })
 
-	// The operator's writes: two creates, one re-create, two applies and
+	// The quota controller's writes: two creates, one re-create, two applies and
 	// two deletes, and nothing for the reconciles that found nothing to
 	// change (after each of its own writes, and after the unrelated
 	// label). The audit log is written before each response returns.
@@ -133,7 +135,7 @@ func TestQuota(t *testing.T) {
 	var writes, failed int
 	for _, e := range events {
 		if e.Stage != "ResponseComplete" || e.UserAgent != fieldManager || e.Namespace != labelled ||
-			e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" {
+			e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" || e.Resource != "resourcequotas" && e.Resource != "limitranges" {
 			continue
 		}
 		fmt.Fprintf(&log, "\n%s %s %s %d", e.Received.Format(time.StampMicro), e.Verb, e.Resource, e.Code)
