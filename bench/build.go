@@ -18,7 +18,12 @@ type Target struct {
 
 // KitQuota is the kit's quota operator. It is the one place that says
 // where it is built from.
-var KitQuota = Target{Dir: ".", Package: "./examples/quota"}
+var KitQuota = Target{Dir: "examples", Package: "./quota"}
+
+// KitQuotaArgs make the kit's quota operator do what its
+// controller-runtime twin does: the quota controller alone, no Lease, no
+// probe or metrics endpoint.
+var KitQuotaArgs = []string{"-network-policies=false", "-leader-elect=false", "-probe-addr", "0", "-metrics-addr", "0"}
 
 // CRQuota is the quota operator written with controller-runtime, in the
 // bench's controller-runtime module.

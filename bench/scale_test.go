@@ -95,7 +95,9 @@ func TestQuotaSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := RunQuota(ctx, Config{N: n, Operator: QuotaOperator("quota", bin), Log: testWriter{t}})
+	op := QuotaOperator("quota", bin)
+	op.Args = KitQuotaArgs
+	res, err := RunQuota(ctx, Config{N: n, Operator: op, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func run(w io.Writer, n, runs int) error {
 		{op: bench.QuotaOperator("kit", filepath.Join(binDir, "quota-kit")), target: bench.KitQuota},
 		{op: bench.QuotaOperator("controller-runtime", filepath.Join(binDir, "quota-cr")), target: bench.CRQuota},
 	}
+	sides[0].op.Args = bench.KitQuotaArgs
 	for _, s := range sides {
 		logf("building %s (%s in %s)", s.op.Name, s.target.Package, s.target.Dir)
 		if err := bench.Build(root, s.target, s.op.Binary); err != nil {
