@@ -70,11 +70,11 @@ func TestAPIServerResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]k8sapi.Resource{
-		"deploy":                     {Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true},
-		"Deployment":                 {Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true},
+		"deploy":                     k8sapi.Deployments,
+		"Deployment":                 k8sapi.Deployments,
 		"po":                         k8sapi.Pods,
 		"ns":                         k8sapi.Namespaces,
-		"events":                     {Version: "v1", Resource: "events", Namespaced: true},
+		"events":                     {Version: "v1", Resource: "events", Namespaced: true, Kind: "Event"},
 		"leases.coordination.k8s.io": k8sapi.Leases,
 		"crd":                        k8sapi.CustomResourceDefinitions,
 	} {
@@ -91,7 +91,7 @@ func TestAPIServerResolve(t *testing.T) {
 	if out, err := kubectl.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
-	widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
+	widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true, Kind: "Widget"}
 	// The CRD reaches aggregated discovery shortly after it is
 	// established: ask until it does, each miss reading discovery again.
 	for {

@@ -53,9 +53,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Mapping is what discovery says of one resource in one version.
 type Mapping struct {
+	// Resource has the Kind of its objects, such as "Deployment": it can
+	// name an owner (reconcile.WatchOwned) as it is.
 	k8sapi.Resource
-	// Kind is the kind of its objects, such as "Deployment".
-	Kind string
 	// Singular is the lower-case singular name, such as "deployment".
 	Singular string
 	// ShortNames, Verbs and Categories are as the server lists them; any

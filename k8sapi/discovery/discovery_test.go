@@ -105,7 +105,9 @@ func TestResolveRecorded(t *testing.T) {
 		{"hpa.v1.autoscaling", k8sapi.Resource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers", Namespaced: true}, "HorizontalPodAutoscaler"},
 	} {
 		m, err := r.Resolve(t.Context(), tc.name)
-		if err != nil || m.Resource != tc.want || m.Kind != tc.kind {
+		want := tc.want
+		want.Kind = tc.kind
+		if err != nil || m.Resource != want {
 			t.Errorf("Resolve(%q) = %+v, %v; want %+v %s", tc.name, m, err, tc.want, tc.kind)
 		}
 	}
@@ -177,8 +179,8 @@ func TestResolveCacheTTL(t *testing.T) {
 	srv.apis = []byte(strings.Replace(string(apis), `"items":[`, `"items":[`+widgets+",", 1))
 	srv.mu.Unlock()
 	m, err := r.Resolve(ctx, "widgets.example.com")
-	want := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
-	if err != nil || m.Resource != want || m.Kind != "Widget" || srv.count() != 6 {
+	want := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true, Kind: "Widget"}
+	if err != nil || m.Resource != want || srv.count() != 6 {
 		t.Fatalf("after a CRD was added: %+v, %v, %d requests", m, err, srv.count())
 	}
 	if m, err := r.Resolve(ctx, "wd"); err != nil || m.Resource != want || srv.count() != 6 {
