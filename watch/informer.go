@@ -299,7 +299,7 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		list, err := inf.src.List(lctx, ns, a.opts)
+		list, err := list(inf.src, lctx, ns, a.opts)
 		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
@@ -319,10 +319,10 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
-		st, err := inf.src.Watch(wctx, ns, a.opts)
+		st, err := open(inf.src, wctx, ns, a.opts)
 		if !timer.Stop() && ctx.Err() == nil {
 			if err == nil && st != nil {
-				st.Close()
+				end(st)
 			}
 			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
 		}
@@ -333,7 +333,7 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 			cancel()
 			return input[P]{kind: inOpened, err: err}, true
 		}
-		context.AfterFunc(wctx, func() { st.Close() })
+		context.AfterFunc(wctx, func() { end(st) })
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[P]{kind: inOpened}, true
@@ -390,12 +390,12 @@ func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
 type pointerSource[T any] struct{ src Source[T] }
 
 func (s pointerSource[T]) List(ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[*T], error) {
-	list, err := s.src.List(ctx, ns, opts)
+	list, err := list(s.src, ctx, ns, opts)
 	return pointers(list), err
 }
 
 func (s pointerSource[T]) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[*T], error) {
-	st, err := s.src.Watch(ctx, ns, opts)
+	st, err := open(s.src, ctx, ns, opts)
 	if err != nil || st == nil {
 		return nil, err
 	}
@@ -403,12 +403,31 @@ func (s pointerSource[T]) Watch(ctx context.Context, ns string, opts k8sapi.List
 }
 
 // pointerStream is a Stream on *T: each event's object, by pointer.
-type pointerStream[T any] struct{ Stream[T] }
+type pointerStream[T any] struct{ Stream Stream[T] }
+
+func (s pointerStream[T]) Close() error { return end(s.Stream) }
 
 func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
-	ev, err := s.Stream.Next()
+	ev, err := next(s.Stream)
 	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, err
 }
+
+// list, open, next and end call the methods of a Source or a Stream as
+// those of a type parameter, which names each with its type, rather than
+// of a generic interface, which names it alone: so that the linker keeps
+// the List, Watch, Next and Close of the Sources and Streams, not those
+// of every type in the binary with a method of that name.
+func list[S Source[T], T any](s S, ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[T], error) {
+	return s.List(ctx, ns, opts)
+}
+
+func open[S Source[T], T any](s S, ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[T], error) {
+	return s.Watch(ctx, ns, opts)
+}
+
+func next[S Stream[T], T any](s S) (k8sapi.WatchEvent[T], error) { return s.Next() }
+
+func end[S Stream[T], T any](s S) error { return s.Close() }
 
 // notify counts one change to the cache and tells the handlers.
 func (inf *informer[P]) notify(c change[P]) {
@@ -455,7 +474,7 @@ func (inf *informer[P]) requestLimit() time.Duration {
 // than its timeout plus the margin is closed by its timer and reported
 // idle, whatever its last read returned.
 func (r *runner[P]) next() input[P] {
-	ev, err := r.stream.Next()
+	ev, err := next(r.stream)
 	if !r.timer.Reset(r.idleAfter()) {
 		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
 	}
