@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -320,20 +321,13 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
 		st, err := inf.src.watchPointers(wctx, ns, a.opts)
-		if !timer.Stop() && ctx.Err() == nil {
-			if err == nil && st != nil {
-				st.stopPointers()
-			}
+		if !timer.Stop() && ctx.Err() == nil { // wctx has ended, and the stream with it
 			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
-		}
-		if err == nil && st == nil {
-			err = errors.New("watch: Source.Watch returned no stream")
 		}
 		if err != nil {
 			cancel()
 			return input[P]{kind: inOpened, err: err}, true
 		}
-		context.AfterFunc(wctx, func() { st.stopPointers() })
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[P]{kind: inOpened}, true
@@ -397,7 +391,6 @@ type source[P any] interface {
 
 type stream[P any] interface {
 	nextPointer() (k8sapi.WatchEvent[P], error)
-	stopPointers() error
 }
 
 // pointerSource is the source on *T that an informer reads, S being
@@ -412,16 +405,19 @@ func (s pointerSource[T, S]) pagePointers(ctx context.Context, ns string, opts k
 
 func (s pointerSource[T, S]) watchPointers(ctx context.Context, ns string, opts k8sapi.ListOptions) (stream[*T], error) {
 	st, err := s.src.Watch(ctx, ns, opts)
-	if err != nil || st == nil {
+	if err == nil && st == nil {
+		err = errors.New("watch: Source.Watch returned no stream")
+	}
+	if err != nil {
 		return nil, err
 	}
+	c := io.Closer(st) // the stream lives as long as ctx
+	context.AfterFunc(ctx, func() { c.Close() })
 	return pointerStream[T, Stream[T]]{st}, nil
 }
 
 // pointerStream is a stream on *T, S being Stream[T].
 type pointerStream[T any, S Stream[T]] struct{ st S }
-
-func (s pointerStream[T, S]) stopPointers() error { return s.st.Close() }
 
 func (s pointerStream[T, S]) nextPointer() (k8sapi.WatchEvent[*T], error) {
 	ev, err := s.st.Next()
@@ -494,7 +490,7 @@ func (r *runner[P]) idleAfter() time.Duration {
 }
 
 // closeStream closes the open stream, if any, and stops its timer: the
-// stream's context ends, which closes it (see actWatch).
+// stream's context ends, which closes it (see pointerSource.watchPointers).
 func (r *runner[P]) closeStream() {
 	if r.stream == nil {
 		return
