@@ -234,11 +234,13 @@ func (inf *informer[P]) count(c *int64) []handler[P] {
 // failure with backoff, so it returns an error only when the informer
 // cannot start: no Source. Call it once: the informer's store has one
 // writer.
-func (inf *Informer[T]) Run(ctx context.Context) error {
-	if inf.core.src == nil {
+func (inf *Informer[T]) Run(ctx context.Context) error { return inf.core.run(ctx) }
+
+func (inf *informer[P]) run(ctx context.Context) error {
+	if inf.src == nil {
 		return errors.New("watch: Config.Source is nil")
 	}
-	r := runner[*T]{inf: &inf.core}
+	r := runner[P]{inf: inf}
 	r.run(ctx)
 	return nil
 }
@@ -300,7 +302,7 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		list, err := inf.src.pagePointers(lctx, ns, a.opts)
+		list, err := inf.src.pagePointers(lctx, ns, &a.opts)
 		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
@@ -320,7 +322,7 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
-		st, err := inf.src.watchPointers(wctx, ns, a.opts)
+		st, err := inf.src.watchPointers(wctx, ns, &a.opts)
 		if !timer.Stop() && ctx.Err() == nil { // wctx has ended, and the stream with it
 			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
 		}
@@ -385,8 +387,8 @@ func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
 // the Stream's methods as a type parameter's, which the linker keeps
 // alone.
 type source[P any] interface {
-	pagePointers(ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[P], error)
-	watchPointers(ctx context.Context, ns string, opts k8sapi.ListOptions) (stream[P], error)
+	pagePointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (*k8sapi.List[P], error)
+	watchPointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (stream[P], error)
 }
 
 type stream[P any] interface {
@@ -398,13 +400,13 @@ type stream[P any] interface {
 // pointers), and each of a watch event a copy of the event's.
 type pointerSource[T any, S Source[T]] struct{ src S }
 
-func (s pointerSource[T, S]) pagePointers(ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[*T], error) {
-	list, err := s.src.List(ctx, ns, opts)
+func (s pointerSource[T, S]) pagePointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (*k8sapi.List[*T], error) {
+	list, err := s.src.List(ctx, ns, *opts)
 	return pointers(list), err
 }
 
-func (s pointerSource[T, S]) watchPointers(ctx context.Context, ns string, opts k8sapi.ListOptions) (stream[*T], error) {
-	st, err := s.src.Watch(ctx, ns, opts)
+func (s pointerSource[T, S]) watchPointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (stream[*T], error) {
+	st, err := s.src.Watch(ctx, ns, *opts)
 	if err == nil && st == nil {
 		err = errors.New("watch: Source.Watch returned no stream")
 	}
@@ -421,9 +423,8 @@ type pointerStream[T any, S Stream[T]] struct{ st S }
 
 func (s pointerStream[T, S]) nextPointer() (k8sapi.WatchEvent[*T], error) {
 	ev, err := s.st.Next()
-	obj := new(T) // a copy: &ev.Object would give the binary a WatchEvent type per object shape
-	*obj = ev.Object
-	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: obj}, err
+	obj := ev.Object // a copy: &ev.Object would give the binary a WatchEvent type per object shape
+	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &obj}, err
 }
 
 // notify counts one change to the cache and tells the handlers.
