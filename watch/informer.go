@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -108,7 +109,7 @@ type Informer[T any] struct {
 // type, as in machine and store: the binary holds one for all object types.
 type informer[P any] struct {
 	machine[P]           // its step
-	src        Source[P] // Config.Source, as a pointerSource; nil if that is nil
+	src        source[P] // Config.Source, as a pointerSource; nil if that is nil
 	handler    handler[P]
 	transform  func(P) // Config.Transform, never nil
 	store      *store[P]
@@ -143,7 +144,7 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
-		inf.core.src = pointerSource[T]{cfg.Source}
+		inf.core.src = pointerSource[T, Source[T]]{cfg.Source}
 	}
 	return inf
 }
@@ -233,11 +234,13 @@ func (inf *informer[P]) count(c *int64) []handler[P] {
 // failure with backoff, so it returns an error only when the informer
 // cannot start: no Source. Call it once: the informer's store has one
 // writer.
-func (inf *Informer[T]) Run(ctx context.Context) error {
-	if inf.core.src == nil {
+func (inf *Informer[T]) Run(ctx context.Context) error { return inf.core.run(ctx) }
+
+func (inf *informer[P]) run(ctx context.Context) error {
+	if inf.src == nil {
 		return errors.New("watch: Config.Source is nil")
 	}
-	r := runner[*T]{inf: &inf.core}
+	r := runner[P]{inf: inf}
 	r.run(ctx)
 	return nil
 }
@@ -252,7 +255,7 @@ type runner[P any] struct {
 	// with, and the timer that ends it when it stays silent too long. A
 	// watch is open while the machine is in phaseWatch: run closes it
 	// after any step that leaves that phase.
-	stream Stream[P]
+	stream stream[P]
 	cancel context.CancelFunc
 	timer  *time.Timer
 }
@@ -299,7 +302,7 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		lctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		list, err := inf.src.List(lctx, ns, a.opts)
+		list, err := inf.src.pagePointers(lctx, ns, &a.opts)
 		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
 		}
@@ -319,21 +322,14 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		limit := inf.requestLimit()
 		wctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(limit, cancel)
-		st, err := inf.src.Watch(wctx, ns, a.opts)
-		if !timer.Stop() && ctx.Err() == nil {
-			if err == nil && st != nil {
-				st.Close()
-			}
+		st, err := inf.src.watchPointers(wctx, ns, &a.opts)
+		if !timer.Stop() && ctx.Err() == nil { // wctx has ended, and the stream with it
 			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
-		}
-		if err == nil && st == nil {
-			err = errors.New("watch: Source.Watch returned no stream")
 		}
 		if err != nil {
 			cancel()
 			return input[P]{kind: inOpened, err: err}, true
 		}
-		context.AfterFunc(wctx, func() { st.Close() })
 		timer.Reset(r.idleAfter())
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[P]{kind: inOpened}, true
@@ -384,30 +380,51 @@ func pointers[T any](list *k8sapi.List[T]) *k8sapi.List[*T] {
 	return out
 }
 
-// pointerSource is the Source on *T that an informer reads: each object
-// of a list page is given a copy of its own (see pointers), and each of a
-// watch event stays in the event, which is the stream's own.
-type pointerSource[T any] struct{ src Source[T] }
+// source is a pointerSource and stream a pointerStream, as an informer
+// calls them. The calls of a generic interface's methods make the linker
+// keep every method of the same name in the binary: these have names of
+// their own, and pointerSource and pointerStream call the Source's and
+// the Stream's methods as a type parameter's, which the linker keeps
+// alone.
+type source[P any] interface {
+	pagePointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (*k8sapi.List[P], error)
+	watchPointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (stream[P], error)
+}
 
-func (s pointerSource[T]) List(ctx context.Context, ns string, opts k8sapi.ListOptions) (*k8sapi.List[*T], error) {
-	list, err := s.src.List(ctx, ns, opts)
+type stream[P any] interface {
+	nextPointer() (k8sapi.WatchEvent[P], error)
+}
+
+// pointerSource is the source on *T that an informer reads, S being
+// Source[T]: each object of a list page is given a copy of its own (see
+// pointers), and each of a watch event a copy of the event's.
+type pointerSource[T any, S Source[T]] struct{ src S }
+
+func (s pointerSource[T, S]) pagePointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (*k8sapi.List[*T], error) {
+	list, err := s.src.List(ctx, ns, *opts)
 	return pointers(list), err
 }
 
-func (s pointerSource[T]) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (Stream[*T], error) {
-	st, err := s.src.Watch(ctx, ns, opts)
-	if err != nil || st == nil {
+func (s pointerSource[T, S]) watchPointers(ctx context.Context, ns string, opts *k8sapi.ListOptions) (stream[*T], error) {
+	st, err := s.src.Watch(ctx, ns, *opts)
+	if err == nil && st == nil {
+		err = errors.New("watch: Source.Watch returned no stream")
+	}
+	if err != nil {
 		return nil, err
 	}
-	return pointerStream[T]{st}, nil
+	c := io.Closer(st) // the stream lives as long as ctx
+	context.AfterFunc(ctx, func() { c.Close() })
+	return pointerStream[T, Stream[T]]{st}, nil
 }
 
-// pointerStream is a Stream on *T: each event's object, by pointer.
-type pointerStream[T any] struct{ Stream[T] }
+// pointerStream is a stream on *T, S being Stream[T].
+type pointerStream[T any, S Stream[T]] struct{ st S }
 
-func (s pointerStream[T]) Next() (k8sapi.WatchEvent[*T], error) {
-	ev, err := s.Stream.Next()
-	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &ev.Object}, err
+func (s pointerStream[T, S]) nextPointer() (k8sapi.WatchEvent[*T], error) {
+	ev, err := s.st.Next()
+	obj := ev.Object // a copy: &ev.Object would give the binary a WatchEvent type per object shape
+	return k8sapi.WatchEvent[*T]{Type: ev.Type, Object: &obj}, err
 }
 
 // notify counts one change to the cache and tells the handlers.
@@ -455,7 +472,7 @@ func (inf *informer[P]) requestLimit() time.Duration {
 // than its timeout plus the margin is closed by its timer and reported
 // idle, whatever its last read returned.
 func (r *runner[P]) next() input[P] {
-	ev, err := r.stream.Next()
+	ev, err := r.stream.nextPointer()
 	if !r.timer.Reset(r.idleAfter()) {
 		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
 	}
@@ -474,7 +491,7 @@ func (r *runner[P]) idleAfter() time.Duration {
 }
 
 // closeStream closes the open stream, if any, and stops its timer: the
-// stream's context ends, which closes it (see actWatch).
+// stream's context ends, which closes it (see pointerSource.watchPointers).
 func (r *runner[P]) closeStream() {
 	if r.stream == nil {
 		return
