@@ -44,8 +44,11 @@ ARG VERSION=dev
 WORKDIR /src
 COPY go.mod ./
 COPY cmd/ cmd/
+COPY events/ events/
 COPY internal/ internal/
 COPY k8sapi/ k8sapi/
+COPY manager/ manager/
+COPY metrics/ metrics/
 COPY queue/ queue/
 COPY reconcile/ reconcile/
 COPY watch/ watch/
