@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,14 +22,24 @@ import (
 // fakeReviewer is a hand-written fake of the API server's two review
 // endpoints, served in-process through the client's Transport seam. Token
 // "reader" is user reader, allowed; "other" is user other, forbidden;
-// "broken" makes the TokenReview fail with a 500; any other token is not
-// authenticated, and so is "reader" once revoked is set.
+// "member" is user member, allowed through its group metrics-readers
+// alone; "broken" makes the TokenReview fail with a 500; "nostatus" is
+// answered a TokenReview without status, and "silent" is user silent,
+// whose SubjectAccessReview is answered without status; any other token is
+// not authenticated, and so is "reader" once revoked is set.
 type fakeReviewer struct {
 	revoked                     atomic.Bool
 	tokenReviews, accessReviews atomic.Int32
 	gate                        chan struct{} // when not nil, each review waits for a value
-	inFlight, maxInFlight       atomic.Int32
+	inFlight                    atomic.Int32  // reviews being served
+
+	mu         sync.Mutex
+	lastAccess reviewSpec // the spec of the last SubjectAccessReview
 }
+
+// member is the user token "member" names.
+var member = userInfo{Username: "member", UID: "uid-member", Groups: []string{"system:authenticated", "metrics-readers"},
+	Extra: map[string][]string{"scopes": {"view", "metrics"}}}
 
 func (f *fakeReviewer) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
@@ -36,14 +48,8 @@ func (f *fakeReviewer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
-	n := f.inFlight.Add(1)
+	f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
-	for {
-		m := f.maxInFlight.Load()
-		if n <= m || f.maxInFlight.CompareAndSwap(m, n) {
-			break
-		}
-	}
 	if f.gate != nil {
 		<-f.gate
 	}
@@ -55,6 +61,13 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 		var tr review
 		json.Unmarshal(body, &tr)
 		switch tr.Spec.Token {
+		case "nostatus":
+			fmt.Fprint(w, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"nostatus"}}`)
+			return
+		case "member":
+			tr.Status = &reviewStatus{Authenticated: true, User: member}
+		case "silent":
+			tr.Status = &reviewStatus{Authenticated: true, User: userInfo{Username: "silent", UID: "uid-silent"}}
 		case "reader", "other":
 			if tr.Spec.Token == "reader" && f.revoked.Load() {
 				break
@@ -71,9 +84,17 @@ func (f *fakeReviewer) serve(w http.ResponseWriter, r *http.Request) {
 		f.accessReviews.Add(1)
 		var sar review
 		json.Unmarshal(body, &sar)
+		f.mu.Lock()
+		f.lastAccess = sar.Spec
+		f.mu.Unlock()
+		if sar.Spec.User == "silent" {
+			fmt.Fprint(w, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"silent"}}`)
+			return
+		}
 		a := sar.Spec.NonResourceAttributes
 		sar.Status = &reviewStatus{}
-		sar.Status.Allowed = sar.Spec.User == "reader" && sar.Spec.UID == "uid-reader" && a != nil && a.Path == "/metrics" && a.Verb == "get"
+		sar.Status.Allowed = (sar.Spec.User == "reader" && sar.Spec.UID == "uid-reader" || slices.Contains(sar.Spec.Groups, "metrics-readers")) &&
+			a != nil && a.Path == "/metrics" && a.Verb == "get"
 		json.NewEncoder(w).Encode(sar)
 	default:
 		http.NotFound(w, r)
@@ -193,27 +214,72 @@ func TestUnexpiredDecisionsFitInCache(t *testing.T) {
 	}
 }
 
+// Twenty new tokens at once: exactly maxInFlight of them are under
+// review while the others wait their turn, until fewer are left. In a
+// synctest bubble, so that every request has either reached the fake or
+// is waiting for a slot before the count is read.
 func TestFilterBoundsReviewsInFlight(t *testing.T) {
-	f := &fakeReviewer{gate: make(chan struct{})}
-	_, h := newFilter(t, f)
-	var wg sync.WaitGroup
-	codes := make(chan int, 20)
-	for i := range 20 {
-		wg.Go(func() { codes <- scrape(h, fmt.Sprintf("Bearer random-%d", i)) })
-	}
-	// Each token needs one TokenReview; let them through one at a time.
-	for range 20 {
-		f.gate <- struct{}{}
-	}
-	wg.Wait()
-	close(codes)
-	for c := range codes {
-		if c != http.StatusUnauthorized {
-			t.Errorf("code %d, want 401", c)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeReviewer{gate: make(chan struct{})}
+		_, h := newFilter(t, f)
+		const n = 20
+		codes := make(chan int, n)
+		for i := range n {
+			go func() { codes <- scrape(h, fmt.Sprintf("Bearer random-%d", i)) }()
 		}
+		// Each token needs one TokenReview; let them through one at a
+		// time, all of them even after a wrong count, so that none is
+		// left blocked.
+		wrong := false
+		for left := n; left > 0; left-- {
+			synctest.Wait()
+			if got, want := f.inFlight.Load(), int32(min(left, maxInFlight)); got != want && !wrong {
+				t.Errorf("%d requests left: %d reviews in flight, want %d", left, got, want)
+				wrong = true
+			}
+			f.gate <- struct{}{}
+		}
+		for range n {
+			if c := <-codes; c != http.StatusUnauthorized {
+				t.Errorf("code %d, want 401", c)
+			}
+		}
+	})
+}
+
+// A review answered without status allows nothing: a TokenReview without
+// one is not authenticated (401), a SubjectAccessReview without one is not
+// allowed (403).
+func TestFilterReviewWithoutStatusRefuses(t *testing.T) {
+	f := &fakeReviewer{}
+	_, h := newFilter(t, f)
+	if got := scrape(h, "Bearer nostatus"); got != http.StatusUnauthorized {
+		t.Errorf("a TokenReview answered without status: %d, want 401", got)
 	}
-	if m := f.maxInFlight.Load(); m > maxInFlight {
-		t.Errorf("%d reviews in flight at once, want at most %d", m, maxInFlight)
+	if got := scrape(h, "Bearer silent"); got != http.StatusForbidden {
+		t.Errorf("a SubjectAccessReview answered without status: %d, want 403", got)
+	}
+	if ar := f.accessReviews.Load(); ar != 1 {
+		t.Errorf("%d access reviews, want 1 (none for the unauthenticated token)", ar)
+	}
+}
+
+// The SubjectAccessReview asks for the user the TokenReview named, whole:
+// name, uid, groups and extra. Access granted through a group alone is
+// honoured.
+func TestFilterAccessReviewCarriesUser(t *testing.T) {
+	f := &fakeReviewer{}
+	_, h := newFilter(t, f)
+	if got := scrape(h, "Bearer member"); got != http.StatusOK {
+		t.Errorf("a user allowed through its group: %d, want 200", got)
+	}
+	f.mu.Lock()
+	got := f.lastAccess
+	f.mu.Unlock()
+	want := reviewSpec{User: member.Username, UID: member.UID, Groups: member.Groups, Extra: member.Extra,
+		NonResourceAttributes: &nonResourceAttributes{Path: "/metrics", Verb: "get"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SubjectAccessReview spec %+v, want %+v", got, want)
 	}
 }
 
