@@ -93,3 +93,30 @@ func TestFullLimitersForgetRefilledFirst(t *testing.T) {
 		}
 	}
 }
+
+// Two objects of the same kind and name in two namespaces, referred to
+// without a UID, have a rate limit each: one spending its burst does not
+// refuse the other.
+func TestRateLimitWithoutUIDPerNamespace(t *testing.T) {
+	c, err := k8sapi.New(&k8sapi.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Client: c, Controller: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := k8sapi.ObjectReference{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "prod", Name: "web"}
+	staging := prod
+	staging.Namespace = "staging"
+	for i := range burst + 1 {
+		r.Event(prod, "Warning", "Failed", fmt.Sprint("attempt ", i))
+	}
+	if s := r.Stats(); s.RateLimited != 1 {
+		t.Fatalf("prod/web, %d events: %d rate limited, want 1 past the burst of %d", burst+1, s.RateLimited, burst)
+	}
+	r.Event(staging, "Warning", "Failed", "attempt 0")
+	if s := r.Stats(); s.RateLimited != 1 {
+		t.Errorf("staging/web's first event after prod/web spent its burst: %d rate limited, want still 1", s.RateLimited)
+	}
+}
