@@ -117,10 +117,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	}
 	mcfg := opts.Config
 	mcfg.Name, mcfg.Client, mcfg.ReviewClient, mcfg.Logger, mcfg.MetricsPrefix = "widget-operator", client, unlimited, log, metricsPrefix
-	if opts.LeaderElect || opts.Shards > 1 {
-		mcfg.LeaderElection = &reconcile.LeaderElection{Client: unlimited, Namespace: opts.LeaderElectionNamespace,
-			Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
-	}
+	mcfg.LeaderElection = leaderElection(opts, unlimited, identity)
 	m, err := manager.New(mcfg)
 	if err != nil {
 		return err
@@ -133,6 +130,17 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	err = m.Run(ctx)
 	log.Info("stopped")
 	return err
+}
+
+// leaderElection returns the Leases that opts ask for, written with client
+// as identity: with LeaderElect or Shards above 1 (shards need their
+// Leases without LeaderElect too), else none.
+func leaderElection(opts Options, client *k8sapi.Client, identity string) *reconcile.LeaderElection {
+	if !opts.LeaderElect && opts.Shards <= 1 {
+		return nil
+	}
+	return &reconcile.LeaderElection{Client: client, Namespace: opts.LeaderElectionNamespace,
+		Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
 }
 
 // preflight makes the first contact fail fast with a clear reason instead of
