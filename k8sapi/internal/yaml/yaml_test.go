@@ -128,6 +128,23 @@ func TestParseGood(t *testing.T) {
 		{"literal at the end without a line break", "a: |\n  x", "{a=\"x\"}"},
 		{"literal keep, last empty line without a line break", "a: |1+\n\n\n  x\n ", "{a=\"\\n\\n x\\n\"}"},
 		{"json list", "[\n  \"x\",\n  2\n]\n", "[\"x\",2]"},
+		// Chomping of several trailing line breaks: clip keeps one, keep
+		// all, strip none.
+		{"literal clip trailing empty lines", "a: |\n  x\n\n\n", "{a=\"x\\n\"}"},
+		{"literal keep trailing empty lines", "a: |+\n  x\n\n\n", "{a=\"x\\n\\n\\n\"}"},
+		{"literal strip trailing empty lines", "a: |-\n  x\n\n\n", "{a=\"x\"}"},
+		{"folded clip trailing empty lines", "a: >\n  x\n\n\nb: 1\n", "{a=\"x\\n\",b=1}"},
+		// An empty block scalar in a nested map: the next line at the
+		// map's indentation is its sibling key, not the scalar's content.
+		{"literal empty nested", "m:\n  a: |\n  b: c\n", "{m={a=\"\",b=c}}"},
+		{"folded empty nested", "m:\n  a: >-\n\n  b: c\n", "{m={a=\"\",b=c}}"},
+		{"literal empty in list item", "- a: |\n  b: c\n", "[{a=\"\",b=c}]"},
+		// Folding: a line that starts with a tab or a space after the
+		// indentation is more indented and keeps its line breaks.
+		{"folded tab-led line", "a: >\n  x\n  \ty\n  z\n", "{a=\"x\\n\\ty\\nz\\n\"}"},
+		{"folded tab-led last line", "a: >\n  x\n  y\n  \tz\n", "{a=\"x y\\n\\tz\\n\"}"},
+		{"folded tab-led lines", "a: >\n  x\n  \ty\n  \tz\n  w\n", "{a=\"x\\n\\ty\\n\\tz\\nw\\n\"}"},
+		{"folded more indented between empty lines", "a: >\n  x\n\n    y\n\n  z\n", "{a=\"x\\n\\n  y\\n\\nz\\n\"}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
