@@ -595,7 +595,8 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		}
 		p.next()
 	}
-	// Clipping keeps the last content line's break, keeping every break.
+	// Clipping (no indicator) keeps the last content line's break, keeping
+	// (+) every break, stripping (-) none.
 	switch {
 	case chomp == 0 && b.Len() > 0:
 		b.repeat('\n', min(breaks, 1))
