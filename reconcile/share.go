@@ -65,12 +65,13 @@ func (s *Caches) Run(ctx context.Context) {
 	caches, running := s.caches, s.running
 	s.running = true
 	s.mu.Unlock()
+	if running {
+		return
+	}
 	var wg sync.WaitGroup
 	for _, w := range caches {
-		if !running {
-			// Run fails only without a Source, which WatchMapped refuses.
-			wg.Go(func() { w.Run(ctx) })
-		}
+		// Run fails only without a Source, which WatchMapped refuses.
+		wg.Go(func() { w.Run(ctx) })
 	}
 	wg.Wait()
 }
@@ -187,8 +188,8 @@ func (e *Election) Run(ctx context.Context) {
 	if len(e.shardCtx) > 1 {
 		msg = "sharding"
 	}
-	cmp.Or(e.Logger, slog.New(slog.DiscardHandler)).Info(msg, "lease", e.LeaderElection.Name, "shards", len(e.shardCtx), "identity", e.shards.Identity())
-	e.shards.Run(ctx)
+	cmp.Or(e.Logger, slog.New(slog.DiscardHandler)).Info(msg, "lease", e.LeaderElection.Name, "shards", len(e.shardCtx), "identity", shards.Identity())
+	shards.Run(ctx)
 }
 
 // synced reports whether a controller has joined, and the caches of
