@@ -250,13 +250,20 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 
 // WatchMapped makes the cache of any other resource: a change of an
 // object queues the keys that keys returns for it (the new object's, for
-// an update). The controller runs the cache as WatchPrimary's;
-// cfg.Handler is replaced.
+// an update). The keys of a change that a list found (the first list or a
+// relist: see [watch.Informer.Listing]) are queued behind those of live
+// changes, with [queue.Queue.AddBacklog]. The controller runs the cache as
+// WatchPrimary's; cfg.Handler is replaced.
 func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
 	c.init()
+	var shared *watch.Cache[T] // the cache that calls the handler
 	cfg.Handler = watch.OnChange(func(obj *T) {
 		for _, key := range keys(obj) {
-			c.queue.Add(key)
+			if shared.Listing() {
+				c.queue.AddBacklog(key)
+			} else {
+				c.queue.Add(key)
+			}
 		}
 	})
 	// The cache of the set under that name, or this one, new.
