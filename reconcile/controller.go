@@ -204,8 +204,9 @@ type Check struct {
 // WatchPrimary makes the cache of the primary resource: a change of an
 // object queues its own key. The controller runs the cache, waits for it
 // to sync before it reconciles, checks it in [Controller.Checks] and logs
-// the resourceVersion the cache holds with each reconcile. cfg.Handler is
-// replaced.
+// the resourceVersion the cache holds with each reconcile. As with
+// [WatchMapped], the keys of a list's changes are queued behind those of
+// live changes. cfg.Handler is replaced.
 func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
 	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
