@@ -252,12 +252,14 @@ type runner[P any] struct {
 	s   state[P]
 
 	// The open watch: its stream, the cancel of the context it was opened
-	// with, and the timer that ends it when it stays silent too long. A
-	// watch is open while the machine is in phaseWatch: run closes it
-	// after any step that leaves that phase.
+	// with, the timer that ends it when it stays silent too long, and how
+	// long that is (its timeout plus the margin). A watch is open while
+	// the machine waits for its events: run closes it after any step that
+	// stops waiting.
 	stream stream[P]
 	cancel context.CancelFunc
 	timer  *time.Timer
+	idle   time.Duration
 }
 
 func (r *runner[P]) run(ctx context.Context) {
@@ -271,7 +273,7 @@ func (r *runner[P]) run(ctx context.Context) {
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
 		r.inf.mu.Unlock()
-		if r.s.phase != phaseWatch {
+		if !r.s.watchOpen() {
 			r.closeStream() // the watch, if one was open, has ended
 		}
 		// Only the last action may yield an input (see step).
@@ -282,9 +284,9 @@ func (r *runner[P]) run(ctx context.Context) {
 		if have {
 			continue
 		}
-		if r.s.phase != phaseWatch {
+		if !r.s.watchOpen() {
 			// Nothing to wait for: a machine bug. Avoid spinning.
-			r.inf.logger.Error("watch: informer stalled", "phase", r.s.phase.String())
+			r.inf.logger.Error("watch: informer stalled", "phase", r.s.phase)
 			<-ctx.Done()
 			return
 		}
@@ -330,7 +332,8 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 			cancel()
 			return input[P]{kind: inOpened, err: err}, true
 		}
-		timer.Reset(r.idleAfter())
+		r.idle = time.Duration(a.opts.TimeoutSeconds)*time.Second + inf.cfg.WatchTimeout/idleMargin
+		timer.Reset(r.idle)
 		r.stream, r.cancel, r.timer = st, cancel, timer
 		return input[P]{kind: inOpened}, true
 	case actWait:
@@ -473,8 +476,8 @@ func (inf *informer[P]) requestLimit() time.Duration {
 // idle, whatever its last read returned.
 func (r *runner[P]) next() input[P] {
 	ev, err := r.stream.nextPointer()
-	if !r.timer.Reset(r.idleAfter()) {
-		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+	if !r.timer.Reset(r.idle) {
+		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idle)}
 	}
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
@@ -482,12 +485,6 @@ func (r *runner[P]) next() input[P] {
 		r.inf.transform(ev.Object)
 	}
 	return input[P]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
-}
-
-// idleAfter is how long the open watch may stay silent: its timeout plus
-// the margin.
-func (r *runner[P]) idleAfter() time.Duration {
-	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
 // closeStream closes the open stream, if any, and stops its timer: the
