@@ -119,15 +119,6 @@ func (backoff) String() string      { return "wait" }
 func (listing[P]) request() {}
 func (opening) request()    {}
 
-// watchOpen reports whether s waits for an event of an open watch.
-func (s *state[P]) watchOpen() bool {
-	switch s.phase.(type) {
-	case watching, streaming[P]:
-		return true
-	}
-	return false
-}
-
 // state is everything the machine remembers. It is a value: step returns a
 // new one.
 type state[P any] struct {
