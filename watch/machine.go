@@ -443,7 +443,6 @@ func (m *machine[P]) fail(s *state[P], in input[P], msg string) []action[P] {
 	// gone or smaller.
 	s.gone = s.gone || expired
 	s.big = s.big || errors.Is(in.err, k8sapi.ErrBodyTooLarge)
-	retry := m.retry(s, expired)
 	if !s.healthySince.IsZero() && in.now.Sub(s.healthySince) >= backoffReset {
 		s.failures = 0
 	}
@@ -451,9 +450,24 @@ func (m *machine[P]) fail(s *state[P], in input[P], msg string) []action[P] {
 	// A server's Retry-After (as k8sapi read and capped it) wins if longer.
 	delay := max(retryBackoff.Jittered(s.failures, in.rand), apiError(in.err).RetryAfter)
 	s.failures++
-	log := m.failed(s, in, msg)
-	s.phase = backoff{retry}
-	return []action[P]{log, {kind: actWait, delay: delay}}
+
+	// Log each episode once: its start at warning level, a relist at info
+	// level, the retries that follow at debug level only.
+	level := slog.LevelDebug
+	switch {
+	case s.gone && !s.relistLogged:
+		level, msg = slog.LevelInfo, "resourceVersion expired; relisting"
+		s.relistLogged = true
+	case s.failingSince.IsZero():
+		level = slog.LevelWarn
+	}
+	s.failingSince = cmp.Or(s.failingSince, in.now)
+	s.err = in.err
+	if err := m.notServed(in.err); err != nil {
+		msg, s.err = err.Error(), err
+	}
+	s.phase = backoff{m.retry(s, expired)}
+	return []action[P]{{kind: actLog, level: level, msg: msg, err: in.err}, {kind: actWait, delay: delay}}
 }
 
 // retry returns what to ask for again after a failure of the phase s is
@@ -478,27 +492,6 @@ func (m *machine[P]) retry(s *state[P], expired bool) request {
 		}
 	}
 	return m.newSync(s)
-}
-
-// failed records the failure episode that in, a failure, begins or goes
-// on, and returns its log action. Each episode is logged once: its start
-// at warning level, a relist at info level, the retries that follow at
-// debug level only.
-func (m *machine[P]) failed(s *state[P], in input[P], msg string) action[P] {
-	level := slog.LevelDebug
-	switch {
-	case s.gone && !s.relistLogged:
-		level, msg = slog.LevelInfo, "resourceVersion expired; relisting"
-		s.relistLogged = true
-	case s.failingSince.IsZero():
-		level = slog.LevelWarn
-	}
-	s.failingSince = cmp.Or(s.failingSince, in.now)
-	s.err = in.err
-	if err := m.notServed(in.err); err != nil {
-		msg, s.err = err.Error(), err
-	}
-	return action[P]{kind: actLog, level: level, msg: msg, err: in.err}
 }
 
 // healthy records a success: an answer that ends a failure episode.
