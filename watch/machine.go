@@ -268,20 +268,41 @@ func (m *machine[P]) newSync(s *state[P]) request {
 	return listing[P]{}
 }
 
-// ask moves to r and appends to acts the request it waits for: a list
-// page, or a watch with a timeout drawn by in.rand.
+// ask moves to r and appends to acts the request it makes: a list page,
+// or a watch with a timeout drawn by in.rand.
+//
+// The first list asks for resourceVersion "0": any state the server's watch
+// cache holds will do, which spares etcd. (The server ignores limit then
+// and answers in one page.) A list after a 410 or an oversized answer, and
+// any later full list, asks for "": a consistent read, never older than
+// what the cache has already seen. Later pages of a list carry only the
+// continue token. A watch goes on from the last resourceVersion seen. A
+// streaming list asks for "" with NotOlderThan: the server sends the
+// current state, then a bookmark, then changes.
 func (m *machine[P]) ask(s *state[P], r request, in input[P], acts []action[P]) []action[P] {
+	a := action[P]{kind: actList, opts: k8sapi.ListOptions{LabelSelector: m.cfg.LabelSelector, FieldSelector: m.cfg.FieldSelector}}
 	switch r := r.(type) {
 	case listing[P]:
 		s.phase = r
-		return append(acts, action[P]{kind: actList, opts: m.listOptions(s, r)})
+		a.opts.Limit = cmp.Or(r.pageSize, m.cfg.PageSize)
+		a.opts.Continue = r.cont
+		if r.cont == "" && !s.gone && !s.big && !s.synced {
+			a.opts.ResourceVersion = "0"
+		}
 	case opening:
 		r.timeout = m.timeout(in.rand)
 		s.phase = r
 		// A watch opened during a failure episode replaces one that failed.
-		return append(acts, action[P]{kind: actWatch, opts: m.watchOptions(s, r), reconnect: !s.failingSince.IsZero()})
+		a.kind, a.reconnect = actWatch, !s.failingSince.IsZero()
+		a.opts.ResourceVersion = s.rv
+		a.opts.AllowWatchBookmarks = true
+		a.opts.TimeoutSeconds = int64(r.timeout / time.Second)
+		if r.stream {
+			a.opts.ResourceVersion, a.opts.ResourceVersionMatch = "", "NotOlderThan"
+			a.opts.SendInitialEvents = new(true)
+		}
 	}
-	return acts // no other request
+	return append(acts, a)
 }
 
 // listed handles the answer to a page of l: the next page is asked for,
@@ -501,46 +522,6 @@ func (m *machine[P]) healthy(s *state[P], now time.Time) {
 	}
 	s.heard = now
 	s.failingSince = time.Time{}
-}
-
-// listOptions returns the options of the page of l.
-//
-// The first list asks for resourceVersion "0": any state the server's watch
-// cache holds will do, which spares etcd. (The server ignores limit then
-// and answers in one page.) A list after a 410 or an oversized answer, and
-// any later full list, asks for "": a consistent read, never older than
-// what the cache has already seen. Later pages of a list carry only the
-// continue token.
-func (m *machine[P]) listOptions(s *state[P], l listing[P]) k8sapi.ListOptions {
-	o := k8sapi.ListOptions{
-		LabelSelector: m.cfg.LabelSelector,
-		FieldSelector: m.cfg.FieldSelector,
-		Limit:         cmp.Or(l.pageSize, m.cfg.PageSize),
-		Continue:      l.cont,
-	}
-	if l.cont == "" && !s.gone && !s.big && !s.synced {
-		o.ResourceVersion = "0"
-	}
-	return o
-}
-
-// watchOptions returns the options of o's watch. A watch goes on from the
-// last resourceVersion seen. A streaming list asks for "" with
-// NotOlderThan: the server sends the current state, then a bookmark, then
-// changes.
-func (m *machine[P]) watchOptions(s *state[P], o opening) k8sapi.ListOptions {
-	opts := k8sapi.ListOptions{
-		LabelSelector:       m.cfg.LabelSelector,
-		FieldSelector:       m.cfg.FieldSelector,
-		ResourceVersion:     s.rv,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      int64(o.timeout / time.Second),
-	}
-	if o.stream {
-		opts.ResourceVersion, opts.ResourceVersionMatch = "", "NotOlderThan"
-		opts.SendInitialEvents = new(true)
-	}
-	return opts
 }
 
 // refused reports whether err is the server rejecting a request's
