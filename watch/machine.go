@@ -362,20 +362,17 @@ func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
 }
 
 // streamed handles an input of the open streaming list l: the objects
-// are collected until the end bookmark delivers them.
+// are collected until the end bookmark delivers them. Its silence or
+// failure is that of any watch.
 func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action[P] {
 	switch {
-	case in.kind == inIdle:
-		return m.fail(s, in, "watch silent; reconnecting")
-	case in.kind != inEvent:
-		return nil
-	case errors.Is(in.err, io.EOF):
+	case in.kind != inEvent || in.err != nil && !errors.Is(in.err, io.EOF):
+		return m.watched(s, l.watching, in)
+	case in.err != nil:
 		// The stream ended before its initial events did. A server that
 		// ignores sendInitialEvents does this at its timeout; list instead.
 		in.err = nil
 		return m.noStream(s, "streaming list ended early", in)
-	case in.err != nil:
-		return m.fail(s, in, "watch failed")
 	}
 	l.watching = m.event(s, l.watching, in)
 	switch {
