@@ -262,12 +262,14 @@ type runner[P any] struct {
 	s   state[P]
 
 	// The open watch: its stream, the cancel of the context it was opened
-	// with, and the timer that ends it when it stays silent too long. A
-	// watch is open while the machine is in phaseWatch: run closes it
-	// after any step that leaves that phase.
+	// with, the timer that ends it when it stays silent too long, and how
+	// long that is (its timeout plus the margin). A watch is open while
+	// the machine waits for its events: do closes it at the next action
+	// that asks for an input.
 	stream stream[P]
 	cancel context.CancelFunc
 	timer  *time.Timer
+	idle   time.Duration
 }
 
 func (r *runner[P]) run(ctx context.Context) {
@@ -281,9 +283,6 @@ func (r *runner[P]) run(ctx context.Context) {
 		r.inf.mu.Lock()
 		r.inf.health = r.s.health
 		r.inf.mu.Unlock()
-		if r.s.phase != phaseWatch {
-			r.closeStream() // the watch, if one was open, has ended
-		}
 		// Only the last action may yield an input (see step).
 		have := false
 		for _, a := range acts {
@@ -292,9 +291,9 @@ func (r *runner[P]) run(ctx context.Context) {
 		if have {
 			continue
 		}
-		if r.s.phase != phaseWatch {
+		if r.stream == nil {
 			// Nothing to wait for: a machine bug. Avoid spinning.
-			r.inf.logger.Error("watch: informer stalled", "phase", r.s.phase.String())
+			r.inf.logger.Error("watch: informer stalled", "phase", r.s.phase)
 			<-ctx.Done()
 			return
 		}
@@ -303,46 +302,18 @@ func (r *runner[P]) run(ctx context.Context) {
 }
 
 // do carries out one action. It returns the input that follows from it,
-// if any.
+// if any. An action that asks for an input ends the open watch, if any:
+// the machine no longer waits for its events.
 func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 	inf := r.inf
-	ns := inf.ns
+	if a.kind == actList || a.kind == actWatch || a.kind == actWait {
+		r.closeStream()
+	}
 	switch a.kind {
 	case actList:
-		limit := inf.requestLimit()
-		lctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		list, err := inf.src.pagePointers(lctx, ns, &a.opts)
-		if err != nil && lctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
-		}
-		if err == nil && list != nil {
-			for _, obj := range list.Items {
-				inf.transform(obj)
-			}
-		}
-		return input[P]{kind: inListed, list: list, err: err}, true
+		return inf.list(ctx, &a.opts), true
 	case actWatch:
-		if a.reconnect {
-			inf.count(&inf.stats.Reconnects)
-		}
-		// The stream lives as long as wctx. Opening it must not take
-		// longer than the silence a watch is allowed; once it is open,
-		// the same timer ends it when it stays silent (see next).
-		limit := inf.requestLimit()
-		wctx, cancel := context.WithCancel(ctx)
-		timer := time.AfterFunc(limit, cancel)
-		st, err := inf.src.watchPointers(wctx, ns, &a.opts)
-		if !timer.Stop() && ctx.Err() == nil { // wctx has ended, and the stream with it
-			err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
-		}
-		if err != nil {
-			cancel()
-			return input[P]{kind: inOpened, err: err}, true
-		}
-		timer.Reset(r.idleAfter())
-		r.stream, r.cancel, r.timer = st, cancel, timer
-		return input[P]{kind: inOpened}, true
+		return r.open(ctx, a), true
 	case actWait:
 		select {
 		case <-ctx.Done():
@@ -369,13 +340,56 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 			inf.notify(change[P]{old: a.obj})
 		}
 	case actLog:
-		args := []any{"informer", inf.name, "namespace", ns}
+		args := []any{"informer", inf.name, "namespace", inf.ns}
 		if a.err != nil {
 			args = append(args, "err", a.err)
 		}
-		r.inf.logger.Log(ctx, a.level, "watch: "+a.msg, args...)
+		inf.logger.Log(ctx, a.level, "watch: "+a.msg, args...)
 	}
 	return input[P]{}, false
+}
+
+// list asks for the list page of opts, and transforms its objects.
+func (inf *informer[P]) list(ctx context.Context, opts *k8sapi.ListOptions) input[P] {
+	limit := inf.requestLimit()
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	list, err := inf.src.pagePointers(lctx, inf.ns, opts)
+	if err != nil && lctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("watch: list got no answer within %v: %w", limit, err)
+	}
+	if err == nil && list != nil {
+		for _, obj := range list.Items {
+			inf.transform(obj)
+		}
+	}
+	return input[P]{kind: inListed, list: list, err: err}
+}
+
+// open opens the watch that a asks for, which becomes the open watch.
+func (r *runner[P]) open(ctx context.Context, a action[P]) input[P] {
+	inf := r.inf
+	if a.reconnect {
+		inf.count(&inf.stats.Reconnects)
+	}
+	// The stream lives as long as wctx. Opening it must not take longer
+	// than the silence a watch is allowed; once it is open, the same
+	// timer ends it when it stays silent (see next).
+	limit := inf.requestLimit()
+	wctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(limit, cancel)
+	st, err := inf.src.watchPointers(wctx, inf.ns, &a.opts)
+	if !timer.Stop() && ctx.Err() == nil { // wctx has ended, and the stream with it
+		err = fmt.Errorf("watch: watch got no answer within %v: %w", limit, cmp.Or(err, context.Canceled))
+	}
+	if err != nil {
+		cancel()
+		return input[P]{kind: inOpened, err: err}
+	}
+	r.idle = time.Duration(a.opts.TimeoutSeconds)*time.Second + inf.cfg.WatchTimeout/idleMargin
+	timer.Reset(r.idle)
+	r.stream, r.cancel, r.timer = st, cancel, timer
+	return input[P]{kind: inOpened}
 }
 
 // pointers returns list with a pointer to a copy of its own of each item:
@@ -485,8 +499,8 @@ func (inf *informer[P]) requestLimit() time.Duration {
 // idle, whatever its last read returned.
 func (r *runner[P]) next() input[P] {
 	ev, err := r.stream.nextPointer()
-	if !r.timer.Reset(r.idleAfter()) {
-		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idleAfter())}
+	if !r.timer.Reset(r.idle) {
+		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idle)}
 	}
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
@@ -494,12 +508,6 @@ func (r *runner[P]) next() input[P] {
 		r.inf.transform(ev.Object)
 	}
 	return input[P]{kind: inEvent, typ: ev.Type, obj: ev.Object, err: err}
-}
-
-// idleAfter is how long the open watch may stay silent: its timeout plus
-// the margin.
-func (r *runner[P]) idleAfter() time.Duration {
-	return r.s.watchTimeout + r.inf.cfg.WatchTimeout/idleMargin
 }
 
 // closeStream closes the open stream, if any, and stops its timer: the

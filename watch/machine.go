@@ -38,49 +38,104 @@ const (
 // retry apart.
 var retryBackoff = k8sapi.Backoff{Base: backoffInitial, Max: backoffMax}
 
-// phase is what the machine is waiting for.
-type phase uint8
-
-const (
-	phaseNew   phase = iota // not started
-	phaseList               // a list page
-	phaseOpen               // a watch to open
-	phaseWatch              // the next event of an open watch
-	phaseWait               // the end of a backoff
-)
-
-func (p phase) String() string {
-	return [...]string{"new", "list", "open", "watch", "wait"}[p]
+// A phase is what the machine waits for, with what it knows of the one
+// request in progress; nothing else is kept of a request once its phase
+// has ended. A state is in one phase, its phase field:
+//
+//   - nil: not started; Run's start begins a sync.
+//   - [listing]: a page of a paginated list.
+//   - [opening]: a watch, or a streaming list, to open.
+//   - [streaming]: the next initial event of an open streaming list.
+//   - [watching]: the next event of an open watch.
+//   - [backoff]: the end of a delay after a failure.
+//
+// A sync is a paginated list, or a streaming list if the config asks for
+// it and the server has not refused one and no answer was over the size
+// limit. The phases follow one another so:
+//
+//	nil ──start──▶ listing, or opening a stream (a sync)
+//	listing ──page with a continue token──▶ listing
+//	listing ──last page──▶ opening
+//	opening ──opened──▶ watching, or streaming for a stream
+//	opening a stream ──refused──▶ listing
+//	streaming ──end bookmark──▶ watching (the same watch)
+//	streaming ──ended early──▶ listing
+//	watching ──ended after its time──▶ opening
+//	any phase ──failure──▶ backoff ──timer──▶ its retry: listing or opening
+type phase interface {
+	String() string
 }
+
+// A request is a phase that begins with a request to the server, as a
+// retry after a backoff does: a listing or an opening.
+type request interface {
+	phase
+	request()
+}
+
+// listing waits for a page of a paginated list.
+type listing[P any] struct {
+	cont    string // continue token of the page asked for; "" for the first page
+	pending []P    // the objects of the pages before; none if cont is ""
+	// pageSize is the objects per page, halved for each page over the
+	// client's size limit; 0 means the machine's.
+	pageSize int64
+}
+
+// opening waits for a watch to open: a watch from the last resourceVersion
+// seen, or a streaming list.
+type opening struct {
+	stream  bool          // a streaming list
+	timeout time.Duration // the watch's timeout; drawn when it is asked for
+}
+
+// watching waits for the next event of an open watch.
+type watching struct {
+	start   time.Time     // when it opened
+	timeout time.Duration // the timeout it asked for
+	events  int           // the events it brought, bookmarks included
+}
+
+// streaming waits for the next event of an open streaming list, before
+// the bookmark that ends its initial events. The server sends only the
+// objects that exist until then; the end bookmark delivers them, and the
+// same connection goes on as a watch.
+type streaming[P any] struct {
+	watching
+	pending []P // the objects sent so far
+}
+
+// backoff waits for the end of a delay after a failure.
+type backoff struct {
+	retry request // what the end of the delay asks for
+}
+
+func (listing[P]) String() string   { return "list" }
+func (opening) String() string      { return "open" }
+func (watching) String() string     { return "watch" }
+func (streaming[P]) String() string { return "stream" }
+func (backoff) String() string      { return "wait" }
+
+func (listing[P]) request() {}
+func (opening) request()    {}
 
 // state is everything the machine remembers. It is a value: step returns a
 // new one.
 type state[P any] struct {
-	phase phase
+	phase phase // what the machine waits for; nil before the start
 
 	rv     string // last resourceVersion seen: list, event or bookmark
 	synced bool   // a full list has been delivered
-	gone   bool   // the next sync must be a consistent list (after a 410)
-	// big says a list page or watch event was over the client's size
-	// limit: the next sync is a consistent list (the server's watch cache
-	// may ignore the page size), in pages of pageSize.
-	big      bool
-	pageSize int64 // objects per page of the list in progress; 0: machine's
+	// gone says the sync to come, or in progress, must be a consistent
+	// list (after a 410); big that it must be a consistent paginated list
+	// (a list page or watch event was over the client's size limit, and
+	// the server's watch cache may ignore the page size). The end of a
+	// sync clears both.
+	gone, big bool
 
-	streamRefused bool // the server refused a streaming list
-
-	// The sync in progress: a paginated list or a streaming list.
-	initial bool   // the open watch is a streaming list before its end bookmark
-	cont    string // continue token of the next list page
-	pending []P    // objects collected so far
-
-	// The watch in progress.
-	watchStart   time.Time
-	watchTimeout time.Duration
-	watchEvents  int
+	streamRefused bool // the server refused a streaming list: no more are asked for
 
 	// Backoff.
-	after        phase     // what phaseWait leads to: phaseList or phaseOpen
 	failures     int       // consecutive failures, for the backoff delay
 	relistLogged bool      // the relist in progress has been logged
 	healthySince time.Time // start of the current run of successes
@@ -109,16 +164,6 @@ const (
 	inTimer                   // a backoff ended
 	inIdle                    // no byte arrived for too long: err says so
 )
-
-// awaits is the phase in which the machine waits for each kind of input.
-var awaits = [...]phase{
-	inStart:  phaseNew,
-	inListed: phaseList,
-	inOpened: phaseOpen,
-	inEvent:  phaseWatch,
-	inTimer:  phaseWait,
-	inIdle:   phaseWatch,
-}
 
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
@@ -184,200 +229,238 @@ type machine[P any] struct {
 
 // step returns the state after in and the actions to carry out, in order.
 // At most one action of kinds actList, actWatch and actWait is returned,
-// and it comes last: the machine waits for one thing at a time.
+// and it comes last: the machine waits for one thing at a time. An input
+// that the phase does not wait for is stale: it changes nothing.
 func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
-	if s.phase != awaits[in.kind] {
-		return s, nil // not what the machine waits for: stale
-	}
 	var acts []action[P]
-	switch in.kind {
-	case inStart:
-		acts = m.sync(&s, in, acts)
-
-	case inListed:
-		if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
-			acts = m.pageTooLarge(&s, in, acts)
-			break
+	switch p := s.phase.(type) {
+	case nil:
+		if in.kind == inStart {
+			acts = m.ask(&s, m.newSync(&s), in, nil)
 		}
-		if in.err != nil || in.list == nil {
-			acts = m.fail(&s, in, "list failed", acts)
-			break
+	case listing[P]:
+		if in.kind == inListed {
+			acts = m.listed(&s, p, in)
 		}
-		m.healthy(&s, in.now)
-		s.pending = append(s.pending, in.list.Items...)
-		if c := in.list.Metadata.Continue; c != "" {
-			s.cont = c
-			acts = append(acts, action[P]{kind: actList, opts: m.listOptions(&s)})
-			break
+	case opening:
+		if in.kind == inOpened {
+			acts = m.opened(&s, p, in)
 		}
-		s.rv = in.list.Metadata.ResourceVersion
-		acts = m.synced(&s, acts)
-		acts = m.watch(&s, in, acts)
-
-	case inOpened:
-		if in.err != nil {
-			if s.initial && refused(in.err) {
-				// The server does not do streaming lists: list instead,
-				// now and from now on.
-				acts = m.noStream(&s, "streaming list refused", in.err, acts)
-				break
-			}
-			acts = m.fail(&s, in, "watch failed", acts)
-			break
-		}
-		m.healthy(&s, in.now)
-		s.phase = phaseWatch
-		s.watchStart = in.now
-		s.watchEvents = 0
-
-	case inEvent:
-		if in.err != nil {
-			acts = m.ended(&s, in, acts)
-			break
-		}
-		s.watchEvents++
-		s.heard = in.now
-		meta := m.meta(in.obj)
-		if meta.ResourceVersion != "" {
-			s.rv = meta.ResourceVersion
-		}
-		switch {
-		case in.typ == k8sapi.Bookmark:
-			if s.initial && meta.Annotations[InitialEventsEndAnnotation] == "true" {
-				s.initial = false
-				acts = m.synced(&s, acts)
-			}
-		case !s.initial:
-			acts = append(acts, action[P]{kind: actApply, typ: in.typ, obj: in.obj})
-		case in.typ != k8sapi.Deleted:
-			// Before the end bookmark a streaming list sends only the
-			// objects that exist; collect them.
-			s.pending = append(s.pending, in.obj)
-		}
-
-	case inIdle:
-		acts = m.fail(&s, in, "watch silent; reconnecting", acts)
-
-	case inTimer:
-		switch {
-		case s.after == phaseOpen:
-			acts = m.watch(&s, in, acts)
-		case s.cont != "":
-			// Resume a paginated list where it failed.
-			s.phase = phaseList
-			acts = append(acts, action[P]{kind: actList, opts: m.listOptions(&s)})
-		default:
-			acts = m.sync(&s, in, acts)
+	case watching:
+		acts = m.watched(&s, p, in)
+	case streaming[P]:
+		acts = m.streamed(&s, p, in)
+	case backoff:
+		if in.kind == inTimer {
+			acts = m.ask(&s, p.retry, in, nil)
 		}
 	}
 	return s, acts
 }
 
-// ended handles the end of a watch stream with err (io.EOF if clean).
-func (m *machine[P]) ended(s *state[P], in input[P], acts []action[P]) []action[P] {
-	if errors.Is(in.err, io.EOF) {
-		if s.initial {
-			// The stream ended before its initial events did. A server
-			// that ignores sendInitialEvents does this at its timeout;
-			// list instead.
-			return m.noStream(s, "streaming list ended early", nil, acts)
-		}
-		// A watch the server ends early with nothing to say, or within a
-		// second whatever it said, is a failure: reopening it at once could
-		// turn into a hot loop against a server in trouble.
-		lived := in.now.Sub(s.watchStart)
-		if lived < minWatchLife || s.watchEvents == 0 && lived < s.watchTimeout/2 {
-			in.err = fmt.Errorf("watch: server closed the watch after %v with %d events", lived, s.watchEvents)
-			return m.fail(s, in, "watch ended at once", acts)
-		}
-		// The server ended the watch at its timeout: watch on from the
-		// last resourceVersion, at once, without relisting.
-		return m.watch(s, in, acts)
+// newSync returns the request that begins a sync: a streaming list if
+// the config asks for one, the server has not refused one and no answer
+// was over the size limit; else a paginated list from its first page.
+func (m *machine[P]) newSync(s *state[P]) request {
+	if m.cfg.StreamingList && !s.streamRefused && !s.big {
+		return opening{stream: true}
 	}
-	return m.fail(s, in, "watch failed", acts)
+	return listing[P]{}
 }
 
-// pageTooLarge handles a list page over the client's size limit: the
+// ask moves to r and appends to acts the request it makes: a list page,
+// or a watch with a timeout drawn by in.rand.
+//
+// The first list asks for resourceVersion "0": any state the server's watch
+// cache holds will do, which spares etcd. (The server ignores limit then
+// and answers in one page.) A list after a 410 or an oversized answer, and
+// any later full list, asks for "": a consistent read, never older than
+// what the cache has already seen. Later pages of a list carry only the
+// continue token. A watch goes on from the last resourceVersion seen. A
+// streaming list asks for "" with NotOlderThan: the server sends the
+// current state, then a bookmark, then changes.
+func (m *machine[P]) ask(s *state[P], r request, in input[P], acts []action[P]) []action[P] {
+	a := action[P]{kind: actList, opts: k8sapi.ListOptions{LabelSelector: m.cfg.LabelSelector, FieldSelector: m.cfg.FieldSelector}}
+	switch r := r.(type) {
+	case listing[P]:
+		s.phase = r
+		a.opts.Limit = cmp.Or(r.pageSize, m.cfg.PageSize)
+		a.opts.Continue = r.cont
+		if r.cont == "" && !s.gone && !s.big && !s.synced {
+			a.opts.ResourceVersion = "0"
+		}
+	case opening:
+		r.timeout = m.timeout(in.rand)
+		s.phase = r
+		// A watch opened during a failure episode replaces one that failed.
+		a.kind, a.reconnect = actWatch, !s.failingSince.IsZero()
+		a.opts.ResourceVersion = s.rv
+		a.opts.AllowWatchBookmarks = true
+		a.opts.TimeoutSeconds = int64(r.timeout / time.Second)
+		if r.stream {
+			a.opts.ResourceVersion, a.opts.ResourceVersionMatch = "", "NotOlderThan"
+			a.opts.SendInitialEvents = new(true)
+		}
+	}
+	return append(acts, a)
+}
+
+// listed handles the answer to a page of l: the next page is asked for,
+// or the whole list delivered and watched from its resourceVersion.
+func (m *machine[P]) listed(s *state[P], l listing[P], in input[P]) []action[P] {
+	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
+		return m.pageTooLarge(s, l, in)
+	}
+	if in.err != nil || in.list == nil {
+		return m.fail(s, in, "list failed")
+	}
+	m.healthy(s, in.now)
+	l.pending = append(l.pending, in.list.Items...)
+	if l.cont = in.list.Metadata.Continue; l.cont != "" {
+		return m.ask(s, l, in, nil)
+	}
+	s.rv = in.list.Metadata.ResourceVersion
+	return m.ask(s, opening{}, in, m.synced(s, l.pending))
+}
+
+// opened handles the opening of o's watch: its events follow, or, if it
+// failed, a retry or a list instead of a refused streaming list.
+func (m *machine[P]) opened(s *state[P], o opening, in input[P]) []action[P] {
+	if in.err != nil {
+		if o.stream && refused(in.err) {
+			// The server does not do streaming lists: list instead, now
+			// and from now on.
+			return m.noStream(s, "streaming list refused", in)
+		}
+		return m.fail(s, in, "watch failed")
+	}
+	m.healthy(s, in.now)
+	w := watching{start: in.now, timeout: o.timeout}
+	s.phase = w
+	if o.stream {
+		s.phase = streaming[P]{watching: w}
+	}
+	return nil
+}
+
+// watched handles an input of the open watch w: an event is applied to
+// the cache.
+func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
+	switch {
+	case in.kind == inIdle:
+		return m.fail(s, in, "watch silent; reconnecting")
+	case in.kind != inEvent:
+		return nil
+	case in.err != nil:
+		return m.ended(s, w, in)
+	}
+	s.phase = m.event(s, w, in)
+	if in.typ == k8sapi.Bookmark {
+		return nil
+	}
+	return []action[P]{{kind: actApply, typ: in.typ, obj: in.obj}}
+}
+
+// streamed handles an input of the open streaming list l: the objects
+// are collected until the end bookmark delivers them. Its silence or
+// failure is that of any watch.
+func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action[P] {
+	switch {
+	case in.kind != inEvent || in.err != nil && !errors.Is(in.err, io.EOF):
+		return m.watched(s, l.watching, in)
+	case in.err != nil:
+		// The stream ended before its initial events did. A server that
+		// ignores sendInitialEvents does this at its timeout; list instead.
+		in.err = nil
+		return m.noStream(s, "streaming list ended early", in)
+	}
+	l.watching = m.event(s, l.watching, in)
+	switch {
+	case in.typ == k8sapi.Bookmark && m.meta(in.obj).Annotations[InitialEventsEndAnnotation] == "true":
+		s.phase = l.watching
+		return m.synced(s, l.pending)
+	case in.typ != k8sapi.Bookmark && in.typ != k8sapi.Deleted:
+		l.pending = append(l.pending, in.obj)
+	}
+	s.phase = l
+	return nil
+}
+
+// event records an event of the open watch w, and returns w with it
+// counted.
+func (m *machine[P]) event(s *state[P], w watching, in input[P]) watching {
+	s.heard = in.now
+	if rv := m.meta(in.obj).ResourceVersion; rv != "" {
+		s.rv = rv
+	}
+	w.events++
+	return w
+}
+
+// ended handles the end of the watch w with in.err (io.EOF if clean).
+func (m *machine[P]) ended(s *state[P], w watching, in input[P]) []action[P] {
+	if !errors.Is(in.err, io.EOF) {
+		return m.fail(s, in, "watch failed")
+	}
+	// A watch the server ends early with nothing to say, or within a
+	// second whatever it said, is a failure: reopening it at once could
+	// turn into a hot loop against a server in trouble.
+	lived := in.now.Sub(w.start)
+	if lived < minWatchLife || w.events == 0 && lived < w.timeout/2 {
+		in.err = fmt.Errorf("watch: server closed the watch after %v with %d events", lived, w.events)
+		return m.fail(s, in, "watch ended at once")
+	}
+	// The server ended the watch at its timeout: watch on from the last
+	// resourceVersion, at once, without relisting.
+	return m.ask(s, opening{}, in, nil)
+}
+
+// pageTooLarge handles a page of l over the client's size limit: the
 // page is asked for again with half as many objects, at once, down to
 // one; a page of one object over the limit (for a page, or for one
 // object, which the client also checks in a list) is a failure, retried
-// with backoff
-// from the list's first page at the full page size, so that the list
-// succeeds once the object is gone (a continue token would show the
-// list's old snapshot, object included).
-func (m *machine[P]) pageTooLarge(s *state[P], in input[P], acts []action[P]) []action[P] {
+// with backoff from the list's first page at the full page size, so that
+// the list succeeds once the object is gone (a continue token would show
+// the list's old snapshot, object included).
+func (m *machine[P]) pageTooLarge(s *state[P], l listing[P], in input[P]) []action[P] {
 	s.big = true
-	if size := cmp.Or(s.pageSize, m.cfg.PageSize); size > 1 {
-		s.pageSize = size / 2
-		acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo,
-			msg: fmt.Sprintf("list page too large; page size now %d", s.pageSize), err: in.err})
-		return append(acts, action[P]{kind: actList, opts: m.listOptions(s)})
+	if size := cmp.Or(l.pageSize, m.cfg.PageSize); size > 1 {
+		l.pageSize = size / 2
+		acts := []action[P]{{kind: actLog, level: slog.LevelInfo,
+			msg: fmt.Sprintf("list page too large; page size now %d", l.pageSize), err: in.err}}
+		return m.ask(s, l, in, acts)
 	}
-	s.cont, s.pending, s.pageSize = "", nil, 0
+	s.phase = listing[P]{}
 	in.err = fmt.Errorf("watch: one object is over the client's size limit: %w", in.err)
-	return m.fail(s, in, "list failed", acts)
-}
-
-// sync starts a full sync: a streaming list if offered and not refused,
-// else a paginated list.
-func (m *machine[P]) sync(s *state[P], in input[P], acts []action[P]) []action[P] {
-	if m.cfg.StreamingList && !s.streamRefused && !s.big {
-		s.initial = true
-		return m.watch(s, in, acts)
-	}
-	return m.list(s, acts)
+	return m.fail(s, in, "list failed")
 }
 
 // noStream gives up streaming lists, now and from now on, for a
-// paginated list, and logs why: msg, with err if any.
-func (m *machine[P]) noStream(s *state[P], msg string, err error, acts []action[P]) []action[P] {
-	s.streamRefused, s.initial = true, false
-	acts = append(acts, action[P]{kind: actLog, level: slog.LevelInfo, msg: msg + "; using list and watch", err: err})
-	return m.list(s, acts)
+// paginated list, and logs why: msg, with in.err if any.
+func (m *machine[P]) noStream(s *state[P], msg string, in input[P]) []action[P] {
+	s.streamRefused = true
+	acts := []action[P]{{kind: actLog, level: slog.LevelInfo, msg: msg + "; using list and watch", err: in.err}}
+	return m.ask(s, listing[P]{}, in, acts)
 }
 
-// list starts a paginated list from its first page.
-func (m *machine[P]) list(s *state[P], acts []action[P]) []action[P] {
-	s.phase = phaseList
-	s.pending, s.cont = nil, ""
-	return append(acts, action[P]{kind: actList, opts: m.listOptions(s)})
-}
-
-// synced delivers the collected objects as the whole cache and moves on.
-func (m *machine[P]) synced(s *state[P], acts []action[P]) []action[P] {
-	acts = append(acts, action[P]{kind: actReplace, items: s.pending})
-	s.pending, s.cont = nil, ""
-	s.gone, s.relistLogged = false, false
-	s.big, s.pageSize = false, 0
+// synced delivers items, a full list, as the whole cache: the sync has
+// ended.
+func (m *machine[P]) synced(s *state[P], items []P) []action[P] {
+	s.gone, s.big, s.relistLogged = false, false, false
 	s.synced = true
-	return acts
+	return []action[P]{{kind: actReplace, items: items}}
 }
 
-// watch opens a watch from the last resourceVersion, or a streaming list
-// (from its start) if s.initial.
-func (m *machine[P]) watch(s *state[P], in input[P], acts []action[P]) []action[P] {
-	s.pending = nil // a streaming list collects from its start
-	s.phase = phaseOpen
-	s.watchTimeout = m.timeout(in.rand)
-	// A watch opened during a failure episode replaces one that failed.
-	return append(acts, action[P]{kind: actWatch, opts: m.watchOptions(s), reconnect: !s.failingSince.IsZero()})
-}
-
-// fail records a failure, whose cause is in.err, and schedules a retry of
-// what failed once the backoff has passed: the list page, or the watch.
-func (m *machine[P]) fail(s *state[P], in input[P], msg string, acts []action[P]) []action[P] {
-	if k8sapi.IsGone(in.err) {
-		// The resourceVersion or continue token expired: sync again,
-		// consistently, from the first page.
-		s.gone = true
-		s.cont, s.pending = "", nil
-	}
-	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
-		// Reopening a watch from the same resourceVersion would meet the
-		// same event again: list instead, which skips it once the object
-		// is gone or smaller.
-		s.big = true
-	}
+// fail records a failure, whose cause is in.err, and waits for a backoff
+// before a retry.
+func (m *machine[P]) fail(s *state[P], in input[P], msg string) []action[P] {
+	expired := k8sapi.IsGone(in.err)
+	// After a 410 the sync is a consistent list; after an oversized
+	// answer, too: reopening a watch from the same resourceVersion would
+	// meet the same event again, and a list skips it once the object is
+	// gone or smaller.
+	s.gone = s.gone || expired
+	s.big = s.big || errors.Is(in.err, k8sapi.ErrBodyTooLarge)
 	if !s.healthySince.IsZero() && in.now.Sub(s.healthySince) >= backoffReset {
 		s.failures = 0
 	}
@@ -401,17 +484,32 @@ func (m *machine[P]) fail(s *state[P], in input[P], msg string, acts []action[P]
 	if err := m.notServed(in.err); err != nil {
 		msg, s.err = err.Error(), err
 	}
-	acts = append(acts, action[P]{kind: actLog, level: level, msg: msg, err: in.err})
+	s.phase = backoff{m.retry(s, expired)}
+	return []action[P]{{kind: actLog, level: level, msg: msg, err: in.err}, {kind: actWait, delay: delay}}
+}
 
-	s.after = phaseOpen
-	if s.phase == phaseList || s.gone || s.big {
-		// A paginated list resumes from its continue token; after a 410
-		// or an oversized answer the sync is a consistent list; a
-		// streaming list starts over.
-		s.after, s.initial = phaseList, false
+// retry returns what to ask for again after a failure of the phase s is
+// in, expired if it was a 410: a paginated list resumes from its continue
+// token, or after a 410 from its first page (the token has expired); a
+// watch from the last resourceVersion is reopened; a streaming list, or
+// any watch after a 410 or an oversized answer, gives way to a new sync.
+func (m *machine[P]) retry(s *state[P], expired bool) request {
+	switch p := s.phase.(type) {
+	case listing[P]:
+		if expired {
+			return listing[P]{pageSize: p.pageSize}
+		}
+		return p
+	case opening:
+		if !p.stream && !s.gone && !s.big {
+			return opening{}
+		}
+	case watching:
+		if !s.gone && !s.big {
+			return opening{}
+		}
 	}
-	s.phase = phaseWait
-	return append(acts, action[P]{kind: actWait, delay: delay})
+	return m.newSync(s)
 }
 
 // healthy records a success: an answer that ends a failure episode.
@@ -421,46 +519,6 @@ func (m *machine[P]) healthy(s *state[P], now time.Time) {
 	}
 	s.heard = now
 	s.failingSince = time.Time{}
-}
-
-// listOptions returns the options of the next list page.
-//
-// The first list asks for resourceVersion "0": any state the server's watch
-// cache holds will do, which spares etcd. (The server ignores limit then
-// and answers in one page.) A list after a 410 or an oversized answer, and
-// any later full list, asks for "": a consistent read, never older than
-// what the cache has already seen. Later pages of a list carry only the
-// continue token.
-func (m *machine[P]) listOptions(s *state[P]) k8sapi.ListOptions {
-	o := k8sapi.ListOptions{
-		LabelSelector: m.cfg.LabelSelector,
-		FieldSelector: m.cfg.FieldSelector,
-		Limit:         cmp.Or(s.pageSize, m.cfg.PageSize),
-		Continue:      s.cont,
-	}
-	if s.cont == "" && !s.gone && !s.big && !s.synced {
-		o.ResourceVersion = "0"
-	}
-	return o
-}
-
-// watchOptions returns the options of the next watch. A watch goes on from
-// the last resourceVersion seen. A streaming list asks for "" with
-// NotOlderThan: the server sends the current state, then a bookmark, then
-// changes.
-func (m *machine[P]) watchOptions(s *state[P]) k8sapi.ListOptions {
-	o := k8sapi.ListOptions{
-		LabelSelector:       m.cfg.LabelSelector,
-		FieldSelector:       m.cfg.FieldSelector,
-		ResourceVersion:     s.rv,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      int64(s.watchTimeout / time.Second),
-	}
-	if s.initial {
-		o.ResourceVersion, o.ResourceVersionMatch = "", "NotOlderThan"
-		o.SendInitialEvents = new(true)
-	}
-	return o
 }
 
 // refused reports whether err is the server rejecting a request's

@@ -118,9 +118,18 @@ func describe(acts []action[*thing]) string {
 	return strings.Join(parts, "; ")
 }
 
+// The phases' names, as the tables check them.
+const (
+	phaseList   = "list"
+	phaseOpen   = "open"
+	phaseWatch  = "watch"
+	phaseStream = "stream"
+	phaseWait   = "wait"
+)
+
 type stepCase struct {
 	in    input[*thing]
-	phase phase
+	phase string
 	acts  string
 }
 
@@ -146,11 +155,21 @@ func event(d time.Duration, typ k8sapi.EventType, o *thing, acts string) stepCas
 	return stepCase{input[*thing]{kind: inEvent, now: at(d), typ: typ, obj: o}, phaseWatch, acts}
 }
 
-func ended(d time.Duration, err error, p phase, acts string) stepCase {
+// openedStream and streamEvent are opened and event for a streaming list,
+// before its end bookmark.
+func openedStream(d time.Duration) stepCase {
+	return stepCase{input[*thing]{kind: inOpened, now: at(d)}, phaseStream, ""}
+}
+
+func streamEvent(d time.Duration, typ k8sapi.EventType, o *thing, acts string) stepCase {
+	return stepCase{input[*thing]{kind: inEvent, now: at(d), typ: typ, obj: o}, phaseStream, acts}
+}
+
+func ended(d time.Duration, err error, p string, acts string) stepCase {
 	return stepCase{input[*thing]{kind: inEvent, now: at(d), err: err}, p, acts}
 }
 
-func timer(d time.Duration, p phase, acts string) stepCase {
+func timer(d time.Duration, p string, acts string) stepCase {
 	return stepCase{input[*thing]{kind: inTimer, now: at(d)}, p, acts}
 }
 
@@ -377,9 +396,9 @@ func TestStep(t *testing.T) {
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				opened(0),
-				event(0, k8sapi.Added, obj("a", "3"), ""),
-				event(0, k8sapi.Added, obj("b", "4"), ""),
+				openedStream(0),
+				streamEvent(0, k8sapi.Added, obj("a", "3"), ""),
+				streamEvent(0, k8sapi.Added, obj("b", "4"), ""),
 				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]"),
 				event(time.Second, k8sapi.Modified, obj("a", "10"), "apply MODIFIED a"),
 				ended(5*time.Minute, io.EOF, phaseOpen, `watch rv="10" timeout=300`),
@@ -394,10 +413,10 @@ func TestStep(t *testing.T) {
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				opened(0),
-				event(0, k8sapi.Added, obj("a", "3"), ""),
-				event(0, k8sapi.Bookmark, bookmark("5", false), ""),
-				event(0, k8sapi.Added, obj("b", "4"), ""),
+				openedStream(0),
+				streamEvent(0, k8sapi.Added, obj("a", "3"), ""),
+				streamEvent(0, k8sapi.Bookmark, bookmark("5", false), ""),
+				streamEvent(0, k8sapi.Added, obj("b", "4"), ""),
 				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [a b]"),
 			},
 			wantRV: "9",
@@ -407,12 +426,12 @@ func TestStep(t *testing.T) {
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				opened(0),
+				openedStream(0),
 				event(0, k8sapi.Bookmark, bookmark("9", true), "replace []"),
 				ended(time.Second, goneEvent(), phaseWait, "log INFO resourceVersion expired; relisting; wait 400ms"),
 				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
-				opened(2 * time.Second),
-				event(2*time.Second, k8sapi.Added, obj("c", "20"), ""),
+				openedStream(2 * time.Second),
+				streamEvent(2*time.Second, k8sapi.Added, obj("c", "20"), ""),
 				event(2*time.Second, k8sapi.Bookmark, bookmark("21", true), "replace [c]"),
 			},
 			wantRV: "21",
@@ -433,12 +452,12 @@ func TestStep(t *testing.T) {
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				opened(0),
-				event(0, k8sapi.Added, obj("a", "3"), ""),
+				openedStream(0),
+				streamEvent(0, k8sapi.Added, obj("a", "3"), ""),
 				ended(time.Second, netErr(), phaseWait, "log WARN watch failed; wait 400ms"),
 				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
-				opened(2 * time.Second),
-				event(2*time.Second, k8sapi.Added, obj("b", "4"), ""),
+				openedStream(2 * time.Second),
+				streamEvent(2*time.Second, k8sapi.Added, obj("b", "4"), ""),
 				event(2*time.Second, k8sapi.Bookmark, bookmark("9", true), "replace [b]"),
 			},
 			wantRV: "9",
@@ -486,8 +505,8 @@ func runSteps(t *testing.T, m *machine[*thing], steps []stepCase, wantRV string)
 				t.Fatalf("step %d: action %d of %d waits for an input but is not the last", i, j, len(acts))
 			}
 		}
-		if s.phase != sc.phase {
-			t.Fatalf("step %d: phase = %v, want %v", i, s.phase, sc.phase)
+		if got := s.phase.String(); got != sc.phase {
+			t.Fatalf("step %d: phase = %v, want %v", i, got, sc.phase)
 		}
 	}
 	if s.rv != wantRV {
@@ -496,28 +515,25 @@ func runSteps(t *testing.T, m *machine[*thing], steps []stepCase, wantRV string)
 }
 
 func TestNextResourceVersion(t *testing.T) {
+	type things = listing[*thing]
 	tests := []struct {
 		name      string
-		watch     bool // a watch (or streaming list if initial), not a list page
-		s         state[*thing]
+		s         state[*thing] // its phase is the request asked for
 		rv, match string
 	}{
-		{"first list from the watch cache", false, state[*thing]{}, "0", ""},
-		{"first list retried", false, state[*thing]{failures: 1}, "0", ""},
-		{"relist after 410 is consistent", false, state[*thing]{rv: "10", synced: true, gone: true}, "", ""},
-		{"list after an oversized answer is consistent", false, state[*thing]{big: true}, "", ""},
-		{"later page carries only the token", false, state[*thing]{cont: "tok"}, "", ""},
-		{"relist page", false, state[*thing]{rv: "10", synced: true, gone: true, cont: "tok"}, "", ""},
-		{"watch from last seen", true, state[*thing]{rv: "42", synced: true}, "42", ""},
-		{"streaming list", true, state[*thing]{initial: true}, "", "NotOlderThan"},
-		{"streaming relist", true, state[*thing]{rv: "42", synced: true, gone: true, initial: true}, "", "NotOlderThan"},
+		{"first list from the watch cache", state[*thing]{phase: things{}}, "0", ""},
+		{"first list retried", state[*thing]{phase: things{}, failures: 1}, "0", ""},
+		{"relist after 410 is consistent", state[*thing]{phase: things{}, rv: "10", synced: true, gone: true}, "", ""},
+		{"list after an oversized answer is consistent", state[*thing]{phase: things{}, big: true}, "", ""},
+		{"later page carries only the token", state[*thing]{phase: things{cont: "tok"}}, "", ""},
+		{"relist page", state[*thing]{phase: things{cont: "tok"}, rv: "10", synced: true, gone: true}, "", ""},
+		{"watch from last seen", state[*thing]{phase: opening{}, rv: "42", synced: true}, "42", ""},
+		{"streaming list", state[*thing]{phase: opening{stream: true}}, "", "NotOlderThan"},
+		{"streaming relist", state[*thing]{phase: opening{stream: true}, rv: "42", synced: true, gone: true}, "", "NotOlderThan"},
 	}
 	m := testMachine(0, false)
 	for _, tt := range tests {
-		o := m.listOptions(&tt.s)
-		if tt.watch {
-			o = m.watchOptions(&tt.s)
-		}
+		o := m.ask(&tt.s, tt.s.phase.(request), input[*thing]{}, nil)[0].opts
 		if o.ResourceVersion != tt.rv || o.ResourceVersionMatch != tt.match {
 			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.name, o.ResourceVersion, o.ResourceVersionMatch, tt.rv, tt.match)
 		}

@@ -28,11 +28,11 @@ func eventTooLarge() error {
 		Err: fmt.Errorf("%w: watch event over 4194304 bytes", k8sapi.ErrBodyTooLarge)}
 }
 
-func listErr(d time.Duration, err error, p phase, acts string) stepCase {
+func listErr(d time.Duration, err error, p string, acts string) stepCase {
 	return stepCase{input[*thing]{kind: inListed, now: at(d), err: err}, p, acts}
 }
 
-func listOK(d time.Duration, l *k8sapi.List[thing], p phase, acts string) stepCase {
+func listOK(d time.Duration, l *k8sapi.List[thing], p string, acts string) stepCase {
 	return stepCase{input[*thing]{kind: inListed, now: at(d), list: pointers(l)}, p, acts}
 }
 
@@ -97,7 +97,7 @@ func TestStepTooLarge(t *testing.T) {
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
-				opened(0),
+				openedStream(0),
 				ended(time.Second, eventTooLarge(), phaseWait, "log WARN watch failed; wait 400ms"),
 				timer(2*time.Second, phaseList, `list rv="" limit=4`),
 				listOK(3*time.Second, page("20", "", obj("a", "15")), phaseOpen, `replace [a]; watch rv="20" timeout=300`),

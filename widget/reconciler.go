@@ -134,126 +134,153 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (queue.Result, e
 		return queue.Result{}, &reconcile.Error{Op: "split key", Name: key, Err: err}
 	}
 	w, _ := r.Widgets.Get(ns, name)
-	// failWrite returns the failure of a write, which is also worth an
-	// Event on the Widget, unless the write was cut short because the
-	// caller is stopping.
-	failWrite := func(op string, err error) (queue.Result, error) {
-		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: err}
-		if ctx.Err() == nil {
-			r.event(w, "Warning", ReasonReconcileError, e.Error())
-		}
-		return queue.Result{}, e
-	}
 	if w == nil || w.DeletionTimestamp != nil {
 		r.failed.Forget(key)
 		return queue.Result{}, nil
 	}
-	d, _ := r.Deployments.Get(ns, name)
-	svc, _ := r.Services.Get(ns, name)
-
-	now := time.Now()
-	var (
-		problem *Problem
-		res     queue.Result
-		retErr  error // a refused write, returned once the status says so
-	)
+	p := &pass{key: key, ns: ns, name: name, w: w, now: time.Now()}
+	p.d, _ = r.Deployments.Get(ns, name)
+	p.svc, _ = r.Services.Get(ns, name)
+	var o outcome
 	if msg := ValidateWidget(w); msg != "" {
-		problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
-	} else if rf, wait, ok := r.failed.Standing(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, now); ok {
-		// Refused before, and nothing has changed since: report it
-		// again without asking again.
-		problem, res.RequeueAfter = &rf, wait
-	} else if kind, werr := r.applyChildren(ctx, key, w, &d, svc); werr != nil {
-		op := "apply " + strings.ToLower(kind)
-		e := &reconcile.Error{Op: op, Namespace: ns, Name: name, Err: werr}
-		var nc *reconcile.NotControlledError
-		switch class := reconcile.Classify(werr); {
-		case errors.As(werr, &nc):
-			problem = &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}
-		case class == reconcile.Moot:
-			r.failed.Forget(key)
-			return queue.Result{}, nil
-		case class == reconcile.Permanent || class == reconcile.Waiting:
-			problem = refusalProblem(class, kind, key, werr)
-			res.RequeueAfter = r.failed.Refused(key, state{w.UID, w.Generation, rvOf(d), rvOf(svc)}, class, werr, *problem, now)
-			retErr = &reconcile.TerminalError{Err: e}
-			if class == reconcile.Waiting {
-				retErr = e
-			}
-		case ctx.Err() != nil:
-			return queue.Result{}, e
-		default:
-			since := r.failed.FailingSince(key, now)
-			if now.Sub(since) < TransientGrace {
-				return failWrite(op, werr)
-			}
-			problem = &Problem{Reason: ReasonReconcileError, Message: reconcile.TrimMessage(fmt.Sprintf(
-				"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}
-			retErr = e
+		o.problem = &Problem{Reason: ReasonInvalidSpec, Message: msg}
+	} else if rf, wait, ok := r.failed.Standing(key, state{w.UID, w.Generation, rvOf(p.d), rvOf(p.svc)}, p.now); ok {
+		// Refused before, and nothing has changed since: report it again
+		// without asking again.
+		o = outcome{problem: &rf, res: queue.Result{RequeueAfter: wait}}
+	} else if kind, err := r.applyChildren(ctx, p); err != nil {
+		if o = r.writeFailed(ctx, p, kind, err); o.final {
+			return o.res, o.err
 		}
 	}
-	if problem == nil || problem.Reason == ReasonInvalidSpec || problem.Reason == ReasonOwnershipConflict {
+	if o.problem == nil || o.problem.Reason == ReasonInvalidSpec || o.problem.Reason == ReasonOwnershipConflict {
 		r.failed.Forget(key)
 	}
+	return r.report(ctx, p, o)
+}
 
-	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, w.UID) {
+// pass is one Reconcile of a Widget: its key, the objects read and when.
+type pass struct {
+	key, ns, name string
+	w             *Widget
+	d             *k8sapi.Deployment // as observed, then as applied
+	svc           *k8sapi.Service
+	now           time.Time
+}
+
+// outcome is what a Reconcile found before the status: the problem the
+// status gives (nil for none), and the result and error Reconcile returns
+// once the status says so, or at once if final.
+type outcome struct {
+	problem *Problem
+	res     queue.Result
+	err     error
+	final   bool
+}
+
+// writeFailed sorts the failed write of the Widget's child kind by
+// Classify (see Reconcile).
+func (r *Reconciler) writeFailed(ctx context.Context, p *pass, kind string, err error) outcome {
+	e := &reconcile.Error{Op: "apply " + strings.ToLower(kind), Namespace: p.ns, Name: p.name, Err: err}
+	var nc *reconcile.NotControlledError
+	switch class := reconcile.Classify(err); {
+	case errors.As(err, &nc):
+		return outcome{problem: &Problem{Reason: ReasonOwnershipConflict, Message: nc.Reason()}}
+	case class == reconcile.Moot:
+		r.failed.Forget(p.key)
+		return outcome{final: true}
+	case class == reconcile.Permanent || class == reconcile.Waiting:
+		o := outcome{problem: refusalProblem(class, kind, p.key, err), err: &reconcile.TerminalError{Err: e}}
+		st := state{p.w.UID, p.w.Generation, rvOf(p.d), rvOf(p.svc)} // p.d as applied
+		o.res.RequeueAfter = r.failed.Refused(p.key, st, class, err, *o.problem, p.now)
+		if class == reconcile.Waiting {
+			o.err = e
+		}
+		return o
+	case ctx.Err() != nil:
+		return outcome{err: e, final: true}
+	}
+	since := r.failed.FailingSince(p.key, p.now)
+	if p.now.Sub(since) < TransientGrace {
+		return outcome{err: r.warn(ctx, p.w, e), final: true}
+	}
+	return outcome{err: e, problem: &Problem{Reason: ReasonReconcileError, Message: reconcile.TrimMessage(fmt.Sprintf(
+		"%s; failing since %s, retrying with backoff", e.Error(), since.UTC().Format(time.RFC3339)))}}
+}
+
+// warn records e, the failure of a write, as a Warning Event on w, unless
+// the write was cut short because the caller is stopping, and returns it.
+func (r *Reconciler) warn(ctx context.Context, w *Widget, e *reconcile.Error) error {
+	if ctx.Err() == nil {
+		r.event(w, "Warning", ReasonReconcileError, e.Error())
+	}
+	return e
+}
+
+// report patches the Widget's status to the one StatusFor computes, if
+// it differs from the stored one, and returns o's result and error. A
+// Widget that newly fails, or fails for a new reason, gets a Warning
+// Event.
+func (r *Reconciler) report(ctx context.Context, p *pass, o outcome) (queue.Result, error) {
+	d := p.d
+	if d != nil && !reconcile.IsControlledBy(&d.ObjectMeta, p.w.UID) {
 		d = nil // not ours: its status says nothing about this Widget
 	}
-	st := StatusFor(w, d, problem, now)
-	if StatusEqual(st, w.Status) {
-		return res, retErr
+	st := StatusFor(p.w, d, o.problem, p.now)
+	if StatusEqual(st, p.w.Status) {
+		return o.res, o.err
 	}
 	patch, err := StatusPatch(st)
 	if err != nil {
-		return queue.Result{}, &reconcile.Error{Op: "encode widget status", Namespace: ns, Name: name, Err: err}
+		return queue.Result{}, &reconcile.Error{Op: "encode widget status", Namespace: p.ns, Name: p.name, Err: err}
 	}
-	if err := r.Client.PatchWidgetStatus(ctx, ns, name, patch); err != nil {
+	if err := r.Client.PatchWidgetStatus(ctx, p.ns, p.name, patch); err != nil {
 		if reconcile.Classify(err) == reconcile.Moot {
-			r.failed.Forget(key)
+			r.failed.Forget(p.key)
 			return queue.Result{}, nil
 		}
-		return failWrite("patch widget status", err)
+		return queue.Result{}, r.warn(ctx, p.w, &reconcile.Error{Op: "patch widget status", Namespace: p.ns, Name: p.name, Err: err})
 	}
 	if st.Phase == PhaseFailed {
 		newC, _ := reconcile.FindCondition(st.Conditions, ConditionReady)
-		oldC, had := reconcile.FindCondition(w.Status.Conditions, ConditionReady)
+		oldC, had := reconcile.FindCondition(p.w.Status.Conditions, ConditionReady)
 		if !had || oldC.Reason != newC.Reason || oldC.Message != newC.Message {
-			r.event(w, "Warning", newC.Reason, newC.Message)
+			r.event(p.w, "Warning", newC.Reason, newC.Message)
 		}
 	}
-	return res, retErr
+	return o.res, o.err
 }
 
-// applyChildren applies the Deployment, then the Service, of w, each only
-// when the observed one (*d, svc) does not hold the desired fields, and
+// applyChildren applies the Deployment, then the Service, of the Widget,
+// each only when the observed one does not hold the desired fields, and
 // records an Event for what it applied, such as "Created Deployment and
-// Service ns/name" (key is w's). *d becomes the Deployment the server
-// returned. When a write fails it stops there and returns the child's
-// kind and the error.
-func (r *Reconciler) applyChildren(ctx context.Context, key string, w *Widget, d **k8sapi.Deployment, svc *k8sapi.Service) (string, error) {
+// Service ns/name". p.d becomes the Deployment the server returned. When
+// a write fails it stops there and returns the child's kind and the
+// error.
+func (r *Reconciler) applyChildren(ctx context.Context, p *pass) (string, error) {
 	// applied[true] are the kinds created, applied[false] those updated.
 	applied := map[bool][]string{}
 	defer func() {
 		if len(applied[true]) > 0 {
-			r.event(w, "Normal", ReasonCreated, "Created "+strings.Join(applied[true], " and ")+" "+key)
+			r.event(p.w, "Normal", ReasonCreated, "Created "+strings.Join(applied[true], " and ")+" "+p.key)
 		}
 		if len(applied[false]) > 0 {
-			r.event(w, "Normal", ReasonUpdated, "Updated "+strings.Join(applied[false], " and ")+" "+key)
+			r.event(p.w, "Normal", ReasonUpdated, "Updated "+strings.Join(applied[false], " and ")+" "+p.key)
 		}
 	}()
-	if want := DesiredDeployment(w); *d == nil || !DeploymentUpToDate(*d, want) {
+	if want := DesiredDeployment(p.w); p.d == nil || !DeploymentUpToDate(p.d, want) {
 		got, err := r.Client.ApplyDeployment(ctx, want)
 		if err != nil {
 			return "Deployment", err
 		}
-		applied[*d == nil] = append(applied[*d == nil], "Deployment")
-		*d = got
+		applied[p.d == nil] = append(applied[p.d == nil], "Deployment")
+		p.d = got
 	}
-	if want := DesiredService(w); svc == nil || !ServiceUpToDate(svc, want) {
+	if want := DesiredService(p.w); p.svc == nil || !ServiceUpToDate(p.svc, want) {
 		if _, err := r.Client.ApplyService(ctx, want); err != nil {
 			return "Service", err
 		}
-		applied[svc == nil] = append(applied[svc == nil], "Service")
+		applied[p.svc == nil] = append(applied[p.svc == nil], "Service")
 	}
 	return "", nil
 }

@@ -56,19 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func get(ctx context.Context, out io.Writer, kubeconfig, kubecontext, namespace string, all, watch bool, output, kind, name string) error {
-	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: kubeconfig, Context: kubecontext})
-	if err != nil {
-		return err
-	}
-	c, err := k8sapi.New(cfg)
-	if err != nil {
-		return err
-	}
-	d, err := discovery.New(discovery.Config{Client: c})
-	if err != nil {
-		return err
-	}
-	m, err := d.Resolve(ctx, kind)
+	c, m, err := resolve(ctx, kubeconfig, kubecontext, kind)
 	if err != nil {
 		return err
 	}
@@ -102,12 +90,37 @@ func get(ctx context.Context, out io.Writer, kubeconfig, kubecontext, namespace 
 	if !watch {
 		return p.list(list.Items)
 	}
-	for _, item := range list.Items {
+	opts.ResourceVersion = list.Metadata.ResourceVersion
+	return p.follow(ctx, objects, list.Items, opts)
+}
+
+// resolve connects to the cluster of the kubeconfig and context, and
+// finds the resource that kind names, as kubectl would.
+func resolve(ctx context.Context, kubeconfig, kubecontext, kind string) (*k8sapi.Client, discovery.Mapping, error) {
+	cfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: kubeconfig, Context: kubecontext})
+	if err != nil {
+		return nil, discovery.Mapping{}, err
+	}
+	c, err := k8sapi.New(cfg)
+	if err != nil {
+		return nil, discovery.Mapping{}, err
+	}
+	d, err := discovery.New(discovery.Config{Client: c})
+	if err != nil {
+		return nil, discovery.Mapping{}, err
+	}
+	m, err := d.Resolve(ctx, kind)
+	return c, m, err
+}
+
+// follow writes items, a list, as ADDED events, then the changes that
+// objects's watch from opts brings, until ctx ends.
+func (p printer) follow(ctx context.Context, objects namespaced.Handle[json.RawMessage], items []json.RawMessage, opts k8sapi.ListOptions) error {
+	for _, item := range items {
 		if err := p.event(k8sapi.Added, item); err != nil {
 			return err
 		}
 	}
-	opts.ResourceVersion = list.Metadata.ResourceVersion
 	for ev, err := range objects.Events(ctx, opts) {
 		if err != nil {
 			if ctx.Err() != nil {

@@ -98,20 +98,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	scope := "all namespaces"
-	if opts.Namespace != "" {
-		scope = "namespace " + opts.Namespace
-	}
-	log.Info("starting widget-operator", "version", opts.Version, "scope", scope,
-		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
-		"leaderElection", opts.LeaderElect, "shards", max(opts.Shards, 1))
-	if cfg.Insecure {
-		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
-	}
-	if m := cfg.WithheldAuth(); m != "" {
-		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
-	}
-
+	logStart(log, opts, cfg)
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
 		return err
 	}
@@ -130,6 +117,24 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	err = m.Run(ctx)
 	log.Info("stopped")
 	return err
+}
+
+// logStart logs what the operator starts with, and warns of an API server
+// whose TLS certificate goes unchecked or that gets no credentials.
+func logStart(log *slog.Logger, opts Options, cfg *k8sapi.Config) {
+	scope := "all namespaces"
+	if opts.Namespace != "" {
+		scope = "namespace " + opts.Namespace
+	}
+	log.Info("starting widget-operator", "version", opts.Version, "scope", scope,
+		"apiServer", hostOf(cfg.Host), "auth", cfg.AuthMethod(), "workers", opts.Workers,
+		"leaderElection", opts.LeaderElect, "shards", max(opts.Shards, 1))
+	if cfg.Insecure {
+		log.Warn("TLS verification of the API server is off (insecure-skip-tls-verify in the kubeconfig)")
+	}
+	if m := cfg.WithheldAuth(); m != "" {
+		log.Warn("the API server's URL is http://: credentials are only sent over TLS, so requests go without them", "withheld", m)
+	}
 }
 
 // leaderElection returns the Leases that opts ask for, written with client

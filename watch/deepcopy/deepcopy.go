@@ -35,27 +35,28 @@ func deepen(v reflect.Value) {
 	case reflect.Struct:
 		t := v.Type()
 		for i := range v.NumField() {
-			if !t.Field(i).IsExported() {
-				continue
+			if t.Field(i).IsExported() {
+				deepen(v.Field(i))
 			}
-			deepen(v.Field(i))
 		}
 	case reflect.Array:
 		for i := range v.Len() {
 			deepen(v.Index(i))
 		}
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		if !v.IsNil() && v.CanSet() {
+			v.Set(copyRef(v))
+		}
+	}
+}
+
+// copyRef returns a deep copy of v, a pointer, slice, map or interface
+// that is not nil.
+func copyRef(v reflect.Value) reflect.Value {
+	switch v.Kind() {
 	case reflect.Pointer:
-		if v.IsNil() || !v.CanSet() {
-			return
-		}
-		p := reflect.New(v.Type().Elem())
-		p.Elem().Set(v.Elem())
-		deepen(p.Elem())
-		v.Set(p)
+		return deepCopy(v.Elem()).Addr()
 	case reflect.Slice:
-		if v.IsNil() || !v.CanSet() {
-			return
-		}
 		s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
 		reflect.Copy(s, v)
 		if needsDeepen(v.Type().Elem()) {
@@ -63,34 +64,28 @@ func deepen(v reflect.Value) {
 				deepen(s.Index(i))
 			}
 		}
-		v.Set(s)
+		return s
 	case reflect.Map:
-		if v.IsNil() || !v.CanSet() {
-			return
-		}
 		m := reflect.MakeMapWithSize(v.Type(), v.Len())
 		deepVal := needsDeepen(v.Type().Elem())
-		iter := v.MapRange()
-		for iter.Next() {
+		for iter := v.MapRange(); iter.Next(); {
 			val := iter.Value()
 			if deepVal {
-				c := reflect.New(val.Type()).Elem()
-				c.Set(val)
-				deepen(c)
-				val = c
+				val = deepCopy(val)
 			}
 			m.SetMapIndex(iter.Key(), val)
 		}
-		v.Set(m)
-	case reflect.Interface:
-		if v.IsNil() || !v.CanSet() {
-			return
-		}
-		c := reflect.New(v.Elem().Type()).Elem()
-		c.Set(v.Elem())
-		deepen(c)
-		v.Set(c)
+		return m
 	}
+	return deepCopy(v.Elem()) // an interface: a copy of its value
+}
+
+// deepCopy returns a deep copy of v, addressable.
+func deepCopy(v reflect.Value) reflect.Value {
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	deepen(c)
+	return c
 }
 
 // needsDeepen reports whether values of type t can hold references that

@@ -539,24 +539,7 @@ func indicator(t string, num int) {
 // is t, on line num, inside a parent at indentation parent.
 func (p *parser) blockScalar(t string, num, parent int) *Node {
 	folded := t[0] == '>'
-	// The content's indentation: given by the header, relative to the
-	// parent, or else (-1 here) that of the first line that is not empty.
-	chomp, indent := byte(0), -1
-	h := t[1:]
-	for range 2 {
-		switch {
-		case h == "":
-		case (h[0] == '-' || h[0] == '+') && chomp == 0:
-			chomp, h = h[0], h[1:]
-		case h[0] >= '1' && h[0] <= '9' && indent < 0:
-			indent, h = int(h[0]-'0')+max(parent, 0), h[1:]
-		case h[0] == '0':
-			fail(num, "block scalar indentation indicator 0 is not valid")
-		}
-	}
-	if !spaceOrComment(h) {
-		fail(num, "invalid block scalar header")
-	}
+	chomp, indent := blockHeader(t[1:], num, parent)
 	var b text
 	// The line breaks since the last content line, the longest line
 	// before the first content line, and whether the last content line is
@@ -604,6 +587,30 @@ func (p *parser) blockScalar(t string, num, parent int) *Node {
 		b.repeat('\n', breaks)
 	}
 	return &Node{Kind: Scalar, Line: num, Value: b.String(), Quoted: true}
+}
+
+// blockHeader parses h, the header of a block scalar on line num after
+// its | or >, inside a parent at indentation parent. It returns the
+// chomping indicator ('-', '+' or 0 for none) and the content's
+// indentation: given by the header, relative to the parent, or else -1
+// for that of the first line that is not empty.
+func blockHeader(h string, num, parent int) (chomp byte, indent int) {
+	indent = -1
+	for range 2 {
+		switch {
+		case h == "":
+		case (h[0] == '-' || h[0] == '+') && chomp == 0:
+			chomp, h = h[0], h[1:]
+		case h[0] >= '1' && h[0] <= '9' && indent < 0:
+			indent, h = int(h[0]-'0')+max(parent, 0), h[1:]
+		case h[0] == '0':
+			fail(num, "block scalar indentation indicator 0 is not valid")
+		}
+	}
+	if !spaceOrComment(h) {
+		fail(num, "invalid block scalar header")
+	}
+	return chomp, indent
 }
 
 // text builds a scalar's value. It doubles its buffer as it grows, so
