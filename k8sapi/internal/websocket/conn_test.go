@@ -387,4 +387,3 @@ func TestDialRefusals(t *testing.T) {
 		})
 	}
 }
-
