@@ -62,8 +62,12 @@ func (f *Forwarder) forward(ctx context.Context, local net.Conn, namespace, pod 
 	local.Close()
 	remote.Close()
 	<-up
-	if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+	var pe *Error
+	switch {
+	case ctx.Err() != nil || errors.Is(err, net.ErrClosed):
 		return nil
+	case errors.As(err, &pe):
+		return pe // not wrapped in the local connection's error
 	}
 	return err
 }
