@@ -8,9 +8,9 @@
 // channel, 4 terminal resizes), and the error channel carries the
 // command's end as a JSON Status.
 //
-// RBAC: exec needs "create" on pods/exec, attach "create" on
-// pods/attach (the API server checks create, not get, for WebSocket
-// upgrades).
+// RBAC: exec needs "get" and "create" on pods/exec, attach the same on
+// pods/attach: a WebSocket upgrade is a GET, and the API server also
+// checks create (AuthorizePodWebsocketUpgradeCreatePermission).
 //
 // The operator does not import this package; it is for tools.
 package podexec

@@ -7,8 +7,8 @@
 // error for the port, and the server starts each stream with the port
 // number (two bytes, little-endian), which the client drops.
 //
-// RBAC: "create" on pods/portforward (the API server checks create, not
-// get, for WebSocket upgrades).
+// RBAC: "get" and "create" on pods/portforward: a WebSocket upgrade is a
+// GET, and the API server also checks create.
 //
 // The operator does not import this package; it is for tools.
 package portforward
