@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/k8sapi/podexec"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
 	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
@@ -115,4 +118,21 @@ func TestKgetPods(t *testing.T) {
 			t.Fatalf("port-forward exited %d; stderr %q", code, errOut.String())
 		}
 	})
+}
+
+// kget exits with the command's exit code; a bad command line is 2.
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, 0},
+		{fmt.Errorf("exec: %w", &podexec.ExitError{Code: 3}), 3},
+		{&usageError{"bad"}, 2},
+		{errors.New("refused"), 1},
+	} {
+		if got := exitCode(tc.err, io.Discard); got != tc.code {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,28 @@ func TestInvalidOptions(t *testing.T) {
 		if !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
 		}
+	}
+}
+
+// After Exec returns, its stdin and resize goroutines are gone.
+func TestNoGoroutineLeft(t *testing.T) {
+	c := fakeKubelet(t, []string{ProtocolV5}, func(c *fakeConn, proto string, r *http.Request) {
+		c.recv() // stdin
+		c.send(streamError, `{"status":"Success"}`)
+	})
+	ctx := fakeContext(t)
+	before := runtime.NumGoroutine()
+	resize := make(chan TerminalSize) // never closed: the session must stop reading it
+	err := c.Exec(ctx, "ns", "p", []string{"x"}, Options{Stdin: strings.NewReader("in"), Stdout: io.Discard, TTY: true, Resize: resize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
 	}
 }
