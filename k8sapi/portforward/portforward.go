@@ -119,8 +119,9 @@ type conn struct {
 	wbuf []byte
 }
 
-// Read returns the pod's data. The end of the connection is io.EOF, or
-// the server's *Error for the port.
+// Read returns the pod's data. The end of the connection is io.EOF, the
+// server's *Error for the port, or, for a connection cut without a close
+// frame, an error wrapping io.ErrUnexpectedEOF.
 func (c *conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -166,12 +167,16 @@ func (c *conn) next() {
 	}
 }
 
-// end turns the end of the WebSocket into the connection's end.
+// end turns the end of the WebSocket into the connection's end: the
+// server's close frame is io.EOF; a connection cut without one is
+// io.ErrUnexpectedEOF.
 func (c *conn) end(err error) error {
 	var ce *websocket.CloseError
 	switch {
-	case errors.As(err, &ce) && ce.Code == websocket.CloseNormal, errors.Is(err, io.EOF):
+	case errors.As(err, &ce) && ce.Code == websocket.CloseNormal:
 		return io.EOF
+	case errors.Is(err, io.EOF):
+		err = io.ErrUnexpectedEOF
 	case errors.Is(err, net.ErrClosed), errors.Is(err, websocket.ErrClosed):
 		return net.ErrClosed
 	}
