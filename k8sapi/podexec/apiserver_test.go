@@ -101,6 +101,8 @@ func TestAPIServerExecStdin(t *testing.T) {
 // new size shows.
 func TestAPIServerExecTTYResize(t *testing.T) {
 	_, c, ns, ctx := runningPod(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
 	resize := make(chan TerminalSize, 1)
@@ -123,7 +125,10 @@ func TestAPIServerExecTTYResize(t *testing.T) {
 			stdinW.Write([]byte("\n"))
 		}
 	}
-	stdinW.Write([]byte("exit\x04")) // not read as a line; end by the context below
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("exec after cancel: %v", err)
+	}
 }
 
 func TestAPIServerExecContextCancels(t *testing.T) {
