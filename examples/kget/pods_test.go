@@ -28,6 +28,9 @@ func TestKgetPods(t *testing.T) {
 	if err := p.RunPod(ctx, ns, "web"); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.ResetPodLog(); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.AppendPodLog(time.Now(), "stdout", "serving on :8080"); err != nil {
 		t.Fatal(err)
 	}

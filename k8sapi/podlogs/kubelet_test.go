@@ -28,6 +28,9 @@ func TestKubeletLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.ResetPodLog(); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	a, b, l := now.Add(-2*time.Hour), now.Add(-time.Hour), now.Add(-10*time.Second)
 	for _, e := range []struct {

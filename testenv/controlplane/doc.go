@@ -34,7 +34,7 @@
 // kwok also serves the fake Node's kubelet endpoint ([Plane.KubeletAddr]),
 // over TLS that the apiserver verifies with the plane's CA: a Pod's log and
 // attach read the CRI log file [Plane.PodLogPath] ([Plane.AppendPodLog]
-// writes it), exec runs the command on this machine, as this user, and a
+// writes it, [Plane.ResetPodLog] empties it), exec runs the command on this machine, as this user, and a
 // port-forward to [EchoPort] reaches the plane's TCP echo server.
 // [Plane.RunPod] makes a Running Pod on the fake Node. kwok v0.8.0 loses a
 // command's exit code: a non-zero exit reaches the client as an

@@ -203,6 +203,21 @@ func (p *Plane) PodLogPath() string {
 	return p.kubelet.podLog
 }
 
+// ResetPodLog empties the Pod log file, for a test that reads a whole
+// log: the file is one for every pod of the plane, so such tests must not
+// run in parallel.
+func (p *Plane) ResetPodLog() error {
+	if p.kubelet == nil {
+		return fmt.Errorf("controlplane: a bare plane has no Pod log")
+	}
+	p.kubelet.logMu.Lock()
+	defer p.kubelet.logMu.Unlock()
+	if err := os.Truncate(p.kubelet.podLog, 0); err != nil {
+		return fmt.Errorf("controlplane: %w", err)
+	}
+	return nil
+}
+
 // AppendPodLog appends lines to the Pod log file, in the CRI format, as
 // written on stream ("stdout" or "stderr") at time at. Each line is one
 // full log entry; a line must not contain a newline.

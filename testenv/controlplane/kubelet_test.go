@@ -19,6 +19,9 @@ func TestKubeletEndpointServesLogs(t *testing.T) {
 	if err := p.RunPod(ctx, "kubelet-logs", "p"); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.ResetPodLog(); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.AppendPodLog(time.Now(), "stdout", "hello from the pod"); err != nil {
 		t.Fatal(err)
 	}
