@@ -224,3 +224,43 @@ func TestAPIServerExecRBAC(t *testing.T) {
 		}
 	}
 }
+
+// A stream cut mid-way, here by the API server's crash, is an error, not
+// a hang. The test has a plane of its own, as it kills the API server.
+func TestAPIServerExecCut(t *testing.T) {
+	p := controlplane.StartForTest(t, controlplane.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := p.CreateNamespace(ctx, "cut"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RunPod(ctx, "cut", "p"); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := p.AdminCertificate()
+	c, err := New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), CertData: cert, KeyData: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Exec(ctx, "cut", "p", []string{"sh", "-c", "echo started; exec sleep 60"}, Options{Stdout: &out})
+	}()
+	for !strings.Contains(out.String(), "started") {
+		select {
+		case err := <-done:
+			t.Fatalf("exec ended early: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	p.KillAPIServer()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNoStatus) {
+			t.Fatalf("err %v, want ErrNoStatus", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("exec still running after the API server died")
+	}
+}
