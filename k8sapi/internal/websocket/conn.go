@@ -371,12 +371,6 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// CloseWrite sends a close frame with code and reason (cut to 123 bytes)
-// but leaves the connection open to read the server's answer.
-func (c *Conn) CloseWrite(code int, reason string) {
-	c.sendClose(code, reason)
-}
-
 func protocolErr(what string) error { return fmt.Errorf("%w: %s", ErrProtocol, what) }
 
 // unexpected turns an EOF inside a frame into io.ErrUnexpectedEOF.
