@@ -10,35 +10,17 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/testenv/controlplane"
+	"github.com/zerodep-k8s/widget-operator/testenv/logbuf"
 )
 
 var plane controlplane.Shared
 
 func TestMain(m *testing.M) { os.Exit(plane.Run(m)) }
-
-// syncBuffer is a bytes.Buffer safe to read while the stream writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // runningPod returns a client and the namespace of a Running pod "p".
 func runningPod(t *testing.T) (*controlplane.Plane, *Client, string, context.Context) {
@@ -107,7 +89,7 @@ func TestAPIServerExecTTYResize(t *testing.T) {
 	defer stdinW.Close()
 	resize := make(chan TerminalSize, 1)
 	resize <- TerminalSize{Width: 123, Height: 45}
-	var out syncBuffer
+	var out logbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Exec(ctx, ns, "p", []string{"sh", "-c", "while read x; do stty size; done"},
@@ -134,7 +116,7 @@ func TestAPIServerExecTTYResize(t *testing.T) {
 func TestAPIServerExecContextCancels(t *testing.T) {
 	_, c, ns, ctx := runningPod(t)
 	ctx, cancel := context.WithCancel(ctx)
-	var out syncBuffer
+	var out logbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Exec(ctx, ns, "p", []string{"sh", "-c", "echo started; exec sleep 60"}, Options{Stdout: &out})
@@ -162,7 +144,7 @@ func TestAPIServerAttach(t *testing.T) {
 	p, c, ns, ctx := runningPod(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var out syncBuffer
+	var out logbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- c.Attach(ctx, ns, "p", Options{Stdout: &out}) }()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -242,7 +224,7 @@ func TestAPIServerExecCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out logbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Exec(ctx, "cut", "p", []string{"sh", "-c", "echo started; exec sleep 60"}, Options{Stdout: &out})
