@@ -92,6 +92,12 @@ type Conn struct {
 	wbuf      []byte
 	closeSent bool
 	closed    bool
+
+	// The answer to the last ping, when a write held wmu as it came: the
+	// reader never waits for a writer, which may be blocked on a server
+	// that waits to be read. Whoever releases wmu next sends it.
+	pmu  sync.Mutex
+	pong []byte // nil: none pending
 }
 
 // NewConn returns a Conn over rwc, the connection of a 101 answer, with a
@@ -226,7 +232,11 @@ func (c *Conn) control(h frameHeader) error {
 	}
 	switch h.op {
 	case opPing:
-		return c.write(opPong, p)
+		c.pmu.Lock()
+		c.pong = append(make([]byte, 0, len(p)), p...)
+		c.pmu.Unlock()
+		c.flushPong()
+		return nil
 	case opPong:
 		return nil
 	}
@@ -289,11 +299,35 @@ func (c *Conn) WriteMessage(op byte, p []byte) error {
 	return c.write(op, p)
 }
 
-// write sends one masked frame with FIN set.
+// write sends one masked frame with FIN set, then any pong that came
+// meanwhile.
 func (c *Conn) write(op byte, p []byte) error {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.writeLocked(op, p)
+	err := c.writeLocked(op, p)
+	c.wmu.Unlock()
+	c.flushPong()
+	return err
+}
+
+// flushPong sends the pending pong unless another goroutine holds wmu,
+// which then sends it when it is done.
+func (c *Conn) flushPong() {
+	for c.pendingPong() && c.wmu.TryLock() {
+		c.pmu.Lock()
+		p := c.pong
+		c.pong = nil
+		c.pmu.Unlock()
+		if p != nil {
+			c.writeLocked(opPong, p)
+		}
+		c.wmu.Unlock()
+	}
+}
+
+func (c *Conn) pendingPong() bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return c.pong != nil
 }
 
 func (c *Conn) writeLocked(op byte, p []byte) error {

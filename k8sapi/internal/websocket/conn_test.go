@@ -387,3 +387,32 @@ func TestDialRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A ping does not wait for a write blocked on a server that does not
+// read: the read goes on, and the pong follows the write.
+func TestPingDoesNotWaitForWriter(t *testing.T) {
+	c, server := pipeConn(t, 0)
+	big := bytes.Repeat([]byte("w"), 1000)
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.WriteMessage(OpBinary, big) }() // blocks: nothing reads yet
+	for deadline := time.Now().Add(10 * time.Second); c.wmu.TryLock(); {
+		c.wmu.Unlock() // the writer has not started yet
+		if time.Now().After(deadline) {
+			t.Fatal("the write never started")
+		}
+		runtime.Gosched()
+	}
+	serve(server, rfcPing, rfcText)
+	if _, p, err := c.ReadMessage(); err != nil || string(p) != "Hello" {
+		t.Fatalf("read %q, %v", p, err)
+	}
+	if op, p := readFrame(t, server); op != OpBinary || len(p) != len(big) {
+		t.Fatalf("first frame: opcode %d, %d bytes", op, len(p))
+	}
+	if op, p := readFrame(t, server); op != opPong || string(p) != "Hello" {
+		t.Fatalf("second frame: opcode %d, %q; want the pong", op, p)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
