@@ -165,44 +165,39 @@ func TestAPIServerAttach(t *testing.T) {
 	}
 }
 
-// A WebSocket exec is a GET, which RBAC checks as "get" on pods/exec,
-// and the API server checks "create" too: each alone is refused.
+// A WebSocket exec or attach is a GET, which RBAC checks as "get" on the
+// subresource, and the API server checks "create" too: each alone is
+// refused.
 func TestAPIServerExecRBAC(t *testing.T) {
 	p, _, ns, ctx := runningPod(t)
-	rbac := "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns
-	for _, verbs := range [][]string{{"get"}, {"create"}, {"get", "create"}} {
-		name := "exec-" + strings.Join(verbs, "-")
-		if err := p.CreateServiceAccount(ctx, ns, name); err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range []struct {
-			path string
-			body map[string]any
-		}{
-			{rbac + "/roles", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]string{"name": name},
-				"rules": []map[string]any{{"apiGroups": []string{""}, "resources": []string{"pods/exec"}, "verbs": verbs}}}},
-			{rbac + "/rolebindings", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]string{"name": name},
-				"roleRef":  map[string]string{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-				"subjects": []map[string]string{{"kind": "ServiceAccount", "name": name, "namespace": ns}}}},
-		} {
-			if err := p.Do(ctx, "POST", obj.path, obj.body, nil); err != nil {
+	for _, sub := range []string{"exec", "attach"} {
+		for _, verbs := range [][]string{{"get"}, {"create"}, {"get", "create"}} {
+			name := sub + "-" + strings.Join(verbs, "-")
+			token, err := p.GrantedToken(ctx, ns, name, []string{"pods/" + sub}, verbs)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		token, err := p.ServiceAccountToken(ctx, ns, name, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), BearerToken: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = c.Exec(ctx, ns, "p", []string{"true"}, Options{Stdout: io.Discard})
-		if len(verbs) == 1 && !k8sapi.IsForbidden(err) {
-			t.Errorf("with %s on pods/exec alone: %v, want Forbidden", verbs[0], err)
-		}
-		if len(verbs) == 2 && err != nil {
-			t.Errorf("with get and create on pods/exec: %v", err)
+			c, err := New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), BearerToken: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sub == "exec" {
+				err = c.Exec(ctx, ns, "p", []string{"true"}, Options{Stdout: io.Discard})
+			} else {
+				// Attach follows the Pod log until the context ends.
+				actx, cancel := context.WithTimeout(ctx, time.Second)
+				err = c.Attach(actx, ns, "p", Options{Stdout: io.Discard})
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = nil
+				}
+			}
+			if len(verbs) == 1 && !k8sapi.IsForbidden(err) {
+				t.Errorf("with %s on pods/%s alone: %v, want Forbidden", verbs[0], sub, err)
+			}
+			if len(verbs) == 2 && err != nil {
+				t.Errorf("with get and create on pods/%s: %v", sub, err)
+			}
 		}
 	}
 }

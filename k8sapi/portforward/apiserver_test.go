@@ -161,3 +161,29 @@ func TestAPIServerServe(t *testing.T) {
 	}
 	cancel()
 }
+
+// A WebSocket port-forward needs "get" and "create" on pods/portforward.
+func TestAPIServerRBAC(t *testing.T) {
+	p, _, ns, ctx := runningPod(t)
+	for _, verbs := range [][]string{{"get"}, {"create"}, {"get", "create"}} {
+		token, err := p.GrantedToken(ctx, ns, "forward-"+strings.Join(verbs, "-"), []string{"pods/portforward"}, verbs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), BearerToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Dial(ctx, ns, "p", controlplane.EchoPort)
+		if err == nil {
+			err = echoOnce(c, []byte("allowed"))
+			c.Close()
+		}
+		if len(verbs) == 1 && !k8sapi.IsForbidden(err) {
+			t.Errorf("with %s on pods/portforward alone: %v, want Forbidden", verbs[0], err)
+		}
+		if len(verbs) == 2 && err != nil {
+			t.Errorf("with get and create: %v", err)
+		}
+	}
+}

@@ -272,3 +272,30 @@ func (p *Plane) RunPod(ctx context.Context, namespace, name string) error {
 		return got.Status.Phase == "Running", nil
 	})
 }
+
+// GrantedToken creates the ServiceAccount name in namespace, a Role of
+// the same name that grants verbs on resources of the core group (such
+// as "pods/exec") and the RoleBinding of the account to it, and returns a
+// token of the account valid for an hour. For tests of RBAC.
+func (p *Plane) GrantedToken(ctx context.Context, namespace, name string, resources, verbs []string) (string, error) {
+	base := "/apis/rbac.authorization.k8s.io/v1/namespaces/" + url.PathEscape(namespace)
+	role := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": objectMeta{Name: name},
+		"rules": []map[string]any{{"apiGroups": []string{""}, "resources": resources, "verbs": verbs}},
+	}
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": objectMeta{Name: name},
+		"roleRef":  map[string]string{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+		"subjects": []map[string]string{{"kind": "ServiceAccount", "name": name, "namespace": namespace}},
+	}
+	if err := p.CreateServiceAccount(ctx, namespace, name); err != nil {
+		return "", err
+	}
+	if err := p.createOK(ctx, base+"/roles", role); err != nil {
+		return "", err
+	}
+	if err := p.createOK(ctx, base+"/rolebindings", binding); err != nil {
+		return "", err
+	}
+	return p.ServiceAccountToken(ctx, namespace, name, time.Hour)
+}
