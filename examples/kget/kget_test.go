@@ -21,7 +21,11 @@ import (
 
 var plane = controlplane.Shared{Options: controlplane.Options{Bare: true}}
 
-func TestMain(m *testing.M) { os.Exit(plane.Run(m)) }
+func TestMain(m *testing.M) {
+	code := plane.Run(m)
+	kubeletPlane.Close() // pods_test.go's
+	os.Exit(code)
+}
 
 func TestKget(t *testing.T) {
 	p := plane.Get(t)

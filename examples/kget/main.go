@@ -3,8 +3,15 @@
 //
 //	kget [-n NAMESPACE] [-A] [-w] [-o json|name] KIND [NAME]
 //
+// and reads, runs in or forwards to pods, as kubectl does (pods.go):
+//
+//	kget [-n NAMESPACE] logs [-f] POD
+//	kget [-n NAMESPACE] exec [-i] [-t] POD -- COMMAND [ARG...]
+//	kget [-n NAMESPACE] port-forward POD [LOCAL:]REMOTE...
+//
 // It is an example of k8sapi, k8sapi/discovery and k8sapi/namespaced's
-// iterators, on the standard library alone.
+// iterators, and of k8sapi/podlogs, podexec and portforward, on the
+// standard library alone.
 package main
 
 import (
@@ -26,7 +33,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runStdin(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 const usage = "usage: kget [-kubeconfig FILE] [-context NAME] [-n NAMESPACE] [-A] [-w] [-o json|name] KIND [NAME]"

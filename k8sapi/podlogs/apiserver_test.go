@@ -3,12 +3,10 @@ package podlogs
 // Tests against a real kube-apiserver, started by testenv/controlplane.
 // Build its binaries first: go run ./hack/localcluster build
 //
-// The local control plane has no kubelet: its kwok nodes have no address,
-// and the logs of a pod kwok marks Running fail with the API server's
-// "500 no preferred addresses found". So what a running container writes
-// cannot be read here (the httptest tests cover reading). These tests
-// cover what the API server itself answers: the refusals, and the empty
-// log of a pod not yet on a node.
+// These tests use a bare plane, with no node: they cover what the API
+// server itself answers, the refusals and the empty log of a pod not yet
+// on a node. kubelet_test.go reads a running container's log through
+// kwok's kubelet endpoint, on a full plane of its own.
 
 import (
 	"context"
@@ -28,7 +26,11 @@ import (
 // plane is a bare one: no scheduler, so pods stay without a node.
 var plane = controlplane.Shared{Options: controlplane.Options{Bare: true}}
 
-func TestMain(m *testing.M) { os.Exit(plane.Run(m)) }
+func TestMain(m *testing.M) {
+	code := plane.Run(m)
+	kubeletPlane.Close()
+	os.Exit(code)
+}
 
 const twoContainers = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"},
  "spec":{"containers":[{"name":"app","image":"registry.example.com/app:1"},{"name":"sidecar","image":"registry.example.com/sidecar:1"}]}}`

@@ -46,6 +46,8 @@ var clientUsers = []clientUser{
 	// node it manages, which is more than the Node authorizer allows a
 	// single kubelet.
 	{name: "kwok", cn: "kwok", groups: []string{"system:masters"}},
+	// The apiserver's identity towards the kubelet endpoint.
+	{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client"},
 }
 
 // newPKI writes a CA, a serving certificate, the client certificates and

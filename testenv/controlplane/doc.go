@@ -29,7 +29,17 @@
 // with one fake Node. It returns once /readyz answers, the Node is Ready and
 // the default ServiceAccount exists, or fails at [Options.ReadyTimeout]. The
 // apiserver writes an audit log (every request at Metadata level, JSON
-// lines) that [Plane.AuditEvents] parses. Every component logs to a file in
+// lines) that [Plane.AuditEvents] parses.
+//
+// kwok also serves the fake Node's kubelet endpoint ([Plane.KubeletAddr]),
+// over TLS that the apiserver verifies with the plane's CA: a Pod's log and
+// attach read the CRI log file [Plane.PodLogPath] ([Plane.AppendPodLog]
+// writes it, [Plane.ResetPodLog] empties it), exec runs the command on this machine, as this user, and a
+// port-forward to [EchoPort] reaches the plane's TCP echo server.
+// [Plane.RunPod] makes a Running Pod on the fake Node. kwok v0.8.0 loses a
+// command's exit code: a non-zero exit reaches the client as an
+// InternalError status whose message ends in "exit status N", not as the
+// NonZeroExitCode status a kubelet sends. Every component logs to a file in
 // the data folder; [Plane.LogTail] prints the end of one.
 //
 // Every process is started in its own process group with a parent-death

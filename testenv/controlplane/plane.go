@@ -72,6 +72,7 @@ type Plane struct {
 	auditLog   string
 	client     *http.Client
 	apiArgs    []string
+	kubelet    *kubelet // nil for a bare plane
 
 	mu      sync.Mutex
 	procs   map[string]*process
@@ -140,7 +141,7 @@ func startOnce(ctx context.Context, opts Options) (p *Plane, err error) {
 	if p.pki, err = newPKI(p.dir); err != nil {
 		return p, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return p, err
 	}
@@ -172,7 +173,16 @@ func startOnce(ctx context.Context, opts Options) (p *Plane, err error) {
 	if err := p.writeFiles(); err != nil {
 		return p, err
 	}
-	p.apiArgs = append(p.apiServerArgs(ports[2]), opts.APIServerArgs...)
+	if !opts.Bare {
+		if err := p.setupKubelet(ports[3]); err != nil {
+			return p, err
+		}
+	}
+	p.apiArgs = p.apiServerArgs(ports[2])
+	if !opts.Bare {
+		p.apiArgs = append(p.apiArgs, p.kubeletAPIServerArgs()...)
+	}
+	p.apiArgs = append(p.apiArgs, opts.APIServerArgs...)
 	if err := p.StartAPIServer(ctx); err != nil {
 		return p, err
 	}
@@ -203,12 +213,12 @@ func startOnce(ctx context.Context, opts Options) (p *Plane, err error) {
 	); err != nil {
 		return p, err
 	}
-	if err := p.start(Kwok, p.bins.Kwok,
-		"--kubeconfig="+filepath.Join(p.dir, "kwok.kubeconfig"),
-		"--config="+p.bins.KwokStages,
+	if err := p.start(Kwok, p.bins.Kwok, append([]string{
+		"--kubeconfig=" + filepath.Join(p.dir, "kwok.kubeconfig"),
+		"--config=" + p.bins.KwokStages,
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-lease-duration-seconds=40",
-	); err != nil {
+	}, p.kubelet.kwokArgs()...)...); err != nil {
 		return p, err
 	}
 	if err := p.createNode(ctx); err != nil {
@@ -312,6 +322,7 @@ func (p *Plane) Stop() error {
 	if p.client != nil {
 		p.client.CloseIdleConnections()
 	}
+	p.kubelet.close()
 	if remove {
 		if err := os.RemoveAll(p.dir); err != nil {
 			return fmt.Errorf("controlplane: %w", err)
