@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/manager/internal/certs"
 	"github.com/zerodep-k8s/widget-operator/manager/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
@@ -146,7 +147,7 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 	var tlsConfig *tls.Config
 	if !m.cfg.InsecureMetrics && on(m.cfg.MetricsAddr) {
 		host, _ := os.Hostname()
-		certs, err := metricsauth.NewCertificates(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
+		cert, err := certs.New(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
 		if err != nil {
 			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
@@ -154,7 +155,7 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		metricsHandler, tlsConfig = auth.Wrap(metricsHandler), certs.TLSConfig()
+		metricsHandler, tlsConfig = auth.Wrap(metricsHandler), cert.TLSConfig()
 	}
 	mm := http.NewServeMux()
 	mm.Handle("GET /metrics", metricsHandler)
