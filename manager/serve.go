@@ -140,9 +140,9 @@ func newServer(h http.Handler, inner net.Listener, tlsConfig *tls.Config, log *s
 // metrics are served over TLS with the certificate from
 // Config.MetricsCertDir or a self-signed one, and each scrape is reviewed
 // with Config.ReviewClient (the filter bounds its requests). /readyz
-// answers for the checks of ctrls. An error, such as a port in use,
+// answers for the checks of runs. An error, such as a port in use,
 // leaves no server running.
-func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
+func (m *Manager) serve(runs []Runnable) ([]*http.Server, error) {
 	var metricsHandler http.Handler = m.registry
 	var tlsConfig *tls.Config
 	if !m.cfg.InsecureMetrics && on(m.cfg.MetricsAddr) {
@@ -165,7 +165,7 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		writeReadyz(w, checks(ctrls, time.Now())) // Checks logs the reasons
+		writeReadyz(w, checks(runs, time.Now())) // Checks logs the reasons
 	})
 
 	var servers []*http.Server
@@ -196,11 +196,11 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 	return servers, nil
 }
 
-// checks returns the checks of ctrls, in order, each name once: the
+// checks returns the checks of runs, in order, each name once: the
 // controllers that share a cache check it alike.
-func checks(ctrls []*reconcile.Controller, now time.Time) []reconcile.Check {
+func checks(runs []Runnable, now time.Time) []reconcile.Check {
 	var all []reconcile.Check
-	for _, c := range ctrls {
+	for _, c := range runs {
 		for _, ch := range c.Checks(now) {
 			if !slices.ContainsFunc(all, func(o reconcile.Check) bool { return o.Name == ch.Name }) {
 				all = append(all, ch)
