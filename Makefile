@@ -13,7 +13,8 @@ IMAGE     ?= widget-operator:$(VERSION)
 FUZZTIME  ?= 50000x
 # Each fuzz target runs for FUZZTIME in `make test`: package:FuzzName.
 FUZZ_TARGETS ?= ./queue:FuzzQueue ./k8sapi/internal/yaml:FuzzParse ./k8sapi:FuzzLoadKubeconfig \
-                ./k8sapi:FuzzWatchDecode ./k8sapi:FuzzStringMap ./reconcile:FuzzWidgetDecode
+                ./k8sapi:FuzzWatchDecode ./k8sapi:FuzzStringMap ./reconcile:FuzzWidgetDecode \
+                ./manager/webhook:FuzzReviewDecode
 
 export GOTOOLCHAIN := local
 
