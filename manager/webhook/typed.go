@@ -128,7 +128,8 @@ func Hub[H any](apiVersion string) Version[H] {
 
 // Converter returns the ConvertFunc of a kind served in versions: an
 // object is decoded in its own version, converted to the hub, and from it
-// to the version asked for, whose apiVersion it is given. An object
+// to the version asked for, whose apiVersion it is given, and the kind of
+// the object given. An object
 // already in the version asked for is returned as it is. The converted
 // object keeps the metadata of the object given but its labels and
 // annotations, which are the conversion's: the API server refuses any
@@ -173,8 +174,8 @@ func Converter[H any](versions ...Version[H]) ConvertFunc {
 	}
 }
 
-// withMetadata returns the JSON of out, with apiVersion to and the
-// metadata of orig, whose labels and annotations are out's.
+// withMetadata returns the JSON of out, with apiVersion to, and the kind
+// and metadata of orig, whose labels and annotations are out's.
 func withMetadata(orig json.RawMessage, out any, to string) (json.RawMessage, error) {
 	outJSON, err := json.Marshal(out)
 	if err != nil {
@@ -182,6 +183,7 @@ func withMetadata(orig json.RawMessage, out any, to string) (json.RawMessage, er
 	}
 	var c map[string]json.RawMessage
 	var om, cm struct {
+		Kind     json.RawMessage            `json:"kind"`
 		Metadata map[string]json.RawMessage `json:"metadata"`
 	}
 	if err := errors.Join(json.Unmarshal(outJSON, &c), json.Unmarshal(outJSON, &cm), json.Unmarshal(orig, &om)); err != nil || c == nil {
@@ -198,6 +200,9 @@ func withMetadata(orig json.RawMessage, out any, to string) (json.RawMessage, er
 		}
 	}
 	c["apiVersion"], _ = json.Marshal(to)
+	if om.Kind != nil {
+		c["kind"] = om.Kind
+	}
 	c["metadata"], _ = json.Marshal(om.Metadata)
 	return json.Marshal(c)
 }
