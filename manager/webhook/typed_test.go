@@ -83,4 +83,3 @@ func TestCABundleFileFollowsRenewal(t *testing.T) {
 		}
 	})
 }
-
