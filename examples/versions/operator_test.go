@@ -345,12 +345,15 @@ func TestWebhookDown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+webhookName+`"`) || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("create with failurePolicy Fail: %v, want the webhook's call failed", err)
 	}
+	t.Logf("create with the webhook down, failurePolicy Fail: %v", err)
 	if _, err := v1api.Get(ctx, first, "a", k8sapi.GetOptions{}); err != nil {
 		t.Errorf("get in v1, the storage version: %v", err)
 	}
-	if _, err := v2api.Get(ctx, first, "a", k8sapi.GetOptions{}); err == nil || !strings.Contains(err.Error(), "conversion webhook") {
+	_, err = v2api.Get(ctx, first, "a", k8sapi.GetOptions{})
+	if err == nil || !strings.Contains(err.Error(), "conversion webhook") {
 		t.Errorf("get in v2: %v, want the conversion webhook's failure", err)
 	}
+	t.Logf("get in v2 with the webhook down: %v", err)
 
 	if err := apply(ctx, c, validatingWebhooks, WebhookConfig("https://"+o.addr, nil, "Ignore")); err != nil {
 		t.Fatal(err)
