@@ -1,11 +1,8 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -151,12 +148,8 @@ func decodeConversion(body []byte) (*ConversionRequest, error) {
 // decodeReview decodes one JSON value, nothing after it, into v, and
 // checks its apiVersion and kind, which tm points at.
 func decodeReview(body []byte, v any, tm *k8sapi.TypeMeta, apiVersion, kind string) error {
-	d := json.NewDecoder(bytes.NewReader(body))
-	if err := d.Decode(v); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		return &BadReviewError{"not a " + kind + ": " + err.Error()}
-	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return &BadReviewError{"data after the " + kind}
 	}
 	if tm.APIVersion != apiVersion || tm.Kind != kind {
 		return &BadReviewError{fmt.Sprintf("got apiVersion %q kind %q, want %s %s", tm.APIVersion, tm.Kind, apiVersion, kind)}

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -214,7 +213,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, answer func(conte
 	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); ct != "application/json" {
 		return writeStatus(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "webhook: a review is application/json, not "+strconv.Quote(ct))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(r.ContentLength+1, 512), s.cfg.MaxBodyBytes+1))) // +1: to read the end without growing
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body := buf.Bytes()
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return writeStatus(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", fmt.Sprintf("webhook: a review is at most %d bytes", s.cfg.MaxBodyBytes))
@@ -272,25 +274,31 @@ func (s *Server) admit(ctx context.Context, f AdmitFunc, body []byte) (int, any)
 	return http.StatusOK, admissionReview{TypeMeta: k8sapi.TypeMeta{APIVersion: admissionVersion, Kind: "AdmissionReview"}, Response: resp}
 }
 
-// convert answers a ConversionReview with f, object by object.
+// convert answers a ConversionReview with f, object by object. The
+// answer is written around the objects converted, as they are: encoding
+// them again would only copy them.
 func (s *Server) convert(ctx context.Context, f ConvertFunc, body []byte) (int, any) {
 	req, err := decodeConversion(body)
 	if err != nil {
 		return http.StatusBadRequest, status(http.StatusBadRequest, "BadRequest", err.Error())
 	}
-	resp := &conversionResponse{UID: req.UID, ConvertedObjects: make([]json.RawMessage, 0, len(req.Objects)), Result: k8sapi.Status{Status: "Success"}}
-	for _, obj := range req.Objects {
+	uid, _ := json.Marshal(req.UID)
+	b := fmt.Appendf(nil, `{"apiVersion":%q,"kind":"ConversionReview","response":{"uid":%s,"convertedObjects":[`, conversionVersion, uid)
+	for i, obj := range req.Objects {
 		out, err := f(ctx, obj, req.DesiredAPIVersion)
-		if err == nil && (len(out) == 0 || !json.Valid(out)) {
+		if err == nil && (len(out) == 0 || out[0] != '{' || !json.Valid(out)) {
 			err = errors.New("webhook: the conversion returned no JSON object")
 		}
 		if err != nil {
-			resp.ConvertedObjects, resp.Result = []json.RawMessage{}, k8sapi.Status{Status: "Failure", Message: err.Error()}
-			break
+			return http.StatusOK, conversionReview{TypeMeta: k8sapi.TypeMeta{APIVersion: conversionVersion, Kind: "ConversionReview"},
+				Response: &conversionResponse{UID: req.UID, ConvertedObjects: []json.RawMessage{}, Result: k8sapi.Status{Status: "Failure", Message: err.Error()}}}
 		}
-		resp.ConvertedObjects = append(resp.ConvertedObjects, out)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, out...)
 	}
-	return http.StatusOK, conversionReview{TypeMeta: k8sapi.TypeMeta{APIVersion: conversionVersion, Kind: "ConversionReview"}, Response: resp}
+	return http.StatusOK, json.RawMessage(append(b, `],"result":{"status":"Success"}}}`...))
 }
 
 // status returns a Status of failure.
@@ -303,8 +311,13 @@ func writeStatus(w http.ResponseWriter, code int, reason, message string) int {
 	return writeJSON(w, code, status(code, reason, message))
 }
 
+// writeJSON writes v as JSON, and a json.RawMessage as it is.
 func writeJSON(w http.ResponseWriter, code int, v any) int {
-	b, err := json.Marshal(v)
+	b, ok := v.(json.RawMessage)
+	var err error
+	if !ok {
+		b, err = json.Marshal(v)
+	}
 	if err != nil { // an object a hook returned that is not JSON
 		code, b = http.StatusInternalServerError, []byte(`{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"InternalError","code":500,"message":"webhook: encoding the answer failed"}`)
 	}

@@ -119,7 +119,7 @@ func TestMalformedReviews(t *testing.T) {
 		{"/a", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`, `apiVersion "admission.k8s.io/v1beta1"`},
 		{"/a", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, "needs a request with a uid"},
 		{"/a", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":""}}`, "needs a request with a uid"},
-		{"/a", admissionBody("x", "CREATE", "{}", "") + `{}`, "data after"},
+		{"/a", admissionBody("x", "CREATE", "{}", "") + `{}`, "after top-level value"},
 		{"/c", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x"}}`, "desiredAPIVersion"},
 		{"/c", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x","desiredAPIVersion":"v2","objects":[1]}}`, "object 0 is not a JSON object"},
 		{"/c", admissionBody("x", "CREATE", "{}", ""), `kind "AdmissionReview"`},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -146,15 +147,18 @@ func Converter[H any](versions ...Version[H]) ConvertFunc {
 	}
 	return func(_ context.Context, obj json.RawMessage, to string) (json.RawMessage, error) {
 		var head struct {
-			APIVersion string `json:"apiVersion"`
+			APIVersion string          `json:"apiVersion"`
+			Kind       json.RawMessage `json:"kind"`
+			Metadata   json.RawMessage `json:"metadata"`
 		}
 		if err := json.Unmarshal(obj, &head); err != nil {
 			return nil, fmt.Errorf("webhook: converting an object: %w", err)
 		}
-		if head.APIVersion == to {
+		apiVersion := head.APIVersion
+		if apiVersion == to {
 			return obj, nil
 		}
-		from, err := find(head.APIVersion)
+		from, err := find(apiVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -164,45 +168,74 @@ func Converter[H any](versions ...Version[H]) ConvertFunc {
 		}
 		var hub H
 		if err := from.toHub(obj, &hub); err != nil {
-			return nil, fmt.Errorf("webhook: converting from %s: %w", head.APIVersion, err)
+			return nil, fmt.Errorf("webhook: converting from %s: %w", apiVersion, err)
 		}
 		out, err := into.fromHub(&hub)
 		if err != nil {
 			return nil, fmt.Errorf("webhook: converting to %s: %w", to, err)
 		}
-		return withMetadata(obj, out, to)
+		return withMetadata(head.Kind, head.Metadata, out, to)
 	}
 }
 
-// withMetadata returns the JSON of out, with apiVersion to, and the kind
-// and metadata of orig, whose labels and annotations are out's.
-func withMetadata(orig json.RawMessage, out any, to string) (json.RawMessage, error) {
+// withMetadata returns the JSON of out, with apiVersion to, and kind and
+// metadata, the original object's, whose labels and annotations are
+// out's.
+func withMetadata(kind, metadata json.RawMessage, out any, to string) (json.RawMessage, error) {
 	outJSON, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: encoding the converted object: %w", err)
 	}
 	var c map[string]json.RawMessage
-	var om, cm struct {
-		Kind     json.RawMessage            `json:"kind"`
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := errors.Join(json.Unmarshal(outJSON, &c), json.Unmarshal(outJSON, &cm), json.Unmarshal(orig, &om)); err != nil || c == nil {
+	var cm struct{ Labels, Annotations json.RawMessage }
+	m := map[string]json.RawMessage{}
+	if err := errors.Join(json.Unmarshal(outJSON, &c), unmarshalObject(c["metadata"], &cm), unmarshalObject(metadata, &m)); err != nil || c == nil {
 		return nil, errors.New("webhook: the converted object is not a JSON object")
 	}
-	if om.Metadata == nil {
-		om.Metadata = map[string]json.RawMessage{}
-	}
-	for _, k := range []string{"labels", "annotations"} {
-		if v := cm.Metadata[k]; len(v) > 0 && string(v) != "null" {
-			om.Metadata[k] = v
+	for k, v := range map[string]json.RawMessage{"labels": cm.Labels, "annotations": cm.Annotations} {
+		if len(v) > 0 && string(v) != "null" {
+			m[k] = v
 		} else {
-			delete(om.Metadata, k)
+			delete(m, k)
 		}
 	}
 	c["apiVersion"], _ = json.Marshal(to)
-	if om.Kind != nil {
-		c["kind"] = om.Kind
+	if kind != nil {
+		c["kind"] = kind
 	}
-	c["metadata"], _ = json.Marshal(om.Metadata)
-	return json.Marshal(c)
+	c["metadata"] = appendObject(nil, m)
+	return appendObject(nil, c), nil
+}
+
+// unmarshalObject unmarshals raw into v, unless raw is empty or null.
+func unmarshalObject(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// appendObject appends the JSON object of m, its keys sorted and its
+// values as they are (json.Marshal would scan each again to compact it).
+func appendObject(b []byte, m map[string]json.RawMessage) []byte {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(appendKey(b, k), ':'), m[k]...)
+	}
+	return append(b, '}')
+}
+
+// appendKey appends k as a JSON string: as it is when it has nothing to
+// escape, as the keys of objects mostly do.
+func appendKey(b []byte, k string) []byte {
+	for _, c := range []byte(k) {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(k)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), k...), '"')
 }
