@@ -62,7 +62,7 @@ type RouteStatus struct {
 func split(target string) Target {
 	host, port, err := net.SplitHostPort(target)
 	n, perr := strconv.ParseUint(port, 10, 16)
-	if err != nil || perr != nil || n == 0 || join(Target{host, int32(n)}) != target {
+	if err != nil || perr != nil || join(Target{host, int32(n)}) != target {
 		return Target{Host: target}
 	}
 	return Target{host, int32(n)}

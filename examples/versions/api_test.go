@@ -60,3 +60,27 @@ func canonical(b []byte) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// A v1 target edited after a v2 write wins over the target the
+// annotation kept; the weight stays.
+func TestConversionAfterAnEditInV1(t *testing.T) {
+	v1 := []byte(`{"apiVersion":"versions.example.com/v1","kind":"Route","metadata":{"name":"r","annotations":{"versions.example.com/v2-spec":"{\"target\":{\"host\":\"db:1\"},\"weight\":7}"}},"spec":{"target":"other:2"}}`)
+	out, err := convert(t.Context(), v1, group+"/v2")
+	var v2 RouteV2
+	if err != nil || json.Unmarshal(out, &v2) != nil || v2.Spec != (RouteV2Spec{Target{"other", 2}, 7}) || v2.Annotations != nil {
+		t.Errorf("v2: %s, %v; want other:2 split, weight 7, no annotation", out, err)
+	}
+}
+
+// The annotation is the conversion's own: one a v2 client set is not
+// carried into v1, where it would not decode.
+func TestConversionDropsAForeignAnnotation(t *testing.T) {
+	r := &RouteV2{TypeMeta: k8sapi.TypeMeta{APIVersion: group + "/v2", Kind: "Route"},
+		ObjectMeta: k8sapi.ObjectMeta{Name: "r", Annotations: map[string]string{v2Annotation: "junk"}}, Spec: RouteV2Spec{Target: Target{"db", 1}}}
+	in, _ := json.Marshal(r)
+	out, err := convert(t.Context(), in, group+"/v1")
+	var v1 RouteV1
+	if err != nil || json.Unmarshal(out, &v1) != nil || v1.Annotations != nil || v1.Spec.Target != "db:1" {
+		t.Errorf("v1: %s, %v; want db:1 without the annotation", out, err)
+	}
+}
