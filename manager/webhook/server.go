@@ -94,11 +94,11 @@ type Server struct {
 	cfg   Config
 	mux   *http.ServeMux
 	tls   *tls.Config
-	cert  *certs.Certificates
 	stats *serverMetrics
 
 	mu     sync.Mutex
-	bundle []byte // the PEM of the self-signed certificate last served; nil with a CertDir
+	served []byte // the DER of the self-signed certificate last served; nil with a CertDir
+	bundle []byte // its PEM
 	addr   string // the address listened on while Run serves, "" otherwise
 	ran    bool
 }
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cert, s.tls = cert, cert.TLSConfig()
+	s.tls = cert.TLSConfig()
 	get := s.tls.GetCertificate
 	s.tls.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 		c, err := get(hello)
@@ -154,18 +154,17 @@ func New(cfg Config) (*Server, error) {
 // selfSigned records c as the certificate served and, when it is a new
 // one, writes it to Config.CABundleFile.
 func (s *Server) selfSigned(c *tls.Certificate) error {
-	bundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if bytes.Equal(bundle, s.bundle) {
+	if bytes.Equal(c.Certificate[0], s.served) {
 		return nil
 	}
-	s.bundle = bundle
+	s.served, s.bundle = c.Certificate[0], pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
 	if s.cfg.CABundleFile == "" {
 		return nil
 	}
 	tmp := s.cfg.CABundleFile + ".tmp"
-	err := os.WriteFile(tmp, bundle, 0o644)
+	err := os.WriteFile(tmp, s.bundle, 0o644)
 	if err == nil {
 		err = os.Rename(tmp, s.cfg.CABundleFile)
 	}
