@@ -7,14 +7,19 @@ import (
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
 
-// validatingWebhooks is the resource of ValidatingWebhookConfigurations.
-var validatingWebhooks = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1",
-	Resource: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"}
+// The resources of the webhook configurations.
+var (
+	validatingWebhooks = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1",
+		Resource: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"}
+	mutatingWebhooks = k8sapi.Resource{Group: "admissionregistration.k8s.io", Version: "v1",
+		Resource: "mutatingwebhookconfigurations", Kind: "MutatingWebhookConfiguration"}
+)
 
-// The names of the webhook configuration and of its one webhook.
+// The names of the webhook configurations and of their webhooks.
 const (
 	webhookConfigName = "routes." + group
 	webhookName       = "unique-target." + group
+	defaultName       = "default-port." + group
 )
 
 // object is any object, written whole by server-side apply.
@@ -44,27 +49,43 @@ func CRD(url string, caBundle []byte) object {
 				"clientConfig": object{"url": url + "/convert", "caBundle": caBundle}}}}}
 }
 
-// WebhookConfig returns the ValidatingWebhookConfiguration of the
-// unique-target webhook at url+"/validate", for Routes of any version
-// (sent as v1) created or updated, with failurePolicy policy ("Fail" or
-// "Ignore").
-func WebhookConfig(url string, caBundle []byte, policy string) object {
-	return object{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-		"metadata": object{"name": webhookConfigName},
-		"webhooks": []object{{"name": webhookName, "admissionReviewVersions": []string{"v1"}, "sideEffects": "None",
-			"failurePolicy": policy, "matchPolicy": "Equivalent", "timeoutSeconds": 5,
-			"clientConfig": object{"url": url + "/validate", "caBundle": caBundle},
-			"rules": []object{{"apiGroups": []string{group}, "apiVersions": []string{"v1"}, "resources": []string{routes.Resource},
-				"operations": []string{"CREATE", "UPDATE"}, "scope": "Namespaced"}}}}}
+// WebhookConfigs returns the ValidatingWebhookConfiguration of the
+// unique-target webhook at url+"/validate" and the
+// MutatingWebhookConfiguration of the default-port webhook at
+// url+"/default", for Routes of any version (sent as v1) created or
+// updated, with failurePolicy policy ("Fail" or "Ignore").
+func WebhookConfigs(url string, caBundle []byte, policy string) map[k8sapi.Resource]object {
+	config := func(kind, name, path string) object {
+		return object{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": object{"name": webhookConfigName},
+			"webhooks": []object{{"name": name, "admissionReviewVersions": []string{"v1"}, "sideEffects": "None",
+				"failurePolicy": policy, "matchPolicy": "Equivalent", "timeoutSeconds": 5,
+				"clientConfig": object{"url": url + path, "caBundle": caBundle},
+				"rules": []object{{"apiGroups": []string{group}, "apiVersions": []string{"v1"}, "resources": []string{routes.Resource},
+					"operations": []string{"CREATE", "UPDATE"}, "scope": "Namespaced"}}}}}
+	}
+	return map[k8sapi.Resource]object{
+		validatingWebhooks: config(validatingWebhooks.Kind, webhookName, "/validate"),
+		mutatingWebhooks:   config(mutatingWebhooks.Kind, defaultName, "/default"),
+	}
 }
 
-// Install applies the CRD and the webhook configuration (failurePolicy
+// Install applies the CRD and the webhook configurations (failurePolicy
 // Fail) for the webhooks at url, signed by caBundle.
 func Install(ctx context.Context, c *k8sapi.Client, url string, caBundle []byte) error {
 	if err := apply(ctx, c, k8sapi.CustomResourceDefinitions, CRD(url, caBundle)); err != nil {
 		return err
 	}
-	return apply(ctx, c, validatingWebhooks, WebhookConfig(url, caBundle, "Fail"))
+	return applyConfigs(ctx, c, WebhookConfigs(url, caBundle, "Fail"))
+}
+
+// applyConfigs applies the webhook configurations.
+func applyConfigs(ctx context.Context, c *k8sapi.Client, configs map[k8sapi.Resource]object) error {
+	for r, obj := range configs {
+		if err := apply(ctx, c, r, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // apply writes obj, cluster-scoped, by server-side apply.

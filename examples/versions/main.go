@@ -14,7 +14,8 @@
 // the v1 object, as Kubernetes' own conversions keep a newer version's
 // fields.
 //
-// A validating webhook (/validate) refuses a Route whose target another
+// A mutating webhook (/default) gives a target without a port port 80,
+// and a validating webhook (/validate) refuses a Route whose target another
 // Route already has, in any namespace: a rule CEL cannot express, as it
 // sees one object at a time. It reads the other Routes from the
 // controller's cache, so two Routes created at the same moment may both
@@ -26,13 +27,13 @@
 //	         [-install URL] [-probe-addr ADDR]
 //
 // With -install, the operator creates or updates, at start, the Route
-// CRD and the ValidatingWebhookConfiguration for its webhooks at URL (such
+// CRD and the webhook configurations (validating and mutating) at URL (such
 // as https://127.0.0.1:9443), with the CA bundle of its certificate: the
 // self-signed one, or -ca-bundle-file's with -cert-dir.
 //
 // RBAC: routes get, list, watch, and patch of routes/status; with
-// -install, customresourcedefinitions and validatingwebhookconfigurations
-// get, create and update.
+// -install, customresourcedefinitions, validatingwebhookconfigurations and
+// mutatingwebhookconfigurations patch.
 package main
 
 import (
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 		Indexers: map[string]watch.IndexFunc[RouteV1]{byTarget: func(r *RouteV1) []string { return []string{r.Spec.Target} }}})
 	c.Reconciler = &reconciler{cache: cache, api: k8sapi.For[RouteV1](client, routes)}
 	hooks, err := webhook.New(webhook.Config{Addr: *webhookAddr, CertDir: *certDir, CABundleFile: bundleFile(*certDir, *caBundle), Logger: log,
-		Admission:  map[string]webhook.AdmitFunc{"/validate": webhook.Validate(uniqueTarget(cache))},
+		Admission:  map[string]webhook.AdmitFunc{"/validate": webhook.Validate(uniqueTarget(cache)), "/default": webhook.Mutate(defaultPort)},
 		Conversion: map[string]webhook.ConvertFunc{"/convert": webhook.Converter(webhook.Hub[RouteV1](group+"/v1"), webhook.VersionOf(group+"/v2", toV1, toV2))}})
 	if err != nil {
 		return err
@@ -146,6 +147,16 @@ func uniqueTarget(cache *watch.Cache[RouteV1]) func(context.Context, *webhook.Ad
 		}
 		return nil
 	}
+}
+
+// defaultPort is the mutating hook: a Route whose target has no port gets
+// port 80. A default that depends on the field's own value: the CRD's
+// schema can only default a field that is missing.
+func defaultPort(_ context.Context, _ *webhook.AdmissionRequest, r *RouteV1) error {
+	if t := split(r.Spec.Target); t.Port == 0 && t.Host != "" {
+		r.Spec.Target = join(Target{t.Host, 80})
+	}
+	return nil
 }
 
 // older reports whether a was created before b, by name at the same time.

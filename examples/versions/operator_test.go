@@ -183,6 +183,24 @@ func TestConversionRoundTrip(t *testing.T) {
 	}
 }
 
+// A Route created without a port gets port 80 from the mutating webhook,
+// through the JSON patch the API server applies, in v1 and in v2.
+func TestDefaultPort(t *testing.T) {
+	p := plane.Get(t)
+	start(t, p)
+	c, ns := harness.Admin(t, p), p.TestNamespace(t)
+	ctx := harness.Ctx(t, time.Minute)
+	got, err := k8sapi.For[RouteV1](c, routes).Create(ctx, ns, newV1("web", "web.internal"), k8sapi.WriteOptions{})
+	if err != nil || got.Spec.Target != "web.internal:80" {
+		t.Fatalf("created %+v, %v; want web.internal:80", got, err)
+	}
+	v2 := &RouteV2{TypeMeta: k8sapi.TypeMeta{APIVersion: group + "/v2", Kind: "Route"}, ObjectMeta: k8sapi.ObjectMeta{Name: "api"},
+		Spec: RouteV2Spec{Target: Target{Host: "api.internal"}, Weight: 3}}
+	if got, err := k8sapi.For[RouteV2](c, routesV2).Create(ctx, ns, v2, k8sapi.WriteOptions{}); err != nil || got.Spec != (RouteV2Spec{Target{"api.internal", 80}, 3}) {
+		t.Errorf("created in v2 %+v, %v; want port 80 and the weight", got, err)
+	}
+}
+
 // A Route whose target another Route has, in another namespace, is
 // refused with the webhook's message, as kubectl shows it.
 func TestRefusalAsKubectlShowsIt(t *testing.T) {
@@ -327,7 +345,9 @@ func writeLeaf(t *testing.T, dir string, ca *x509.Certificate, caKey *ecdsa.Priv
 }
 
 // With the operator down, failurePolicy Fail refuses every create of a
-// Route, and Ignore lets one in unchecked, even of a target taken. The
+// Route (the mutating webhook, called first, fails it), and Ignore lets
+// one in unchanged and unchecked: without a default port, even of a
+// target taken. The
 // conversion webhook has no failure policy: a Route cannot be read or
 // written in v2, while v1, the storage version, needs no conversion.
 func TestWebhookDown(t *testing.T) {
@@ -342,8 +362,8 @@ func TestWebhookDown(t *testing.T) {
 	o.stop()
 
 	_, err := v1api.Create(ctx, second, newV1("b", "down:2"), k8sapi.WriteOptions{})
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+webhookName+`"`) || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("create with failurePolicy Fail: %v, want the webhook's call failed", err)
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+defaultName+`"`) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("create with failurePolicy Fail: %v, want the mutating webhook's call failed (it is called first)", err)
 	}
 	t.Logf("create with the webhook down, failurePolicy Fail: %v", err)
 	if _, err := v1api.Get(ctx, first, "a", k8sapi.GetOptions{}); err != nil {
@@ -355,13 +375,16 @@ func TestWebhookDown(t *testing.T) {
 	}
 	t.Logf("get in v2 with the webhook down: %v", err)
 
-	if err := apply(ctx, c, validatingWebhooks, WebhookConfig("https://"+o.addr, nil, "Ignore")); err != nil {
+	if err := applyConfigs(ctx, c, WebhookConfigs("https://"+o.addr, nil, "Ignore")); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Minute, func() (bool, string) { // the API server reads the configuration again
+	harness.Eventually(t, time.Minute, func() (bool, string) { // the API server reads the configurations again
 		_, err := v1api.Create(ctx, second, newV1("dup", "down:1"), k8sapi.WriteOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
+	if r, err := v1api.Create(ctx, second, newV1("bare", "bare"), k8sapi.WriteOptions{}); err != nil || r.Spec.Target != "bare" {
+		t.Errorf("create with failurePolicy Ignore: %+v, %v; want it in without a default port", r, err)
+	}
 	if _, err := v2api.Create(ctx, second, &RouteV2{TypeMeta: k8sapi.TypeMeta{APIVersion: group + "/v2", Kind: "Route"},
 		ObjectMeta: k8sapi.ObjectMeta{Name: "v2"}, Spec: RouteV2Spec{Target: Target{"down", 3}}}, k8sapi.WriteOptions{}); err == nil || !strings.Contains(err.Error(), "conversion webhook") {
 		t.Errorf("create in v2 with failurePolicy Ignore: %v, want the conversion webhook's failure", err)
