@@ -152,13 +152,13 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 }
 
 // Run serves the endpoints, then runs the shared caches, the election,
-// the Event writer, every controller and Config.Runnables until ctx ends; then the
-// controllers drain their reconciles in flight (see
+// the Event writer, every controller and Config.Runnables until ctx
+// ends; then the controllers drain their reconciles in flight (see
 // reconcile.Controller.ShutdownTimeout), and the caches, the election
 // (which releases its Leases), the Event writer and the endpoints stop
 // after them. It returns an error when an endpoint cannot start (such
-// as a port in use), or when a controller cannot (which stops the
-// others), and nil after a clean shutdown.
+// as a port in use), or when a controller or a Runnable cannot (which
+// stops the others), and nil after a clean shutdown.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	ctrls, running := m.ctrls, m.running // no Add from now on
