@@ -105,7 +105,8 @@ type Server struct {
 
 // New returns a server for cfg, with its certificate loaded or made, or
 // an error for a certificate that cannot be, a path that does not start
-// with '/' or is in both maps, or metrics that cannot be registered.
+// with '/', is in both maps or has a nil hook, or metrics that cannot be
+// registered.
 func New(cfg Config) (*Server, error) {
 	cfg.Addr = cmp.Or(cfg.Addr, DefaultAddr)
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
@@ -120,12 +121,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	for path, f := range cfg.Admission {
-		if err := s.handle(path, func(ctx context.Context, body []byte) (int, any) { return s.admit(ctx, f, body) }); err != nil {
+		if err := s.handle(path, f == nil, func(ctx context.Context, body []byte) (int, any) { return s.admit(ctx, f, body) }); err != nil {
 			return nil, err
 		}
 	}
 	for path, f := range cfg.Conversion {
-		if err := s.handle(path, func(ctx context.Context, body []byte) (int, any) { return s.convert(ctx, f, body) }); err != nil {
+		if err := s.handle(path, f == nil, func(ctx context.Context, body []byte) (int, any) { return s.convert(ctx, f, body) }); err != nil {
 			return nil, err
 		}
 	}
@@ -185,13 +186,17 @@ func (s *Server) CABundle() []byte {
 }
 
 // handle serves path with answer, which returns a status code and the
-// value to answer as JSON.
-func (s *Server) handle(path string, answer func(ctx context.Context, body []byte) (int, any)) error {
-	if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " {}") {
+// value to answer as JSON; nilHook says the path's hook is nil.
+func (s *Server) handle(path string, nilHook bool, answer func(ctx context.Context, body []byte) (int, any)) error {
+	_, admission := s.cfg.Admission[path]
+	_, conversion := s.cfg.Conversion[path]
+	switch {
+	case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " {}"):
 		return fmt.Errorf("webhook: path %q: want one that starts with '/', without spaces or wildcards", path)
-	}
-	if _, ok := s.cfg.Admission[path]; ok && s.cfg.Conversion[path] != nil {
+	case admission && conversion:
 		return fmt.Errorf("webhook: path %q has two hooks", path)
+	case nilHook:
+		return fmt.Errorf("webhook: path %q has a nil hook", path)
 	}
 	s.mux.Handle(path, s.stats.instrument(path, func(w http.ResponseWriter, r *http.Request) int {
 		return s.serve(w, r, answer)

@@ -246,7 +246,7 @@ func TestConversionReview(t *testing.T) {
 	}
 }
 
-// New refuses a path without '/' or with two hooks.
+// New refuses a path without '/', with two hooks or a nil one.
 func TestNewRefusesPaths(t *testing.T) {
 	a := map[string]AdmitFunc{"/x": Validate(func(context.Context, *AdmissionRequest, *thing, *thing) error { return nil })}
 	c := map[string]ConvertFunc{"/x": Converter(Hub[thing]("x/v1"))}
@@ -255,6 +255,12 @@ func TestNewRefusesPaths(t *testing.T) {
 	}
 	if _, err := New(Config{Admission: map[string]AdmitFunc{"x": a["/x"]}}); err == nil {
 		t.Error("a path without '/': no error")
+	}
+	if _, err := New(Config{Admission: a, Conversion: map[string]ConvertFunc{"/x": nil}}); err == nil || !strings.Contains(err.Error(), "two hooks") {
+		t.Errorf("one path twice, one hook nil: %v", err)
+	}
+	if _, err := New(Config{Conversion: map[string]ConvertFunc{"/y": nil}}); err == nil || !strings.Contains(err.Error(), "nil hook") {
+		t.Errorf("a nil hook: %v", err)
 	}
 }
 
