@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	}
 	m, err := manager.New(manager.Config{Name: "versions-example", Client: client, Logger: log, ProbeAddr: *probeAddr, Runnables: []manager.Runnable{hooks}})
 	if err == nil {
-		err = m.Add(c)
+		err = errors.Join(m.Add(c), hooks.Register(m.Registry()))
 	}
 	if err != nil {
 		return err

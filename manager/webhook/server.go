@@ -59,11 +59,6 @@ type Config struct {
 	// in one of them at most.
 	Admission  map[string]AdmitFunc
 	Conversion map[string]ConvertFunc
-	// Metrics, when not nil, gets the server's families, with the names
-	// controller-runtime gives them: controller_runtime_webhook_
-	// requests_total{webhook,code}, latency_seconds{webhook} and
-	// requests_in_flight{webhook}, webhook being the path. Nil means none.
-	Metrics *metrics.Registry
 	// Logger receives a line for each panic of a hook and each failure
 	// of the server. Nil means no logging.
 	Logger *slog.Logger
@@ -104,22 +99,14 @@ type Server struct {
 }
 
 // New returns a server for cfg, with its certificate loaded or made, or
-// an error for a certificate that cannot be, a path that does not start
-// with '/', is in both maps or has a nil hook, or metrics that cannot be
-// registered.
+// an error for a certificate that cannot be, or a path that does not
+// start with '/', is in both maps or has a nil hook.
 func New(cfg Config) (*Server, error) {
 	cfg.Addr = cmp.Or(cfg.Addr, DefaultAddr)
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), stats: newServerMetrics()}
-	if cfg.Metrics != nil {
-		for _, v := range []*metrics.Vec{s.stats.requests, s.stats.latency, s.stats.inFlight} {
-			if err := cfg.Metrics.Register(v); err != nil {
-				return nil, err
-			}
-		}
-	}
 	for path, f := range cfg.Admission {
 		if err := s.handle(path, f == nil, func(ctx context.Context, body []byte) (int, any) { return s.admit(ctx, f, body) }); err != nil {
 			return nil, err
@@ -150,6 +137,21 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// Register registers the server's metric families with r, such as the
+// manager's Registry(), with the names controller-runtime gives them:
+// controller_runtime_webhook_requests_total{webhook,code},
+// controller_runtime_webhook_latency_seconds{webhook} and
+// controller_runtime_webhook_requests_in_flight{webhook}, webhook being
+// the path. It returns the registry's error, such as for a name taken.
+func (s *Server) Register(r *metrics.Registry) error {
+	for _, v := range []*metrics.Vec{s.stats.requests, s.stats.latency, s.stats.inFlight} {
+		if err := r.Register(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // selfSigned records c as the certificate served and, when it is a new

@@ -270,8 +270,11 @@ func TestNewRefusesPaths(t *testing.T) {
 func TestRunServesTLSAndMetrics(t *testing.T) {
 	dir := t.TempDir()
 	reg := metrics.NewRegistry()
-	s := newTestServer(t, Config{Addr: "127.0.0.1:0", CABundleFile: filepath.Join(dir, "ca.crt"), Metrics: reg,
+	s := newTestServer(t, Config{Addr: "127.0.0.1:0", CABundleFile: filepath.Join(dir, "ca.crt"),
 		Admission: map[string]AdmitFunc{"/ok": func(context.Context, *AdmissionRequest) ([]PatchOp, error) { return nil, nil }}})
+	if err := s.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	if c := s.Checks(time.Now()); len(c) != 1 || c[0].Name != "webhook server" || c[0].Err == nil {
 		t.Errorf("checks before Run: %v, want failing", c)
 	}
