@@ -12,9 +12,9 @@
 // The server speaks HTTPS, TLS 1.2 or later, with the certificate from a
 // folder read again as it changes (cert-manager's rotation needs no
 // restart) or, with none, a self-signed one whose CA bundle it writes to
-// a file. It reports controller-runtime's webhook metrics ([Server.Register]), and runs in a
-// [manager.Manager] as one of its Config.Runnables, whose /readyz fails
-// until the server serves.
+// a file. It reports controller-runtime's webhook metrics
+// ([Server.Register]), and runs in a manager as one of its
+// Config.Runnables, whose /readyz fails until the server serves.
 //
 // The package sits under manager because it shares the manager's
 // serving certificate code (manager/internal/certs, which /metrics uses
