@@ -262,8 +262,12 @@ func TestCertificateRotation(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, err := v2api.List(ctx, ns, k8sapi.ListOptions{})
+			name := fmt.Sprintf("r%d", i)
 			if err == nil {
-				_, err = v1api.Create(ctx, ns, newV1(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d:1", i)), k8sapi.WriteOptions{})
+				_, err = v1api.Create(ctx, ns, newV1(name, name+":1"), k8sapi.WriteOptions{})
+			}
+			if err == nil { // so that the list stays short
+				err = v1api.Delete(ctx, ns, name, k8sapi.DeleteOptions{})
 			}
 			cancel()
 			calls.Add(1)
@@ -362,7 +366,7 @@ func TestWebhookDown(t *testing.T) {
 	o.stop()
 
 	_, err := v1api.Create(ctx, second, newV1("b", "down:2"), k8sapi.WriteOptions{})
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+defaultName+`"`) || !strings.Contains(err.Error(), "connection refused") {
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+defaultName+`"`) {
 		t.Errorf("create with failurePolicy Fail: %v, want the mutating webhook's call failed (it is called first)", err)
 	}
 	t.Logf("create with the webhook down, failurePolicy Fail: %v", err)

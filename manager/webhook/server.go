@@ -334,9 +334,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) int {
 }
 
 // Run serves the hooks over HTTPS on Config.Addr until ctx ends, then
-// stops, waiting up to a few seconds for the reviews in flight. It
-// returns an error when it cannot listen, or when called twice, and nil
-// after a clean stop.
+// stops, waiting up to 5 seconds for the reviews in flight and cutting
+// the connections still open after that. It returns an error when it
+// cannot listen or serve, or when called twice, and nil once stopped.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	ran := s.ran
@@ -369,7 +369,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return srv.Shutdown(stop)
+	if err := srv.Shutdown(stop); err != nil {
+		// A review still in flight, or a connection that has sent no
+		// request yet (Shutdown waits 5 s for those): cut.
+		s.cfg.Logger.Warn("webhook: connections still open at the stop were cut", "err", err)
+		srv.Close()
+	}
+	return nil
 }
 
 func (s *Server) setAddr(addr string) {

@@ -363,3 +363,27 @@ func admit(t *testing.T, h http.Handler, path, body string) *admissionResponse {
 	code, b := post(t, h, path, body)
 	return admissionAnswer(t, code, b)
 }
+
+// A connection that has sent no request holds Shutdown for 5 s; Run then
+// cuts it and returns nil, a clean stop: a manager does not report a
+// failure for it.
+func TestRunStopsWithASilentConnection(t *testing.T) {
+	s := newTestServer(t, Config{Addr: "127.0.0.1:0"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	conn, err := net.Dial("tcp", waitServing(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return 30 s after its context ended")
+	}
+}
