@@ -60,6 +60,20 @@ type Config struct {
 	// ShutdownTimeout is the ShutdownTimeout of each controller that has
 	// none. Zero means reconcile.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Runnables run beside the controllers, such as a webhook server
+	// (package manager/webhook): Run runs each until its context ends,
+	// an error of one stops the others as a controller's does, and
+	// /readyz answers for their checks too. Nil means none.
+	Runnables []Runnable
+}
+
+// A Runnable runs with the controllers of a [Manager] and reports its
+// readiness, as a [reconcile.Controller] does: Run returns when ctx
+// ends, nil after a clean stop; Checks is called from /readyz at any
+// time, before, during and after Run.
+type Runnable interface {
+	Run(ctx context.Context) error
+	Checks(now time.Time) []reconcile.Check
 }
 
 // Manager runs the controllers of one operator process. Make it with
@@ -138,13 +152,13 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 }
 
 // Run serves the endpoints, then runs the shared caches, the election,
-// the Event writer and every controller until ctx ends; then the
-// controllers drain their reconciles in flight (see
+// the Event writer, every controller and Config.Runnables until ctx
+// ends; then the controllers drain their reconciles in flight (see
 // reconcile.Controller.ShutdownTimeout), and the caches, the election
 // (which releases its Leases), the Event writer and the endpoints stop
 // after them. It returns an error when an endpoint cannot start (such
-// as a port in use), or when a controller cannot (which stops the
-// others), and nil after a clean shutdown.
+// as a port in use), or when a controller or a Runnable cannot (which
+// stops the others), and nil after a clean shutdown.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	ctrls, running := m.ctrls, m.running // no Add from now on
@@ -153,7 +167,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	if running {
 		return errors.New("manager: Run called twice")
 	}
-	servers, err := m.serve(ctrls)
+	runs := slices.Clone(m.cfg.Runnables)
+	for _, c := range ctrls {
+		runs = append(runs, c)
+	}
+	servers, err := m.serve(runs)
 	if err != nil {
 		return err
 	}
@@ -169,8 +187,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, run := range []func(context.Context){m.caches.Run, m.election.Run, m.recorder.Run} {
 		bg.Go(func() { run(bgCtx) })
 	}
-	errs := make([]error, len(ctrls))
-	for i, c := range ctrls {
+	errs := make([]error, len(runs))
+	for i, c := range runs {
 		wg.Go(func() {
 			if errs[i] = c.Run(ctx); errs[i] != nil {
 				cancel()

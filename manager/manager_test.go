@@ -2,8 +2,10 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,7 +107,7 @@ func TestManagerRunsControllers(t *testing.T) {
 	if keyA, keyB := ka.next(t), kb.next(t); keyA != "ns/x" || keyB != "b/x" || src.lists.Load() != 1 {
 		t.Errorf("a reconciled %q, b %q, after %d lists; want ns/x, b/x and one list", keyA, keyB, src.lists.Load())
 	}
-	if got := checks([]*reconcile.Controller{a, b}, time.Now()); len(got) != 1 || got[0].Name != "watch things" || got[0].Err != nil {
+	if got := checks([]Runnable{a, b}, time.Now()); len(got) != 1 || got[0].Name != "watch things" || got[0].Err != nil {
 		t.Errorf("checks = %v, want watch things once, passing", got)
 	}
 	if code, body := get(t, "http://"+cfg.ProbeAddr+"/readyz"); code != http.StatusOK || body != "ok\n" {
@@ -166,4 +168,60 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// gate is a fake Runnable: it fails its check until open is closed, then
+// runs until its context ends and returns err.
+type gate struct {
+	open chan struct{}
+	ran  atomic.Bool
+	err  error
+}
+
+func (g *gate) Run(ctx context.Context) error {
+	g.ran.Store(true)
+	<-g.open
+	<-ctx.Done()
+	return g.err
+}
+
+func (g *gate) Checks(time.Time) []reconcile.Check {
+	select {
+	case <-g.open:
+		return []reconcile.Check{{Name: "gate", Err: nil}}
+	default:
+		return []reconcile.Check{{Name: "gate", Err: errors.New("shut")}}
+	}
+}
+
+// A Runnable of Config.Runnables runs with the controllers, /readyz
+// fails while its check does, and its error is Run's.
+func TestManagerRunsRunnables(t *testing.T) {
+	client, err := k8sapi.New(&k8sapi.Config{Host: "https://apiserver.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{open: make(chan struct{}), err: errors.New("gate failed")}
+	cfg := Config{Name: "test-operator", Client: client, ProbeAddr: freeAddr(t), Runnables: []Runnable{g}}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); !g.ran.Load() && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	if code, body := get(t, "http://"+cfg.ProbeAddr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]gate failed") || !g.ran.Load() {
+		t.Errorf("/readyz = %d %q, ran %v; want 503 for the gate, run", code, body, g.ran.Load())
+	}
+	close(g.open)
+	if code, body := get(t, "http://"+cfg.ProbeAddr+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz = %d %q with the gate open", code, body)
+	}
+	cancel()
+	if err := <-done; err != g.err {
+		t.Errorf("Run = %v, want the Runnable's error", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/manager/internal/certs"
 	"github.com/zerodep-k8s/widget-operator/manager/internal/metricsauth"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
 )
@@ -139,14 +140,14 @@ func newServer(h http.Handler, inner net.Listener, tlsConfig *tls.Config, log *s
 // metrics are served over TLS with the certificate from
 // Config.MetricsCertDir or a self-signed one, and each scrape is reviewed
 // with Config.ReviewClient (the filter bounds its requests). /readyz
-// answers for the checks of ctrls. An error, such as a port in use,
+// answers for the checks of runs. An error, such as a port in use,
 // leaves no server running.
-func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
+func (m *Manager) serve(runs []Runnable) ([]*http.Server, error) {
 	var metricsHandler http.Handler = m.registry
 	var tlsConfig *tls.Config
 	if !m.cfg.InsecureMetrics && on(m.cfg.MetricsAddr) {
 		host, _ := os.Hostname()
-		certs, err := metricsauth.NewCertificates(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
+		cert, err := certs.New(m.cfg.MetricsCertDir, m.log, m.cfg.Name+" metrics", host)
 		if err != nil {
 			return nil, fmt.Errorf("metrics endpoint: %w", err)
 		}
@@ -154,7 +155,7 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		metricsHandler, tlsConfig = auth.Wrap(metricsHandler), certs.TLSConfig()
+		metricsHandler, tlsConfig = auth.Wrap(metricsHandler), cert.TLSConfig()
 	}
 	mm := http.NewServeMux()
 	mm.Handle("GET /metrics", metricsHandler)
@@ -164,7 +165,7 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		writeReadyz(w, checks(ctrls, time.Now())) // Checks logs the reasons
+		writeReadyz(w, checks(runs, time.Now())) // Checks logs the reasons
 	})
 
 	var servers []*http.Server
@@ -195,11 +196,11 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 	return servers, nil
 }
 
-// checks returns the checks of ctrls, in order, each name once: the
+// checks returns the checks of runs, in order, each name once: the
 // controllers that share a cache check it alike.
-func checks(ctrls []*reconcile.Controller, now time.Time) []reconcile.Check {
+func checks(runs []Runnable, now time.Time) []reconcile.Check {
 	var all []reconcile.Check
-	for _, c := range ctrls {
+	for _, c := range runs {
 		for _, ch := range c.Checks(now) {
 			if !slices.ContainsFunc(all, func(o reconcile.Check) bool { return o.Name == ch.Name }) {
 				all = append(all, ch)

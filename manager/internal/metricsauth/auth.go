@@ -2,8 +2,8 @@
 // own clients are checked: a request's bearer token is authenticated by a
 // TokenReview (authentication.k8s.io/v1), and the user it names must be
 // allowed verb get on the endpoint's non-resource path by a
-// SubjectAccessReview (authorization.k8s.io/v1). It also provides the
-// endpoint's serving certificate (see [Certificates]).
+// SubjectAccessReview (authorization.k8s.io/v1). The endpoint's serving
+// certificate is package certs'.
 //
 // Decisions are cached for a short while by a hash of the token, so that
 // a burst of scrapes costs one pair of reviews. Reviews are rate limited

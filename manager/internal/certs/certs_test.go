@@ -1,4 +1,4 @@
-package metricsauth
+package certs
 
 import (
 	"crypto/tls"
@@ -51,7 +51,7 @@ func served(t *testing.T, c *Certificates) *x509.Certificate {
 }
 
 func TestSelfSignedCertificate(t *testing.T) {
-	c, err := NewCertificates("", nil, "widget-operator metrics", "widget-operator-7d9f", "10.1.2.3")
+	c, err := New("", nil, "widget-operator metrics", "widget-operator-7d9f", "10.1.2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestDERLengths(t *testing.T) {
 // apart: each is a new certificate with six days left, or more.
 func TestSelfSignedCertificateIsRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, err := NewCertificates("", nil, "widget-operator metrics")
+		c, err := New("", nil, "widget-operator metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestCertificatesFromFolderAreReloaded(t *testing.T) {
 		dir := t.TempDir()
 		first := writePair(t, dir, "first.example", time.Now().Add(-time.Hour))
 		var logs strings.Builder
-		c, err := NewCertificates(dir, slog.New(slog.NewTextHandler(&logs, nil)), "widget-operator metrics")
+		c, err := New(dir, slog.New(slog.NewTextHandler(&logs, nil)), "widget-operator metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestCertificatesFromFolderAreReloaded(t *testing.T) {
 
 func TestCertificateErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := NewCertificates(dir, nil, "widget-operator metrics"); err == nil || !strings.HasPrefix(err.Error(), "metricsauth: ") {
+	if _, err := New(dir, nil, "widget-operator metrics"); err == nil || !strings.HasPrefix(err.Error(), "certs: ") {
 		t.Errorf("empty folder: %v", err)
 	}
 	writePair(t, dir, "x", time.Now())
@@ -194,7 +194,7 @@ func TestCertificateErrors(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, maxPEMSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewCertificates(dir, nil, "widget-operator metrics"); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := New(dir, nil, "widget-operator metrics"); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized tls.crt: %v", err)
 	}
 }

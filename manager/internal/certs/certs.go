@@ -1,4 +1,8 @@
-package metricsauth
+// Package certs provides the serving certificate of the manager's HTTPS
+// endpoints, /metrics and the webhook server (manager/webhook): tls.crt
+// and tls.key from a folder, read again as they change, or a self-signed
+// one.
+package certs
 
 import (
 	"cmp"
@@ -46,12 +50,12 @@ type Certificates struct {
 	failed string    // the last load error logged, "" since a success
 }
 
-// NewCertificates loads tls.crt and tls.key from dir, or, when dir is
+// New loads tls.crt and tls.key from dir, or, when dir is
 // empty, makes a self-signed Ed25519 certificate valid for a week for
 // hosts (DNS names or IP addresses), localhost and the loopback addresses.
 // A later load that fails is logged to log, once until one succeeds or
 // fails otherwise, and the last good certificate stays; nil means no log.
-func NewCertificates(dir string, log *slog.Logger, subject string, hosts ...string) (*Certificates, error) {
+func New(dir string, log *slog.Logger, subject string, hosts ...string) (*Certificates, error) {
 	c := &Certificates{load: func(time.Time) (*tls.Certificate, error) { return loadPair(dir) }, every: recheck, log: log}
 	if dir == "" {
 		c.load, c.every = func(now time.Time) (*tls.Certificate, error) { return selfSigned(subject, hosts, now) }, selfSignedRenew
@@ -90,7 +94,7 @@ func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if now := time.Now(); !now.Before(c.due) {
 		if err := c.reload(now); err != nil && err.Error() != c.failed && c.log != nil {
 			c.failed = err.Error()
-			c.log.Warn("metricsauth: loading the serving certificate failed; serving the last good one", "err", err)
+			c.log.Warn("certs: loading the serving certificate failed; serving the last good one", "err", err)
 		}
 	}
 	return c.cert, nil
@@ -99,15 +103,15 @@ func (c *Certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func loadPair(dir string) (*tls.Certificate, error) {
 	crt, err := readFile(filepath.Join(dir, "tls.crt"))
 	if err != nil {
-		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+		return nil, fmt.Errorf("certs: certificate: %w", err)
 	}
 	key, err := readFile(filepath.Join(dir, "tls.key"))
 	if err != nil {
-		return nil, fmt.Errorf("metricsauth: certificate: %w", err)
+		return nil, fmt.Errorf("certs: certificate: %w", err)
 	}
 	cert, err := tls.X509KeyPair(crt, key)
 	if err != nil {
-		return nil, fmt.Errorf("metricsauth: certificate in %s: %w", dir, err)
+		return nil, fmt.Errorf("certs: certificate in %s: %w", dir, err)
 	}
 	return &cert, nil
 }
@@ -157,7 +161,7 @@ func selfSigned(subject string, hosts []string, now time.Time) (*tls.Certificate
 	cert := der(0x30, tbs, alg, der(0x03, []byte{0}, ed25519.Sign(key, tbs)))
 	leaf, perr := x509.ParseCertificate(cert)
 	if err = cmp.Or(err, perr); err != nil {
-		return nil, fmt.Errorf("metricsauth: self-signed certificate: %w", err)
+		return nil, fmt.Errorf("certs: self-signed certificate: %w", err)
 	}
 	return &tls.Certificate{Certificate: [][]byte{cert}, PrivateKey: key, Leaf: leaf}, nil
 }
