@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make mutate: mutation testing of the core packages with their unit tests
+# make mutate: mutation testing of every package linked into the operator
+# and of the kit's public packages (each folder with the ones under it) with their unit tests
 # alone (WIDGET_UNIT_ONLY=1 makes the tests that need a control plane skip).
 # Prints a score per package, then every mutant that no test killed.
 # MUTATE_PKGS picks the packages; the tool is pinned in this folder's go.mod.
@@ -7,7 +8,7 @@
 # PKG.out (default: a temporary folder, removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pkgs=${MUTATE_PKGS:-"queue watch reconcile widget k8sapi"}
+pkgs=${MUTATE_PKGS:-"queue watch reconcile widget k8sapi metrics events manager internal cmd"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 out=${MUTATE_OUT:-$work}
