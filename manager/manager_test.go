@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/events"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -166,4 +167,11 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+func TestNotWritten(t *testing.T) {
+	st := events.Stats{Created: 1, Patched: 2, Dropped: 4, RateLimited: 8, Invalid: 16, Failed: 32}
+	if got := notWritten(st); got != 4+8+32 {
+		t.Errorf("notWritten(%+v) = %v, want 44", st, got)
+	}
 }
