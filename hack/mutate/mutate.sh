@@ -29,14 +29,17 @@ for p in $pkgs; do
 	ms=$(( ($(date +%s%N) - start) / 1000000 + 1 ))
 	coef=$(( (${MUTATE_MIN_TIMEOUT:-20} * 1000 + ms - 1) / ms ))
 	if [ "$coef" -lt 3 ]; then coef=3; fi
-	# gremlins runs a mutant's tests in the package named like the
-	# folder that ends with the file's package name; a main package has
-	# none, so it would run the module root's tests instead. There it runs
-	# every package's tests (-i) with the test cache on: only the mutated
-	# one is run again.
-	args=() flags=$GOFLAGS
-	if [ "$(go list -f '{{.Name}}' "./$p")" = main ]; then args=(-i) flags=${GOFLAGS% -count=1}; fi
-	GOFLAGS=$flags "$work/gremlins" unleash "${args[@]}" --workers "${MUTATE_WORKERS:-0}" --timeout-coefficient "$coef" "./$p" >"$out/${p//\//_}.out" 2>&1 || true
+	# gremlins runs a mutant's tests in the package of the nearest folder
+	# named like the file's package; a main package's folder is not
+	# named main, so gremlins would run the module root's tests. It runs
+	# on a copy of the module where that folder is renamed main.
+	dir=. target=$p
+	if [ "$(go list -f '{{.Name}}' "./$p")" = main ]; then
+		dir=$work/module target=$(dirname "$p")/main
+		rm -rf "$dir" && mkdir -p "$dir" && tar -c --exclude=./.git --exclude=./bin . | tar -x -C "$dir"
+		mv "$dir/$p" "$dir/$target"
+	fi
+	(cd "$dir" && "$work/gremlins" unleash --workers "${MUTATE_WORKERS:-0}" --timeout-coefficient "$coef" "./$target") >"$out/${p//\//_}.out" 2>&1 || true
 done
 printf '\n%-20s %7s %6s %12s %9s %9s\n' package killed lived not-covered efficacy strict
 for p in $pkgs; do
