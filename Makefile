@@ -46,7 +46,7 @@ bench: controlplane
 
 ## bench-quota: the kit's quota operator beside the same operator written
 ## with controller-runtime at 1,000 labelled Namespaces; prints the table
-## of the README's "Build your own operator".
+## of docs/benchmarks.md ("The quota operator beside controller-runtime").
 bench-quota: controlplane
 	$(GO) run ./bench/cmd/quota
 

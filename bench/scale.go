@@ -101,6 +101,11 @@ type Config struct {
 	// and its requests over Settle plus half the first convergence time
 	// (a fixed window: a restart should write nothing) go in the Result.
 	Restart bool
+	// LiveAfter, when positive, creates one more Widget (LiveWidget) that
+	// long after the operator's start, while it works the N existing
+	// ones, and times it to its status (Result.Live); convergence then
+	// waits for it too. Zero means none. The floor ignores it.
+	LiveAfter time.Duration
 	// Timeout bounds the wait for convergence. Zero means 2 minutes plus
 	// 100 ms per Widget.
 	Timeout time.Duration
@@ -137,7 +142,15 @@ type Result struct {
 	// the first /readyz 200; RestartRequests its requests over the window.
 	RestartReady    time.Duration
 	RestartRequests Requests
+	// Live is the time from the create request of the Widget of
+	// Config.LiveAfter to its status phase, as a watch sees it; LiveRank
+	// is how many Widgets had a phase by then, itself included.
+	Live     time.Duration `json:",omitempty"`
+	LiveRank int           `json:",omitempty"`
 }
+
+// LiveWidget names the Widget of Config.LiveAfter.
+const LiveWidget = "w-live"
 
 // ReplicaStat is one replica's share of a measurement.
 type ReplicaStat struct {
@@ -227,6 +240,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	tr := newTracker(admin, cfg.N)
+	if cfg.LiveAfter > 0 {
+		tr.n++ // LiveWidget too
+	}
 	trCtx, stopTracker := context.WithCancel(ctx)
 	defer stopTracker()
 	if err := tr.start(trCtx); err != nil {
@@ -240,6 +256,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer op.stop()
 	t0 := op.started
+	liveErr := make(chan error, 1) // only a failure
+	if cfg.LiveAfter > 0 {
+		go func() {
+			if err := tr.createLive(trCtx, t0.Add(cfg.LiveAfter)); err != nil {
+				liveErr <- err
+			}
+		}()
+	}
 	others := make([]*process, max(cfg.Replicas, 1)-1)
 	for i := range others {
 		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2)); err != nil {
@@ -249,6 +273,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	select {
 	case <-tr.done:
+	case err := <-liveErr:
+		return nil, err
 	case <-op.exited:
 		return nil, fmt.Errorf("bench: %s exited before convergence\n%s", cfg.Operator.Name, op.tail())
 	case <-time.After(cfg.Timeout):
@@ -275,6 +301,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	logf("converged in %v, cpu %v, peak RSS %d MiB", res.Converge.Round(time.Millisecond), res.CPU, res.PeakRSS>>20)
+	if cfg.LiveAfter > 0 {
+		tr.mu.Lock()
+		res.Live, res.LiveRank = tr.liveAt.Sub(tr.liveCreated), tr.liveRank
+		tr.mu.Unlock()
+		logf("%s: status %v after its create, %d of %d Widgets had one by then", LiveWidget, res.Live.Round(time.Millisecond), res.LiveRank, tr.n)
+	}
 
 	// A fixed window to see the absence of trailing work: the last
 	// status writes come back as watch events that must change nothing.
@@ -482,23 +514,27 @@ func adminClient(p *controlplane.Plane) (*k8sapi.Client, error) {
 // createWidgets creates n Widgets, w-00000 and on, with a few workers,
 // and returns them as created.
 func createWidgets(ctx context.Context, c *k8sapi.Client, n int) ([]*widget.Widget, error) {
-	widgets := k8sapi.For[widget.Widget](c, widget.Widgets)
 	created := make([]*widget.Widget, n)
 	err := parallel(n, func(i int) error {
-		replicas := int32(1)
-		w := &widget.Widget{
-			TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
-			ObjectMeta: k8sapi.ObjectMeta{Name: fmt.Sprintf("w-%05d", i)},
-			Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
-		}
 		var err error
-		created[i], err = widgets.Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
+		created[i], err = createWidget(ctx, c, fmt.Sprintf("w-%05d", i))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: creating widgets: %w", err)
 	}
 	return created, nil
+}
+
+// createWidget creates the Widget name, as every Widget of the bench.
+func createWidget(ctx context.Context, c *k8sapi.Client, name string) (*widget.Widget, error) {
+	replicas := int32(1)
+	w := &widget.Widget{
+		TypeMeta:   k8sapi.TypeMeta{APIVersion: widget.WidgetAPIVersion, Kind: widget.WidgetKind},
+		ObjectMeta: k8sapi.ObjectMeta{Name: name},
+		Spec:       widget.WidgetSpec{Image: "registry.example/widget:1.0", Replicas: &replicas},
+	}
+	return k8sapi.For[widget.Widget](c, widget.Widgets).Create(ctx, WidgetNamespace, w, k8sapi.WriteOptions{})
 }
 
 // parallel calls do for 0 to n-1 with 8 goroutines, and returns the first
@@ -552,6 +588,10 @@ type tracker struct {
 	mu   sync.Mutex
 	sets []map[string]bool // per set, the names of the objects done
 	at   time.Time         // when done was closed
+	// With createLive: when LiveWidget's create was sent, when it got
+	// a phase, and how many Widgets had one then.
+	liveCreated, liveAt time.Time
+	liveRank            int
 }
 
 // The sets of a Widget tracker.
@@ -583,6 +623,9 @@ func (t *tracker) mark(set int, name string, ok bool) {
 	} else {
 		delete(t.sets[set], name)
 	}
+	if ok && set == phased && name == LiveWidget && t.liveAt.IsZero() {
+		t.liveAt, t.liveRank = time.Now(), len(t.sets[phased])
+	}
 	if !t.at.IsZero() {
 		return
 	}
@@ -593,6 +636,22 @@ func (t *tracker) mark(set int, name string, ok bool) {
 	}
 	t.at = time.Now()
 	close(t.done)
+}
+
+// createLive creates LiveWidget at the time at.
+func (t *tracker) createLive(ctx context.Context, at time.Time) error {
+	select {
+	case <-time.After(time.Until(at)):
+	case <-ctx.Done():
+		return nil
+	}
+	t.mu.Lock()
+	t.liveCreated = time.Now()
+	t.mu.Unlock()
+	if _, err := createWidget(ctx, t.c, LiveWidget); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("bench: creating %s: %w", LiveWidget, err)
+	}
+	return nil
 }
 
 func (t *tracker) describe() string {

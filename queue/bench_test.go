@@ -95,3 +95,21 @@ func BenchmarkAddAfter(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkCycleBacklog is BenchmarkCycle with one worker whose keys go
+// round through both bands: a key done is added to the backlog, then
+// live, a promotion that leaves a stale slot behind.
+func BenchmarkCycleBacklog(b *testing.B) {
+	q := New(Config{})
+	defer q.ShutDown()
+	for i := range 256 {
+		q.AddBacklog(fmt.Sprintf("default/widget-%d", i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		k, _ := q.Get()
+		q.Done(k)
+		q.AddBacklog(k)
+		q.Add(k)
+	}
+}

@@ -14,7 +14,19 @@
 //     [Queue.Done].
 //   - Fair. Keys come out in the order they became ready: the order of the
 //     Adds that made them ready, the deadline order for delayed adds, or the
-//     order of the Done calls for keys re-added while held.
+//     order of the Done calls for keys re-added while held. That order
+//     holds within each of two bands.
+//   - Live first. [Queue.Add] queues a key in the live band;
+//     [Queue.AddBacklog], meant for the keys of a list of existing
+//     objects, queues it in the backlog band. Get hands out the live keys
+//     before the backlog keys ready, except that while both bands have
+//     ready keys, at least one Get in 8 takes the oldest backlog key, so
+//     that a steady stream of live keys cannot starve the backlog. A
+//     backlog key added live moves up to the live band, in the order of
+//     that Add; a live key added to the backlog stays live; a held key
+//     re-added comes back at Done in the higher band it was re-added in.
+//     A delayed or rate-limited add that comes due, being a retry, is
+//     live.
 //   - Delayed adds. [Queue.AddAfter] makes a key ready after a delay. A key
 //     has at most one pending deadline: an earlier deadline replaces a later
 //     one, a later one is ignored, and an immediate [Queue.Add] (or a key

@@ -35,6 +35,29 @@ func ExampleQueue() {
 	// processing default/a
 }
 
+func ExampleQueue_AddBacklog() {
+	q := queue.New(queue.Config{})
+	defer q.ShutDown()
+
+	// The first list found three objects; then one changed.
+	q.AddBacklog("default/a")
+	q.AddBacklog("default/b")
+	q.AddBacklog("default/c")
+	q.Add("default/new") // live: ahead of the backlog
+	q.Add("default/c")   // live now: moves up
+
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Println("processing", key)
+		q.Done(key)
+	}
+	// Output:
+	// processing default/new
+	// processing default/c
+	// processing default/a
+	// processing default/b
+}
+
 func ExampleRunner() {
 	q := queue.New(queue.Config{})
 	ctx, cancel := context.WithCancel(context.Background())

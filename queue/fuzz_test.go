@@ -11,8 +11,11 @@ import (
 // the same keys in the same order.
 type model struct {
 	now        time.Time
-	ready      []string
+	ready      []string // the live band
+	low        []string // the backlog band
+	streak     int      // live keys taken in a row while low had keys
 	dirty      map[string]bool
+	backlog    map[string]bool // dirty in the backlog band
 	processing map[string]bool
 	waiting    map[string]modelWait
 	seq        uint64
@@ -29,19 +32,42 @@ func newModel(now time.Time) *model {
 	return &model{
 		now:        now,
 		dirty:      map[string]bool{},
+		backlog:    map[string]bool{},
 		processing: map[string]bool{},
 		waiting:    map[string]modelWait{},
 		limiter:    DefaultRateLimiter(),
 	}
 }
 
-func (m *model) add(k string) {
-	if m.shut || m.dirty[k] {
+func (m *model) add(k string) { m.addBand(k, false) }
+
+func (m *model) addBand(k string, backlog bool) {
+	if m.shut {
+		return
+	}
+	if m.dirty[k] {
+		if m.backlog[k] && !backlog { // promoted
+			m.backlog[k] = false
+			if !m.processing[k] {
+				m.low = slices.DeleteFunc(m.low, func(l string) bool { return l == k })
+				m.ready = append(m.ready, k)
+			}
+		}
 		return
 	}
 	delete(m.waiting, k)
 	m.dirty[k] = true
+	m.backlog[k] = backlog
 	if !m.processing[k] {
+		m.push(k)
+	}
+}
+
+// push appends k to its band.
+func (m *model) push(k string) {
+	if m.backlog[k] {
+		m.low = append(m.low, k)
+	} else {
 		m.ready = append(m.ready, k)
 	}
 }
@@ -87,12 +113,21 @@ func (m *model) advance(d time.Duration) {
 }
 
 func (m *model) get() (string, bool) {
-	if m.shut || len(m.ready) == 0 {
+	if m.shut || len(m.ready)+len(m.low) == 0 {
 		return "", false
 	}
-	k := m.ready[0]
-	m.ready = m.ready[1:]
-	m.dirty[k] = false
+	band := &m.ready
+	switch {
+	case len(m.low) == 0:
+		m.streak = 0
+	case len(m.ready) == 0 || m.streak == 7: // the backlog's one Get in 8
+		band, m.streak = &m.low, 0
+	default:
+		m.streak++
+	}
+	k := (*band)[0]
+	*band = (*band)[1:]
+	m.dirty[k], m.backlog[k] = false, false
 	m.processing[k] = true
 	return k, true
 }
@@ -103,15 +138,16 @@ func (m *model) done(k string) {
 	}
 	m.processing[k] = false
 	if !m.shut && m.dirty[k] {
-		m.ready = append(m.ready, k)
+		m.push(k)
 	}
 }
 
 func (m *model) shutDown() {
 	m.shut = true
-	m.ready = nil
+	m.ready, m.low = nil, nil
 	clear(m.waiting)
 	clear(m.dirty)
+	clear(m.backlog)
 }
 
 // remembered returns the number of keys the queue should remember.
@@ -134,6 +170,9 @@ func (m *model) remembered() int {
 // flight.
 func FuzzQueue(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 3, 0, 3, 0, 4, 0, 6, 5})
+	f.Add([]byte{8, 0, 8, 1, 8, 2, 0, 1, 3, 0, 8, 0, 0, 0, 3, 0, 4, 0, 4, 1, 3, 0, 8, 3, 3, 0})
+	f.Add([]byte{8, 0, 8, 1, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0,
+		0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 0, 2, 3, 0, 4, 0, 3, 0})
 	f.Add([]byte{1, 0, 9, 1, 1, 3, 1, 0, 2, 6, 4, 3, 0, 3, 0})
 	f.Add([]byte{2, 1, 2, 1, 2, 1, 6, 200, 3, 0, 4, 0, 5, 1, 2, 1, 6, 255})
 	f.Add([]byte{0, 0, 3, 0, 0, 0, 1, 0, 5, 4, 0, 7, 0, 4, 0, 3, 0})
@@ -153,7 +192,7 @@ func FuzzQueue(f *testing.F) {
 			return b
 		}
 		for step := 0; len(ops) > 0; step++ {
-			op, arg := next()%8, next()
+			op, arg := next()%9, next()
 			k := keys[arg%4]
 			d := time.Duration(int(arg)-16) * time.Millisecond // some zero or negative
 			switch op {
@@ -203,12 +242,15 @@ func FuzzQueue(f *testing.F) {
 					q.ShutDown()
 					m.shutDown()
 				}
+			case 8:
+				q.AddBacklog(k)
+				m.addBand(k, true)
 			}
 			if err := q.checkInvariants(); err != nil {
 				t.Fatalf("step %d (op %d %q): %v", step, op, k, err)
 			}
-			if q.Len() != len(m.ready) {
-				t.Fatalf("step %d: Len = %d, model %d", step, q.Len(), len(m.ready))
+			if q.Len() != len(m.ready)+len(m.low) {
+				t.Fatalf("step %d: Len = %d, model %d", step, q.Len(), len(m.ready)+len(m.low))
 			}
 			q.mu.Lock()
 			n := len(q.entries)

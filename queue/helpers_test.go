@@ -101,21 +101,42 @@ func (q *Queue) checkInvariants() error {
 			return fmt.Errorf("key %q remembered after shutdown: dirty=%v processing=%v", k, e.dirty, e.processing)
 		}
 	}
-	inReady := make(map[*entry]bool)
-	for i := range q.ready.n {
-		e := q.ready.at(i)
-		if inReady[e] {
-			return fmt.Errorf("key %q twice in ready", e.key)
+	inReady := make(map[*entry]*list)
+	for _, l := range []*list{&q.ready, &q.backlog} {
+		n := 0
+		prev := &l.root
+		for e := l.root.next; e != nil && e != &l.root; prev, e = e, e.next {
+			if n++; n > len(q.entries) || e.prev != prev {
+				return fmt.Errorf("list broken at key %q", e.key)
+			}
+			if inReady[e] != nil {
+				return fmt.Errorf("key %q twice in the bands", e.key)
+			}
+			inReady[e] = l
+			if q.entries[e.key] != e {
+				return fmt.Errorf("ready key %q not in entries", e.key)
+			}
+			if e.backlog != (l == &q.backlog) {
+				return fmt.Errorf("key %q in the wrong band: backlog=%v", e.key, e.backlog)
+			}
 		}
-		inReady[e] = true
-		if q.entries[e.key] != e {
-			return fmt.Errorf("ready key %q not in entries", e.key)
+		if n != l.n || (l.root.next != nil && l.root.prev != prev) {
+			return fmt.Errorf("list of %d entries counts %d, last linked: %v", n, l.n, l.root.prev == prev)
 		}
 	}
 	for _, e := range q.entries {
-		if want := e.dirty && !e.processing; inReady[e] != want {
-			return fmt.Errorf("key %q: in ready=%v, dirty=%v processing=%v", e.key, inReady[e], e.dirty, e.processing)
+		if want := e.dirty && !e.processing; (inReady[e] != nil) != want {
+			return fmt.Errorf("key %q: in a band=%v, dirty=%v processing=%v", e.key, inReady[e] != nil, e.dirty, e.processing)
 		}
+		if e.backlog && !e.dirty {
+			return fmt.Errorf("key %q in the backlog band but not dirty", e.key)
+		}
+		if inReady[e] == nil && (e.prev != nil || e.next != nil) {
+			return fmt.Errorf("key %q linked but in no band", e.key)
+		}
+	}
+	if q.streak < 0 || q.streak >= backlogShare {
+		return fmt.Errorf("streak %d", q.streak)
 	}
 	for i, e := range q.waiting {
 		if e.heapIdx != i {
@@ -139,8 +160,8 @@ func (q *Queue) checkInvariants() error {
 			}
 		}
 	}
-	if q.shuttingDown && (q.ready.n > 0 || len(q.waiting) > 0) {
-		return fmt.Errorf("shut down with %d ready and %d waiting", q.ready.n, len(q.waiting))
+	if q.shuttingDown && (q.depth() > 0 || len(q.waiting) > 0) {
+		return fmt.Errorf("shut down with %d ready and %d waiting", q.depth(), len(q.waiting))
 	}
 	for _, e := range q.free {
 		if *e != (entry{}) {
@@ -157,11 +178,8 @@ func (q *Queue) tryGet() (key string, ok, shutdown bool) {
 	if q.shuttingDown {
 		return "", false, true
 	}
-	if q.ready.n == 0 {
+	if q.depth() == 0 {
 		return "", false, false
 	}
 	return q.take(), true, false
 }
-
-// at returns the i-th element from the front.
-func (r *ring) at(i int) *entry { return r.buf[(r.head+i)&(len(r.buf)-1)] }

@@ -20,7 +20,8 @@ type Metrics interface {
 	// due again. Adds merged into a key that is already due are not
 	// counted.
 	Added()
-	// Depth is called with the number of ready keys whenever it changes.
+	// Depth is called with the number of ready keys, of both bands,
+	// whenever it changes.
 	Depth(n int)
 	// Retried is called for every AddRateLimited before the queue is shut
 	// down.

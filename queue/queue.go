@@ -24,10 +24,10 @@ type Config struct {
 	Metrics Metrics
 }
 
-// A Queue is a deduplicating, fair work queue of string keys. See the
-// package documentation for its guarantees. Create one with [New]. A Queue
-// is safe for concurrent use by any number of adders and workers. Once shut
-// down it stays shut down.
+// A Queue is a deduplicating, fair work queue of string keys, in two
+// bands: live and backlog. See the package documentation for its
+// guarantees. Create one with [New]. A Queue is safe for concurrent use by
+// any number of adders and workers. Once shut down it stays shut down.
 type Queue struct {
 	name    string
 	clock   k8sapi.Clock
@@ -42,10 +42,15 @@ type Queue struct {
 	// (e.dirty || e.processing || e.heapIdx >= 0): memory is bounded by the
 	// keys in flight.
 	entries map[string]*entry
-	// ready is the FIFO of keys a worker may take. It holds exactly the
-	// entries with dirty && !processing, each once, in the order they
-	// became ready. Its length is the queue's depth.
-	ready ring
+	// ready and backlog are the FIFOs of keys a worker may take, the live
+	// band and the backlog band. They hold exactly the entries with
+	// dirty && !processing, each once, in the order they became ready:
+	// those with e.backlog in backlog, the others in ready. Their lengths
+	// add up to the queue's depth.
+	ready, backlog list
+	// streak counts the keys Get took from ready in a row while backlog
+	// had keys; it is below backlogShare.
+	streak int
 	// waiting is a min-heap of delayed entries ordered by (due, seq). An
 	// entry is in it exactly when heapIdx >= 0, and then waiting[heapIdx]
 	// is that entry and the entry is not dirty.
@@ -71,14 +76,21 @@ type Queue struct {
 // entry is the state of one key. It is guarded by Queue.mu.
 type entry struct {
 	key string
-	// dirty is set when the key must be processed (again): by Add or a
-	// due AddAfter. Get clears it.
+	// dirty is set when the key must be processed (again): by Add,
+	// AddBacklog or a due AddAfter. Get clears it.
 	dirty bool
+	// backlog is set while the key is dirty in the backlog band: by
+	// AddBacklog of a key not dirty. An Add of the key clears it (a
+	// promotion), and so does Get.
+	backlog bool
 	// processing is set while a worker holds the key, between Get and
 	// Done.
 	processing bool
 	// heapIdx is the entry's index in Queue.waiting, or -1.
 	heapIdx int
+	// prev and next link the entry into Queue.ready or Queue.backlog
+	// while it is in one (see list); nil otherwise.
+	prev, next *entry
 	// due and seq order the entry in Queue.waiting.
 	due time.Time
 	seq uint64
@@ -106,31 +118,46 @@ func New(cfg Config) *Queue {
 	return q
 }
 
-// Add makes key ready now, unless it is ready already. If a worker holds
-// the key, it becomes ready when that worker calls Done. Add cancels a
-// pending delayed add of key. After shutdown Add does nothing.
+// Add makes key ready now in the live band, unless it is ready already
+// there; a key ready in the backlog band moves up to the live band,
+// behind the live keys ready before it. If a worker holds the key, it
+// becomes ready when that worker calls Done. Add cancels a pending delayed
+// add of key. After shutdown Add does nothing.
 func (q *Queue) Add(key string) {
 	q.AddAfter(key, 0)
 }
 
-// AddAfter makes key ready once d has passed, unless it is already due
-// sooner: a key has at most one pending deadline and the earliest wins. A
-// key that is ready, or held and re-added, is due now, so AddAfter then
-// does nothing. AddAfter with d <= 0 is Add. After shutdown AddAfter does
-// nothing.
-func (q *Queue) AddAfter(key string, d time.Duration) {
+// AddBacklog is Add in the backlog band, whose keys Get hands out after
+// the live ones (see the package documentation): for the keys of a list
+// of existing objects, rather than of a change seen as it happened. A key
+// ready in the live band, or held and re-added there, stays there.
+func (q *Queue) AddBacklog(key string) {
 	q.mu.Lock()
-	q.add(key, d)
+	q.add(key, 0, true)
 	q.mu.Unlock()
 }
 
-// add is AddAfter with q.mu held.
-func (q *Queue) add(key string, d time.Duration) {
+// AddAfter makes key ready in the live band once d has passed, unless it
+// is already due sooner: a key has at most one pending deadline and the
+// earliest wins. A key that is ready, or held and re-added, is due now, so
+// AddAfter then does nothing. AddAfter with d <= 0 is Add. After shutdown
+// AddAfter does nothing.
+func (q *Queue) AddAfter(key string, d time.Duration) {
+	q.mu.Lock()
+	q.add(key, d, false)
+	q.mu.Unlock()
+}
+
+// add is AddAfter, or with backlog AddBacklog, with q.mu held.
+func (q *Queue) add(key string, d time.Duration, backlog bool) {
 	if q.shuttingDown {
 		return
 	}
 	e := q.entry(key)
 	if e.dirty {
+		if e.backlog && !backlog && d <= 0 {
+			q.promote(e)
+		}
 		return
 	}
 	if d <= 0 {
@@ -138,7 +165,7 @@ func (q *Queue) add(key string, d time.Duration) {
 			// The timer may now fire early; fire copes.
 			heap.Remove(&q.waiting, e.heapIdx)
 		}
-		q.makeDirty(e)
+		q.makeDirty(e, backlog)
 		return
 	}
 	due := q.clock.Now().Add(d)
@@ -168,7 +195,7 @@ func (q *Queue) AddRateLimited(key string) {
 	if q.metrics != nil {
 		q.metrics.Retried()
 	}
-	q.add(key, q.limiter.When(key, q.clock.Now()))
+	q.add(key, q.limiter.When(key, q.clock.Now()), false)
 }
 
 // Forget tells the RateLimiter to forget key's retries. Call it when a key
@@ -185,7 +212,7 @@ func (q *Queue) NumRequeues(key string) int { return q.limiter.NumRequeues(key) 
 func (q *Queue) Get() (key string, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.ready.n == 0 && !q.shuttingDown {
+	for q.depth() == 0 && !q.shuttingDown {
 		q.cond.Wait()
 	}
 	if q.shuttingDown {
@@ -194,15 +221,30 @@ func (q *Queue) Get() (key string, shutdown bool) {
 	return q.take(), false
 }
 
-// take pops the first ready key and marks it held. q.mu must be held and
-// a key must be ready.
+// backlogShare bounds the live band's precedence: while keys are ready
+// in both bands, at least one Get in backlogShare takes a backlog key.
+const backlogShare = 8
+
+// take pops the first ready key of the live band, or of the backlog band
+// when the live band is empty or has had its streak, and marks it held.
+// q.mu must be held and a key must be ready.
 func (q *Queue) take() string {
-	e := q.ready.pop()
-	e.dirty = false
+	l := &q.ready
+	switch {
+	case q.backlog.n == 0:
+		q.streak = 0
+	case q.ready.n == 0 || q.streak == backlogShare-1:
+		l, q.streak = &q.backlog, 0
+	default:
+		q.streak++
+	}
+	e := l.root.next
+	l.remove(e)
+	e.dirty, e.backlog = false, false
 	e.processing = true
 	if q.metrics != nil {
 		e.startedAt = q.clock.Now()
-		q.metrics.Depth(q.ready.n)
+		q.metrics.Depth(q.depth())
 		q.metrics.Waited(e.startedAt.Sub(e.readyAt))
 	}
 	return e.key
@@ -235,12 +277,15 @@ func (q *Queue) Done(key string) {
 	}
 }
 
-// Len returns the number of ready keys: the queue's depth.
+// Len returns the number of ready keys, of both bands: the queue's depth.
 func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.ready.n
+	return q.depth()
 }
+
+// depth is Len with q.mu held.
+func (q *Queue) depth() int { return q.ready.n + q.backlog.n }
 
 // Unfinished reports, over the keys held by workers now, the sum of how
 // long each has been held and the longest of them. Poll it for
@@ -284,13 +329,13 @@ func (q *Queue) shutDown() {
 	// Nothing is due any more, not even a held key re-added: only the
 	// held keys stay, until their Done.
 	for _, e := range q.entries {
-		e.dirty = false
+		e.dirty, e.backlog = false, false
 		e.heapIdx = -1
 		if !e.processing {
 			q.release(e)
 		}
 	}
-	q.ready = ring{}
+	q.ready, q.backlog = list{}, list{}
 	q.waiting = nil
 	q.timer.Stop()
 	if q.metrics != nil {
@@ -342,9 +387,10 @@ func (q *Queue) release(e *entry) {
 	q.free = append(q.free, e)
 }
 
-// makeDirty marks e due now. e must not be dirty or waiting.
-func (q *Queue) makeDirty(e *entry) {
-	e.dirty = true
+// makeDirty marks e due now, in the backlog band if backlog. e must not be
+// dirty or waiting.
+func (q *Queue) makeDirty(e *entry, backlog bool) {
+	e.dirty, e.backlog = true, backlog
 	if q.metrics != nil {
 		q.metrics.Added()
 	}
@@ -353,14 +399,27 @@ func (q *Queue) makeDirty(e *entry) {
 	}
 }
 
-// pushReady appends e, which is dirty and not processing, to ready.
+// pushReady appends e, which is dirty and not processing, to its band.
 func (q *Queue) pushReady(e *entry) {
-	q.ready.push(e)
+	if e.backlog {
+		q.backlog.push(e)
+	} else {
+		q.ready.push(e)
+	}
 	if q.metrics != nil {
 		e.readyAt = q.clock.Now()
-		q.metrics.Depth(q.ready.n)
+		q.metrics.Depth(q.depth())
 	}
 	q.cond.Signal()
+}
+
+// promote moves e, dirty in the backlog band, to the live band.
+func (q *Queue) promote(e *entry) {
+	e.backlog = false
+	if !e.processing { // else Done makes it ready in the live band
+		q.backlog.remove(e)
+		q.ready.push(e)
+	}
 }
 
 // fire moves the due entries from waiting to ready and re-arms the timer.
@@ -371,7 +430,7 @@ func (q *Queue) fire() {
 	defer q.mu.Unlock()
 	now := q.clock.Now()
 	for len(q.waiting) > 0 && !q.waiting[0].due.After(now) {
-		q.makeDirty(heap.Pop(&q.waiting).(*entry))
+		q.makeDirty(heap.Pop(&q.waiting).(*entry), false) // a retry is live
 	}
 	if len(q.waiting) > 0 {
 		q.timer.Reset(q.waiting[0].due.Sub(now))
@@ -409,29 +468,26 @@ func (h *waitHeap) Pop() any {
 	return e
 }
 
-// ring is a growable FIFO of entries. Its capacity is a power of two.
-type ring struct {
-	buf  []*entry
-	head int // index of the first element
-	n    int // number of elements
+// list is a FIFO of entries, linked through their prev and next fields
+// in a ring around root, made on the first push: root.next is the first
+// entry, root.prev the last.
+type list struct {
+	root entry
+	n    int // number of entries
 }
 
-func (r *ring) push(e *entry) {
-	if r.n == len(r.buf) {
-		buf := make([]*entry, max(16, 2*len(r.buf)))
-		for i := range r.n {
-			buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-		}
-		r.buf, r.head = buf, 0
+func (l *list) push(e *entry) {
+	if l.root.next == nil {
+		l.root.prev, l.root.next = &l.root, &l.root
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = e
-	r.n++
+	e.prev, e.next = l.root.prev, &l.root
+	l.root.prev.next, l.root.prev = e, e
+	l.n++
 }
 
-func (r *ring) pop() *entry {
-	e := r.buf[r.head]
-	r.buf[r.head] = nil
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.n--
-	return e
+// remove unlinks e, which is in l.
+func (l *list) remove(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	l.n--
 }

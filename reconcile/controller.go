@@ -204,8 +204,9 @@ type Check struct {
 // WatchPrimary makes the cache of the primary resource: a change of an
 // object queues its own key. The controller runs the cache, waits for it
 // to sync before it reconciles, checks it in [Controller.Checks] and logs
-// the resourceVersion the cache holds with each reconcile. cfg.Handler is
-// replaced.
+// the resourceVersion the cache holds with each reconcile. As with
+// [WatchMapped], the keys of a list's changes are queued behind those of
+// live changes. cfg.Handler is replaced.
 func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch.Cache[T] {
 	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
 		m := P(obj).GetObjectMeta()
@@ -250,13 +251,20 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 
 // WatchMapped makes the cache of any other resource: a change of an
 // object queues the keys that keys returns for it (the new object's, for
-// an update). The controller runs the cache as WatchPrimary's;
-// cfg.Handler is replaced.
+// an update). The keys of a change that a list found (the first list or a
+// relist: see [watch.Informer.Listing]) are queued behind those of live
+// changes, with [queue.Queue.AddBacklog]. The controller runs the cache as
+// WatchPrimary's; cfg.Handler is replaced.
 func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
 	c.init()
+	var shared *watch.Cache[T] // the cache that calls the handler
 	cfg.Handler = watch.OnChange(func(obj *T) {
 		for _, key := range keys(obj) {
-			c.queue.Add(key)
+			if shared.Listing() {
+				c.queue.AddBacklog(key)
+			} else {
+				c.queue.Add(key)
+			}
 		}
 	})
 	// The cache of the set under that name, or this one, new.

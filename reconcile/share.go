@@ -79,9 +79,10 @@ func (s *Caches) Run(ctx context.Context) {
 // Election is one leader election, or one set of shards, shared by the
 // controllers that name it ([Controller.Election]): each reconciles its
 // keys of the shards held (every key, while it leads). Taking a shard
-// queues the shard's keys of every controller's primary cache, and a
-// shard is handed over only after the reconciles of its keys in flight,
-// of every controller, have ended.
+// queues the shard's keys of every controller's primary cache, behind the
+// live changes (see [queue.Queue.AddBacklog]), and a shard is handed over
+// only after the reconciles of its keys in flight, of every controller,
+// have ended.
 //
 // Its owner runs it with [Election.Run], once, after the controllers
 // have made their caches; it campaigns once their caches have synced.
@@ -220,7 +221,7 @@ func (e *Election) holdShard(ctx context.Context, k int) {
 	for _, c := range members {
 		for _, key := range c.keys() {
 			if leader.ShardOf(key, len(e.shardCtx)) == k {
-				c.queue.Add(key)
+				c.queue.AddBacklog(key)
 			}
 		}
 	}

@@ -20,7 +20,8 @@ import (
 // callbacks run one at a time, in order, on the goroutine that called
 // [Informer.Run], after the store has been updated; they should be quick
 // (typically they add a key to a work queue). They must not mutate the
-// objects they are given.
+// objects they are given. [Informer.Listing] tells the changes a list
+// found from those the watch brought.
 type Handler[T any] struct {
 	// OnAdd is called for an object that is new to the cache, including
 	// every object of the first list.
@@ -116,6 +117,7 @@ type informer[P any] struct {
 	ns, name   string
 	logger     *slog.Logger
 	synced     atomic.Bool
+	listing    atomic.Bool // while the handlers are told the changes of a list
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
@@ -230,6 +232,14 @@ func (inf *informer[P]) count(c *int64) []handler[P] {
 	return added
 }
 
+// Listing reports whether the change the handlers are being told of comes
+// from a list (the first list or a relist, streaming or not) rather than
+// from the watch. Call it from a [Handler]'s callback, for example to queue
+// the keys of a list behind those of live changes (see
+// queue.Queue.AddBacklog); at other times it reports whether the informer
+// is telling its handlers the changes of a list.
+func (inf *Informer[T]) Listing() bool { return inf.core.listing.Load() }
+
 // Run lists and watches until ctx ends, then returns nil. It retries every
 // failure with backoff, so it returns an error only when the informer
 // cannot start: no Source. Call it once: the informer's store has one
@@ -343,9 +353,11 @@ func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
 		if inf.synced.Load() {
 			inf.count(&inf.stats.Relists)
 		}
+		inf.listing.Store(true)
 		for _, c := range inf.store.replace(a.items) {
 			inf.notify(c)
 		}
+		inf.listing.Store(false)
 		inf.synced.Store(true)
 	case actApply:
 		key := inf.store.key(a.obj)

@@ -12,6 +12,8 @@
 // alternating order, each on a fresh bare control plane. It writes
 // <date>.md (the tables), <date>.svg (peak RSS and CPU against N),
 // <date>.json (every run, to redraw from) and <date>-unit.txt under -out.
+// The live-change case (-live) starts each operator over N Widgets and
+// creates one more 3 s later, timed to its status.
 package main
 
 import (
@@ -39,8 +41,10 @@ type Report struct {
 	Runs    []*bench.Result
 	// Sharded are the runs of the sharded case, kept apart from Runs.
 	Sharded []*bench.Result `json:",omitempty"`
-	Errors  []string        `json:",omitempty"`
-	Idle    time.Duration
+	// Live are the runs of the live-change case (bench.Config.LiveAfter).
+	Live   []*bench.Result `json:",omitempty"`
+	Errors []string        `json:",omitempty"`
+	Idle   time.Duration
 }
 
 // Size is one operator binary.
@@ -55,6 +59,7 @@ func main() {
 	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
 	withFloor := flag.Bool("floor", true, "measure the raw-write floor")
 	sharded := flag.Int("sharded", 5000, "N of the sharded case (ours with --shards=6, 1 and 3 replicas); 0 skips it")
+	live := flag.String("live", "1000,5000,10000", "comma-separated N of the live-change case (one more Widget 3 s after the start, timed to its status); empty skips it")
 	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
 	profile := flag.String("profile", "", "instead of comparing, run this bench/cmd/opprof binary once per N and write CPU profiles to -out")
 	flag.Parse()
@@ -65,13 +70,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *sharded, *from); err != nil {
+	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *sharded, *live, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, sharded int, from string) error {
+func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, sharded int, live, from string) error {
 	if from != "" {
 		data, err := os.ReadFile(from)
 		if err != nil {
@@ -83,13 +88,13 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 		}
 		return write(&rep, out)
 	}
-	var ns []int
-	for _, f := range strings.Split(nlist, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-n: bad count %q", f)
-		}
-		ns = append(ns, n)
+	ns, err := counts("-n", nlist)
+	if err != nil {
+		return err
+	}
+	liveNs, err := counts("-live", live)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -166,6 +171,9 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 			}
 		}
 	}
+	if err := runLive(rep, out, liveNs, ops); err != nil {
+		return err
+	}
 	if sharded > 0 {
 		for _, replicas := range []int{1, 3} {
 			op := ours
@@ -188,17 +196,59 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 	return write(rep, out)
 }
 
+// counts parses the comma-separated Widget counts of flag; empty means
+// none.
+func counts(flag, list string) ([]int, error) {
+	var ns []int
+	for f := range strings.SplitSeq(list, ",") {
+		if list == "" {
+			break
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: bad count %q", flag, f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// runLive runs the live-change case at each N, once per operator of ops
+// (the floor aside), and adds the results to rep.
+func runLive(rep *Report, out string, ns []int, ops []bench.Operator) error {
+	for _, n := range ns {
+		for _, op := range ops {
+			if op.Binary == "" {
+				continue // the floor knows its Widgets: no backlog
+			}
+			logf("live change over N=%d: %s", n, op.Name)
+			res, err := bench.Run(context.Background(), bench.Config{N: n, Operator: op, LiveAfter: 3 * time.Second, Log: os.Stderr})
+			if err != nil {
+				msg := fmt.Sprintf("live change over N=%d %s: %v", n, op.Name, err)
+				logf("FAILED %s", msg)
+				rep.Errors = append(rep.Errors, msg)
+				continue
+			}
+			rep.Live = append(rep.Live, res)
+			if err := write(rep, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // profileRuns runs the scenario with the profiling build of the operator,
 // once per N, and leaves a CPU profile of each run in out.
 func profileRuns(nlist, bin, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for _, f := range strings.Split(nlist, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-n: bad count %q", f)
-		}
+	ns, err := counts("-n", nlist)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
 		op := bench.Ours(bin)
 		path, err := filepath.Abs(filepath.Join(out, fmt.Sprintf("cpu-N%d.pprof", n)))
 		if err != nil {

@@ -26,6 +26,7 @@ const (
 	slopeTarget = 4.0  // KiB of peak RSS per Widget, ours
 	idleTarget  = 0.01 // seconds of CPU over the idle window: one tick
 	floorTarget = 1.1  // time to converge, ours/floor
+	liveTarget  = 1.0  // seconds from a live Widget's create to its status, ours
 )
 
 // metric is one row of the tables.
@@ -266,6 +267,7 @@ func markdown(rep *Report) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(liveSection(rep.Live))
 	if len(rep.Errors) > 0 {
 		b.WriteString("## Failed runs\n\n")
 		for _, e := range rep.Errors {
@@ -276,6 +278,29 @@ func markdown(rep *Report) string {
 	}
 	fmt.Fprintf(&b, "![peak RSS and CPU against N](%s.svg)\n", rep.Date)
 	return b.String()
+}
+
+// liveSection is the table of the live-change case; empty without runs.
+func liveSection(runs []*bench.Result) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## A live change over a backlog\n\n"+
+		"Each operator starts over N Widgets; %s is created 3 s later, while it works them. "+
+		"Time from its create request to its status phase, and how many Widgets had a phase by then.\n\n"+
+		"| N | operator | time to status | Widgets with a status by then | target |\n|---:|---|---:|---:|---|\n", bench.LiveWidget)
+	for _, r := range runs {
+		tg := ""
+		if r.Operator == ours {
+			tg = fmt.Sprintf("≤ %.0f s %s", liveTarget, verdict(r.Live.Seconds() <= liveTarget))
+			if t, ok := median(runs, theirs, r.N, func(r *bench.Result) float64 { return r.Live.Seconds() }); ok {
+				tg += fmt.Sprintf("; ≤ %s's %s", theirs, verdict(r.Live.Seconds() <= t))
+			}
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.2f s | %d of %d | %s |\n", r.N, r.Operator, r.Live.Seconds(), r.LiveRank, r.N+1, tg)
+	}
+	return b.String() + "\n"
 }
 
 func verdict(ok bool) string {

@@ -1,7 +1,7 @@
 // Command quota sets the kit's quota operator (examples/quota) beside the
 // same operator written with controller-runtime
-// (bench/controller-runtime/quota) and prints the table of the README's
-// "Build your own operator":
+// (bench/controller-runtime/quota) and prints the table of
+// docs/benchmarks.md ("The quota operator beside controller-runtime"):
 //
 //	go run ./bench/cmd/quota               # what make bench-quota runs
 //	go run ./bench/cmd/quota -n 100 -runs 1  # a quick look

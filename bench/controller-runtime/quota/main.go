@@ -1,7 +1,8 @@
 // Command quota is the quota operator of examples/quota written the
 // conventional way with controller-runtime, for the side-by-side figures
-// of the README ("Build your own operator"). It is a yardstick, not part of
-// the product; the main module never imports it.
+// of docs/benchmarks.md ("The quota operator beside controller-runtime").
+// It is a yardstick, not part of the product; the main module never
+// imports it.
 //
 // Same job and same behaviour as examples/quota: for every Namespace
 // labelled example.com/quota=small, medium or large it keeps a

@@ -462,7 +462,7 @@ func TestNewChecksConfig(t *testing.T) {
 	if s.cfg.Namespace != "default" || s.cfg.Shards != 1 {
 		t.Errorf("defaults: %+v", s.cfg)
 	}
-	// The timings the README promises.
+	// The timings docs/operating.md promises.
 	if LeaseDuration != 15*time.Second || RenewDeadline != 10*time.Second || RetryPeriod != 2*time.Second {
 		t.Errorf("timings %v, %v, %v; want 15s, 10s, 2s", LeaseDuration, RenewDeadline, RetryPeriod)
 	}
