@@ -141,9 +141,10 @@ lines:
 		total=$$((total + n)); printf '%6d  %s\n' "$$n" "$${d#$$PWD/}"; \
 	done; printf '%6d  lines linked into cmd/widget-operator\n' "$$total"
 
-## mutate: mutation testing of queue, watch, reconcile, widget and k8sapi with
-## their unit tests alone; prints a score per package and the survivors.
-## Not part of make test (about an hour on 2 cores).
+## mutate: mutation testing of every package linked into the operator and of
+## the kit's public packages, with their unit tests alone; prints a score per
+## package and the survivors. Not part of make test (hours on 2 cores; pick
+## packages with MUTATE_PKGS).
 mutate:
 	./hack/mutate/mutate.sh
 

@@ -153,9 +153,11 @@ func TestCreateThenPatchSeries(t *testing.T) {
 
 		for i, want := range []string{
 			`{"series":{"count":2,"lastObservedTime":"2000-01-01T00:01:00.000000Z"}}`,
-			`{"series":{"count":3,"lastObservedTime":"2000-01-01T00:10:00.000000Z"}}`,
+			`{"series":{"count":3,"lastObservedTime":"2000-01-01T00:11:00.000000Z"}}`,
 		} {
-			time.Sleep([]time.Duration{time.Minute, 9 * time.Minute}[i])
+			// The second repeat comes exactly one window after the first:
+			// still the same series.
+			time.Sleep([]time.Duration{time.Minute, 10 * time.Minute}[i])
 			r.Event(widget, "Warning", "DeployFailed", "quota exceeded")
 			p := srv.next(t)
 			synctest.Wait()
@@ -368,5 +370,29 @@ func TestNewEventLimits(t *testing.T) {
 	ev := r.newEvent(item{regarding: k8sapi.ObjectReference{Name: strings.Repeat("n", 300)}, eventType: "Normal", reason: "R", note: k8sapi.Printable(long, maxNoteBytes)})
 	if len(ev.Name) > 253 || ev.Namespace != "default" || len(ev.Note) != 1024 || !strings.HasSuffix(ev.Note, "é") {
 		t.Errorf("name %d bytes, namespace %q, note %d bytes", len(ev.Name), ev.Namespace, len(ev.Note))
+	}
+}
+
+func TestExpireAtCapacity(t *testing.T) {
+	m := map[int]bool{}
+	for i := range maxTracked - 1 {
+		m[i] = i%2 == 0
+	}
+	expire(m, func(stale bool) bool { return stale })
+	if len(m) != maxTracked-1 {
+		t.Fatalf("below capacity: %d entries left of %d", len(m), maxTracked-1)
+	}
+	m[maxTracked] = false
+	expire(m, func(bool) bool { return false })
+	if want := maxTracked - maxTracked/16; len(m) != want {
+		t.Errorf("at capacity, nothing stale: %d entries left, want %d", len(m), want)
+	}
+	m = map[int]bool{}
+	for i := range maxTracked {
+		m[i] = i%2 == 0
+	}
+	expire(m, func(stale bool) bool { return stale })
+	if len(m) != maxTracked/2 {
+		t.Errorf("at capacity, half stale: %d entries left, want %d", len(m), maxTracked/2)
 	}
 }

@@ -110,7 +110,7 @@ func New(cfg Config) (*Manager, error) {
 	for _, c := range []metrics.Collector{m.caches.Metrics, metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewCounterFunc(prefix+"_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
-			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) })} {
+			func() float64 { return notWritten(rec.Stats()) })} {
 		if err := m.registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -199,4 +199,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	stop()
 	bg.Wait()
 	return cmp.Or(errs...)
+}
+
+// notWritten counts the Events of st that were not written: dropped from a
+// full queue, refused by a rate limit, or refused by the API server.
+func notWritten(st events.Stats) float64 {
+	return float64(st.Dropped + st.RateLimited + st.Failed)
 }

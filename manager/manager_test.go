@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zerodep-k8s/widget-operator/events"
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/queue"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -223,5 +224,12 @@ func TestManagerRunsRunnables(t *testing.T) {
 	cancel()
 	if err := <-done; err != g.err {
 		t.Errorf("Run = %v, want the Runnable's error", err)
+	}
+}
+
+func TestNotWritten(t *testing.T) {
+	st := events.Stats{Created: 1, Patched: 2, Dropped: 4, RateLimited: 8, Invalid: 16, Failed: 32}
+	if got := notWritten(st); got != 4+8+32 {
+		t.Errorf("notWritten(%+v) = %v, want 44", st, got)
 	}
 }

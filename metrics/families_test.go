@@ -194,6 +194,10 @@ func TestVerb(t *testing.T) {
 		{"GET", "/", "", "get"},
 		{"GET", "/apis", "", "get"},
 		{"OPTIONS", "/api/v1/pods", "", "options"},
+		// A group version's own path is an API path too.
+		{"GET", "/api/v1", "", "get"},
+		{"POST", "/apis/apps/v1", "", "create"},
+		{"GET", "/apis/apps", "", "get"},
 	} {
 		if got := Verb(tc.method, tc.path, tc.watch); got != tc.want {
 			t.Errorf("Verb(%s %s watch=%q) = %q, want %q", tc.method, tc.path, tc.watch, got, tc.want)

@@ -352,3 +352,40 @@ func TestRegisterAlikeFamilies(t *testing.T) {
 		t.Error("a family without labels registered twice")
 	}
 }
+
+func TestStatCPU(t *testing.T) {
+	// A /proc/self/stat line as Linux 6.1 writes it, less the pid and the
+	// command name: utime 250 and stime 150 ticks.
+	const stat = "S 1 1 1 0 -1 4194560 1206 0 0 0 250 150 0 0 20 0 9 0 4567 1266888704 5126 18446744073709551615"
+	if got, ok := statCPU(strings.Fields(stat)); !ok || got != 4 {
+		t.Errorf("statCPU = %v, %v; want 4 s (400 ticks of 1/100 s)", got, ok)
+	}
+	if _, ok := statCPU(strings.Fields("S 1 1 1 0 -1 4194560 1206 0 0 0 250")); ok {
+		t.Error("statCPU of a line cut before stime: ok")
+	}
+	if _, ok := number([]string{"1"}, 1); ok {
+		t.Error("number past the last field: ok")
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		metric, labl bool
+	}{
+		{"a", true, true}, {"z", true, true}, {"A", true, true}, {"Z", true, true},
+		{"_x", true, true}, {"x0", true, true}, {"x9", true, true},
+		{"a:b", true, false}, {":a", true, false}, {"__x", true, false},
+		{"", false, false}, {"0x", false, false}, {"9x", false, false},
+		{"a`", false, false}, {"a{", false, false}, {"a@", false, false},
+		{"a[", false, false}, {"a/", false, false}, {"a;", false, false},
+		{"a-b", false, false}, {"a.b", false, false},
+	} {
+		if got := validName(tc.name, false); got != tc.metric {
+			t.Errorf("validName(%q) as a metric name = %v, want %v", tc.name, got, tc.metric)
+		}
+		if got := validName(tc.name, true); got != tc.labl {
+			t.Errorf("validName(%q) as a label name = %v, want %v", tc.name, got, tc.labl)
+		}
+	}
+}

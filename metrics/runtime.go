@@ -83,10 +83,11 @@ func statm(i int) (float64, bool) {
 // by the Linux ABI.
 const userHZ = 100
 
-// cpuSeconds returns utime + stime from /proc/self/stat: fields 14 and 15,
-// the 12th and 13th after the command name.
-func cpuSeconds() (float64, bool) {
-	f := procFields("/proc/self/stat")
+func cpuSeconds() (float64, bool) { return statCPU(procFields("/proc/self/stat")) }
+
+// statCPU returns utime + stime of the fields of a /proc/<pid>/stat after
+// the command name: fields 14 and 15, the 12th and 13th of f.
+func statCPU(f []string) (float64, bool) {
 	u, uok := number(f, 11)
 	s, sok := number(f, 12)
 	return (u + s) / userHZ, uok && sok

@@ -499,3 +499,17 @@ func TestStress(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// A later deadline is ignored also for the key whose deadline is the
+// next one due (the top of the heap).
+func TestLaterDeadlineIgnoredForNextDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := New(Config{})
+		start := time.Now()
+		q.AddAfter("a", 10*time.Second)
+		q.AddAfter("a", 20*time.Second)
+		if k, _ := q.Get(); k != "a" || time.Since(start) != 10*time.Second {
+			t.Fatalf("got %q after %v, want a after 10s", k, time.Since(start))
+		}
+	})
+}
