@@ -130,3 +130,19 @@ func TestTrimForeignChild(t *testing.T) {
 		}
 	}
 }
+
+// The longest valid image, 512 characters of 4 bytes each, is cached whole:
+// clipped, it would differ from the wanted one and be applied again at
+// every reconcile.
+func TestTrimKeepsLongestValidImage(t *testing.T) {
+	image := strings.Repeat("\U0001D11E", MaxImageLength) // a symbol of 4 bytes in UTF-8
+	if msg := validateImage(image); msg != "" {
+		t.Fatalf("image not valid: %s", msg)
+	}
+	d := ownedDeployment(t, widget(), 3)
+	d.Spec.Template.Spec.Containers[0].Image = image
+	TrimDeployment(d)
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+		t.Errorf("image of %d bytes cached as %d bytes", len(image), len(got))
+	}
+}

@@ -455,6 +455,16 @@ func TestNewChecksConfig(t *testing.T) {
 			t.Errorf("New with name %q: %v", name, err)
 		}
 	}
+	// The longest Lease name is checked: with one shard the name alone (249
+	// characters), with ten the last membership Lease's, name-member-9
+	// (244 + 9 = 253 characters, the most an object name may have).
+	long := strings.Repeat(strings.Repeat("a", 63)+".", 3)
+	for _, cfg := range []Config{{Name: long + strings.Repeat("b", 57), Shards: 1}, {Name: long + strings.Repeat("b", 52), Shards: 10}} {
+		cfg.Client, cfg.Work = c, work
+		if _, err := New(cfg); err != nil {
+			t.Errorf("New with a name of %d characters and %d shards: %v", len(cfg.Name), cfg.Shards, err)
+		}
+	}
 	s, err := New(Config{Client: c, Name: "x", Work: work})
 	if err != nil {
 		t.Fatal(err)

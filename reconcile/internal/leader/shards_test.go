@@ -75,6 +75,7 @@ func TestBalance(t *testing.T) {
 		{"a tie: only the smaller identity gives", "b", "a,b,c", "aaabbbc", 0, nil},
 		{"the needy takes nothing held", "c", "a,b,c", "aaabbbc", 0, nil},
 		{"shards of a dead replica stay until they expire", "a", "a", "xx....", 4, nil},
+		{"at its share beside a dead replica's shards: nothing moves", "a", "a,b", "aaxx", 0, nil},
 		{"unknown holders are not free", "a", "a,b", "??....", 3, nil},
 		{"one shard, two replicas", "b", "a,b", "a", 0, nil},
 		{"one shard, free", "b", "a,b", ".", 1, nil},
