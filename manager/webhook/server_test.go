@@ -185,6 +185,11 @@ func TestPanicAndTimeout(t *testing.T) {
 	if code != 504 || !strings.Contains(string(body), "did not answer in 50ms") || time.Since(start) > 30*time.Second {
 		t.Errorf("slow hook: %d %s after %v, want 504 at the request's timeout", code, body, time.Since(start))
 	}
+	// A zero timeout is no bound of the request's: the hook gets the
+	// server's, and answers.
+	if r := admit(t, s, "/panic?timeout=0s", admissionBody("ok", "CREATE", "{}", "")); !r.Allowed {
+		t.Error("a review with timeout=0s is not admitted")
+	}
 }
 
 // A mutating hook's change is answered as a JSON patch of the object it

@@ -83,3 +83,15 @@ func TestCABundleFileFollowsRenewal(t *testing.T) {
 		}
 	})
 }
+
+// appendKey writes a key as encoding/json does: each byte that JSON or
+// HTML escaping touches takes the slow path.
+func TestAppendKey(t *testing.T) {
+	for _, k := range []string{"", "spec", "a b", "quo\"te", "back\\slash", "tab\t", "\x1f", "\x7f", "<a>", "&", "é", "\u2028", "\xff",
+		"\"", "\\", "<", ">", "&", "\x00", "\x1f\x1f"} { // each alone, so no other byte takes the slow path for it
+		want, _ := json.Marshal(k)
+		if got := appendKey(nil, k); string(got) != string(want) {
+			t.Errorf("appendKey(%q) = %s, want %s", k, got, want)
+		}
+	}
+}
