@@ -164,7 +164,11 @@ func (m *Manager) serve(ctrls []*reconcile.Controller) ([]*http.Server, error) {
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		writeReadyz(w, checks(ctrls, time.Now())) // Checks logs the reasons
+		all := checks(ctrls, time.Now()) // Checks logs the reasons
+		if m.memoryState().stuck {       // watchMemory logged why
+			all = append(all, reconcile.Check{Name: "memory", Err: errGCBusy})
+		}
+		writeReadyz(w, all)
 	})
 
 	var servers []*http.Server
