@@ -60,8 +60,8 @@ type Config struct {
 	// ShutdownTimeout is the ShutdownTimeout of each controller that has
 	// none. Zero means reconcile.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// MemoryInterval is how often the manager checks the live heap
-	// against the soft memory limit, and the garbage collector's share of
+	// MemoryInterval is how often the manager checks the live heap and
+	// the runtime's own memory against the soft memory limit, and the garbage collector's share of
 	// the CPU (see [Manager.Run]). Zero means 10 seconds; a negative
 	// interval turns the check off.
 	MemoryInterval time.Duration
@@ -105,7 +105,7 @@ func New(cfg Config) (*Manager, error) {
 			"Events not written: queue full, rate limited or refused by the API server.",
 			func() float64 { st := rec.Stats(); return float64(st.Dropped + st.RateLimited + st.Failed) }),
 		metrics.NewGaugeFunc(prefix+"_memory_near_limit",
-			"1 while the heap live after a GC is near the soft memory limit (from 90% of it until back under 80%), else 0.",
+			"1 while the heap live after a GC, with the runtime's stacks and metadata, is near the soft memory limit (from 90% of it until back under 80%), else 0.",
 			func() float64 {
 				if m.memoryState().near {
 					return 1
@@ -162,10 +162,11 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 // others), and nil after a clean shutdown.
 //
 // Meanwhile, every Config.MemoryInterval, it checks the heap live after
-// the last GC against the soft memory limit (debug.SetMemoryLimit,
-// GOMEMLIMIT). When the heap reaches 90% of the limit, it logs a warning
-// and sets <prefix>_memory_near_limit to 1, until the heap goes back
-// under 80%, which it logs too. While the limit is near, an interval in
+// the last GC, with the runtime's own memory (its stacks and metadata,
+// which the limit bounds too), against the soft memory limit
+// (debug.SetMemoryLimit, GOMEMLIMIT). When they reach 90% of the limit,
+// it logs a warning and sets <prefix>_memory_near_limit to 1, until they
+// go back under 80%, which it logs too. While the limit is near, an interval in
 // which the garbage collector takes half of the CPU time GOMAXPROCS
 // allows, or more, is one in which the operator can hardly make
 // progress: it logs that, and /readyz fails a check named "memory", until

@@ -27,7 +27,7 @@ var errGCBusy = errors.New("memory: near the soft memory limit, the garbage coll
 
 // memorySample is one reading of the runtime's figures.
 type memorySample struct {
-	live, limit float64 // bytes: the heap live after the last GC, the soft memory limit
+	live, limit float64 // bytes: the live heap with the runtime's own memory (see readMemory), the soft memory limit
 	gcCPU, cpu  float64 // seconds since the start: of the GC, and all that GOMAXPROCS allows
 }
 
@@ -68,13 +68,22 @@ func gcShare(prev, cur memorySample) float64 {
 }
 
 // readMemory reads a sample of the runtime's figures, which every
-// runtime of go.mod's version serves.
+// runtime of go.mod's version serves. The soft limit bounds all the
+// memory the runtime holds, so the live heap is counted with what the
+// runtime holds beside the heap's objects and room (its stacks and
+// metadata): the total less the heap's released, free, unused and
+// object bytes.
 func readMemory() memorySample {
-	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gomemlimit:bytes"},
-		{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}}
+	s := []rtmetrics.Sample{{Name: "/gc/gomemlimit:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	rtmetrics.Read(s)
-	return memorySample{live: float64(s[0].Value.Uint64()), limit: float64(s[1].Value.Uint64()),
-		gcCPU: s[2].Value.Float64(), cpu: s[3].Value.Float64()}
+	live := float64(s[3].Value.Uint64() + s[4].Value.Uint64())
+	for _, heap := range s[5:] {
+		live -= float64(heap.Value.Uint64())
+	}
+	return memorySample{limit: float64(s[0].Value.Uint64()), gcCPU: s[1].Value.Float64(), cpu: s[2].Value.Float64(), live: live}
 }
 
 // watchMemory samples the runtime's figures every Config.MemoryInterval
