@@ -61,9 +61,9 @@ type Config struct {
 	// none. Zero means reconcile.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// MemoryInterval is how often the manager checks the live heap and
-	// the runtime's own memory against the soft memory limit, and the garbage collector's share of
-	// the CPU (see [Manager.Run]). Zero means 10 seconds; a negative
-	// interval turns the check off.
+	// the runtime's own memory against the soft memory limit, and the
+	// garbage collector's share of the CPU (see [Manager.Run]). Zero
+	// means 10 seconds; a negative interval turns the check off.
 	MemoryInterval time.Duration
 }
 
@@ -166,11 +166,12 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 // which the limit bounds too), against the soft memory limit
 // (debug.SetMemoryLimit, GOMEMLIMIT). When they reach 90% of the limit,
 // it logs a warning and sets <prefix>_memory_near_limit to 1, until they
-// go back under 80%, which it logs too. While the limit is near, an interval in
-// which the garbage collector takes half of the CPU time GOMAXPROCS
-// allows, or more, is one in which the operator can hardly make
-// progress: it logs that, and /readyz fails a check named "memory", until
-// the collector's share goes under a quarter.
+// go back under 80%, which it logs too. While the limit is near, an
+// interval in which the garbage collector takes half of the CPU the
+// process used, or more (and a tenth of the CPU time GOMAXPROCS allows),
+// is one in which the operator can hardly make progress: it logs that,
+// and /readyz fails a check named "memory", until the collector's share
+// goes under a quarter (or a twentieth).
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	ctrls, running := m.ctrls, m.running // no Add from now on

@@ -13,10 +13,13 @@ const defaultMemoryInterval = 10 * time.Second
 
 // The marks of the memory check: shares of the soft memory limit, which
 // the live heap reaches (nearLimit) and goes back under (farLimit), and
-// shares of the CPU time GOMAXPROCS allows, which the garbage collector
+// shares of the CPU that the process used, which the garbage collector
 // takes over an interval while the limit is near (gcBusy) and goes back
-// under (gcCalm). A state is left under a lower mark than the one it is
-// entered at, so that a figure on a mark does not log every interval.
+// under (gcCalm); with a fifth of each mark as the least share of the
+// CPU time GOMAXPROCS allows, so that a process near the limit but idle,
+// whose few GCs are most of its little CPU, is not stuck. A state is
+// left under a lower mark than the one it is entered at, so that a figure
+// on a mark does not log every interval.
 const (
 	nearLimit, farLimit = 0.9, 0.8
 	gcBusy, gcCalm      = 0.5, 0.25
@@ -28,7 +31,9 @@ var errGCBusy = errors.New("memory: near the soft memory limit, the garbage coll
 // memorySample is one reading of the runtime's figures.
 type memorySample struct {
 	live, limit float64 // bytes: the live heap with the runtime's own memory (see readMemory), the soft memory limit
-	gcCPU, cpu  float64 // seconds since the start: of the GC, and all that GOMAXPROCS allows
+	// CPU seconds since the start: of the GC, used (not idle), and all that
+	// GOMAXPROCS allows.
+	gcCPU, used, cpu float64
 }
 
 // memoryState is what the memory check knows, from one sample to the
@@ -42,9 +47,10 @@ type memoryState struct {
 // prev and, when the state changed, the line to log, with its level (msg
 // is "" when it did not).
 func (st memoryState) next(prev, cur memorySample) (next memoryState, level slog.Level, msg string) {
-	gc := gcShare(prev, cur)
+	ofUsed, ofAll := gcShares(prev, cur)
+	busy := func(mark float64) bool { return ofUsed >= mark && ofAll >= mark/5 }
 	next.near = cur.live >= nearLimit*cur.limit || st.near && cur.live >= farLimit*cur.limit
-	next.stuck = next.near && (gc >= gcBusy || st.stuck && gc >= gcCalm)
+	next.stuck = next.near && (busy(gcBusy) || st.stuck && busy(gcCalm))
 	switch {
 	case next == st:
 		return next, 0, ""
@@ -58,13 +64,15 @@ func (st memoryState) next(prev, cur memorySample) (next memoryState, level slog
 	return next, slog.LevelInfo, "memory: the live heap is back under the soft memory limit"
 }
 
-// gcShare returns the GC's share of the CPU between two samples: 0 when
-// the runtime's figures did not move (they move at each GC).
-func gcShare(prev, cur memorySample) float64 {
+// gcShares returns the GC's shares of the CPU used and of the CPU time
+// GOMAXPROCS allows between two samples: 0 when the runtime's figures did
+// not move (they move at each GC).
+func gcShares(prev, cur memorySample) (ofUsed, ofAll float64) {
+	gc := cur.gcCPU - prev.gcCPU
 	if d := cur.cpu - prev.cpu; d > 0 {
-		return (cur.gcCPU - prev.gcCPU) / d
+		ofUsed, ofAll = gc/max(cur.used-prev.used, gc), gc/d
 	}
-	return 0
+	return ofUsed, ofAll
 }
 
 // readMemory reads a sample of the runtime's figures, which every
@@ -75,15 +83,16 @@ func gcShare(prev, cur memorySample) float64 {
 // object bytes.
 func readMemory() memorySample {
 	s := []rtmetrics.Sample{{Name: "/gc/gomemlimit:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	rtmetrics.Read(s)
-	live := float64(s[3].Value.Uint64() + s[4].Value.Uint64())
-	for _, heap := range s[5:] {
+	live := float64(s[4].Value.Uint64() + s[5].Value.Uint64())
+	for _, heap := range s[6:] {
 		live -= float64(heap.Value.Uint64())
 	}
-	return memorySample{limit: float64(s[0].Value.Uint64()), gcCPU: s[1].Value.Float64(), cpu: s[2].Value.Float64(), live: live}
+	cpu := s[2].Value.Float64()
+	return memorySample{limit: float64(s[0].Value.Uint64()), gcCPU: s[1].Value.Float64(), used: cpu - s[3].Value.Float64(), cpu: cpu, live: live}
 }
 
 // watchMemory samples the runtime's figures every Config.MemoryInterval
@@ -107,7 +116,8 @@ func (m *Manager) watchMemory(ctx context.Context) {
 		m.memory = st
 		m.mu.Unlock()
 		if msg != "" {
-			m.log.Log(ctx, level, msg, "live_bytes", cur.live, "limit_bytes", cur.limit, "gc_cpu_share", gcShare(prev, cur))
+			ofUsed, ofAll := gcShares(prev, cur)
+			m.log.Log(ctx, level, msg, "live_bytes", cur.live, "limit_bytes", cur.limit, "gc_cpu_share", ofUsed, "gc_gomaxprocs_share", ofAll)
 		}
 		prev = cur
 	}

@@ -17,12 +17,13 @@ import (
 
 func TestMemoryStateNext(t *testing.T) {
 	near, stuck := memoryState{near: true}, memoryState{near: true, stuck: true}
-	// A sample of live bytes against a limit of 100, after an interval of
-	// 10 CPU seconds of which the GC took gc.
+	// A sample of live bytes against a limit of 100, after an interval in
+	// which the process used 10 CPU seconds of the 20 GOMAXPROCS allowed,
+	// and the GC took gc of them.
 	sample := func(live, gc float64) memorySample {
-		return memorySample{live: live, limit: 100, gcCPU: 5 + gc, cpu: 20}
+		return memorySample{live: live, limit: 100, gcCPU: 5 + gc, used: 15, cpu: 30}
 	}
-	prev := memorySample{gcCPU: 5, cpu: 10}
+	prev := memorySample{gcCPU: 5, used: 5, cpu: 10}
 	for _, tc := range []struct {
 		name     string
 		st       memoryState
@@ -36,7 +37,7 @@ func TestMemoryStateNext(t *testing.T) {
 		{"between the marks, near", near, sample(85, 1), near, 0, ""},
 		{"between the marks, not near", memoryState{}, sample(85, 1), memoryState{}, 0, ""},
 		{"under 80%", near, sample(79, 1), memoryState{}, slog.LevelInfo, "memory: the live heap is back under"},
-		{"no limit", memoryState{}, memorySample{live: 1e12, limit: math.MaxInt64, gcCPU: 15, cpu: 20}, memoryState{}, 0, ""},
+		{"no limit", memoryState{}, memorySample{live: 1e12, limit: math.MaxInt64, gcCPU: 14, used: 15, cpu: 30}, memoryState{}, 0, ""},
 		{"GC busy, not near", memoryState{}, sample(50, 9), memoryState{}, 0, ""},
 		{"GC busy, near", near, sample(95, 5), stuck, slog.LevelWarn, "memory: near the soft memory limit, the garbage collector"},
 		{"GC busy at once", memoryState{}, sample(95, 6), stuck, slog.LevelWarn, "memory: near the soft memory limit, the garbage collector"},
@@ -44,7 +45,9 @@ func TestMemoryStateNext(t *testing.T) {
 		{"GC between the marks, not stuck", near, sample(95, 3), near, 0, ""},
 		{"GC calm", stuck, sample(95, 2), near, slog.LevelInfo, "memory: the garbage collector no longer"},
 		{"stuck, then under 80%", stuck, sample(70, 9), memoryState{}, slog.LevelInfo, "memory: the live heap is back under"},
-		{"figures unmoved", stuck, memorySample{live: 95, limit: 100, gcCPU: 5, cpu: 10}, near, slog.LevelInfo, "memory: the garbage collector no longer"},
+		{"figures unmoved", stuck, memorySample{live: 95, limit: 100, gcCPU: 5, used: 5, cpu: 10}, near, slog.LevelInfo, "memory: the garbage collector no longer"},
+		{"GC most of little CPU", near, memorySample{live: 95, limit: 100, gcCPU: 6.5, used: 7, cpu: 30}, near, 0, ""},
+		{"GC most of little CPU, stuck", stuck, memorySample{live: 95, limit: 100, gcCPU: 5.9, used: 6, cpu: 30}, near, slog.LevelInfo, "memory: the garbage collector no longer"},
 	} {
 		got, level, msg := tc.st.next(prev, tc.cur)
 		if got != tc.want || level != tc.level || !strings.HasPrefix(msg, tc.msgStart) || (msg == "") != (tc.msgStart == "") {
