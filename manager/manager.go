@@ -167,11 +167,11 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 // (debug.SetMemoryLimit, GOMEMLIMIT). When they reach 90% of the limit,
 // it logs a warning and sets <prefix>_memory_near_limit to 1, until they
 // go back under 80%, which it logs too. While the limit is near, an
-// interval in which the garbage collector takes half of the CPU the
-// process used, or more (and a tenth of the CPU time GOMAXPROCS allows),
-// is one in which the operator can hardly make progress: it logs that,
-// and /readyz fails a check named "memory", until the collector's share
-// goes under a quarter (or a twentieth).
+// interval in which the garbage collector (with the scavenger) takes
+// half of the CPU the process used, or more (and a tenth of the CPU
+// time GOMAXPROCS allows), is one in which the operator can hardly make
+// progress: it logs that, and /readyz fails a check named "memory",
+// until the collector's share goes under a quarter (or a twentieth).
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	ctrls, running := m.ctrls, m.running // no Add from now on

@@ -80,19 +80,21 @@ func gcShares(prev, cur memorySample) (ofUsed, ofAll float64) {
 // memory the runtime holds, so the live heap is counted with what the
 // runtime holds beside the heap's objects and room (its stacks and
 // metadata): the total less the heap's released, free, unused and
-// object bytes.
+// object bytes. The GC's CPU includes the scavenger's, which returns
+// memory to the system, the more so near the limit.
 func readMemory() memorySample {
 	s := []rtmetrics.Sample{{Name: "/gc/gomemlimit:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"},
+		{Name: "/cpu/classes/scavenge/total:cpu-seconds"}, {Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	rtmetrics.Read(s)
-	live := float64(s[4].Value.Uint64() + s[5].Value.Uint64())
-	for _, heap := range s[6:] {
+	live := float64(s[5].Value.Uint64() + s[6].Value.Uint64())
+	for _, heap := range s[7:] {
 		live -= float64(heap.Value.Uint64())
 	}
 	cpu := s[2].Value.Float64()
-	return memorySample{limit: float64(s[0].Value.Uint64()), gcCPU: s[1].Value.Float64(), used: cpu - s[3].Value.Float64(), cpu: cpu, live: live}
+	return memorySample{limit: float64(s[0].Value.Uint64()), gcCPU: s[1].Value.Float64() + s[4].Value.Float64(), used: cpu - s[3].Value.Float64(), cpu: cpu, live: live}
 }
 
 // watchMemory samples the runtime's figures every Config.MemoryInterval
