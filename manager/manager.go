@@ -39,8 +39,8 @@ type Config struct {
 	// own, of its controllers. Nil means no logging.
 	Logger *slog.Logger
 	// MetricsPrefix starts the names of the operator's own series:
-	// <prefix>_leader, <prefix>_watch_*, <prefix>_events_dropped_total
-	// and, with shards, <prefix>_shards_held and
+	// <prefix>_leader, <prefix>_watch_*, <prefix>_cache_*,
+	// <prefix>_events_dropped_total, <prefix>_memory_near_limit and, with shards, <prefix>_shards_held and
 	// <prefix>_shard_transitions_total. Empty means Name with '-' as '_'.
 	MetricsPrefix string
 	// LeaderElection, when not nil, elects one leader (or shares shards)
@@ -60,6 +60,11 @@ type Config struct {
 	// ShutdownTimeout is the ShutdownTimeout of each controller that has
 	// none. Zero means reconcile.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// MemoryInterval is how often the manager checks the live heap and
+	// the runtime's own memory against the soft memory limit, and the
+	// garbage collector's share of the CPU (see [Manager.Run]). Zero
+	// means 10 seconds; a negative interval turns the check off.
+	MemoryInterval time.Duration
 	// Runnables run beside the controllers, such as a webhook server
 	// (package manager/webhook): Run runs each until its context ends,
 	// an error of one stops the others as a controller's does, and
@@ -90,6 +95,7 @@ type Manager struct {
 	mu      sync.Mutex
 	ctrls   []*reconcile.Controller // in the order added
 	running bool                    // Run was called: no more Add
+	memory  memoryState             // as of the last sample (see watchMemory)
 }
 
 // New returns a manager for cfg, or an error when cfg is incomplete.
@@ -100,6 +106,7 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), registry: metrics.NewRegistry()}
 	prefix := cmp.Or(cfg.MetricsPrefix, strings.ReplaceAll(cfg.Name, "-", "_"))
 	m.cfg.MetricsPrefix = prefix
+	m.cfg.MemoryInterval = cmp.Or(cfg.MemoryInterval, defaultMemoryInterval)
 	rec, err := events.New(events.Config{Client: cfg.Client, Controller: cfg.Name, Logger: m.log})
 	if err != nil {
 		return nil, err
@@ -110,7 +117,15 @@ func New(cfg Config) (*Manager, error) {
 	for _, c := range []metrics.Collector{m.caches.Metrics, metrics.NewRuntimeCollector(time.Now()),
 		metrics.NewCounterFunc(prefix+"_events_dropped_total",
 			"Events not written: queue full, rate limited or refused by the API server.",
-			func() float64 { return notWritten(rec.Stats()) })} {
+			func() float64 { return notWritten(rec.Stats()) }),
+		metrics.NewGaugeFunc(prefix+"_memory_near_limit",
+			"1 while the heap live after a GC, with the runtime's stacks and metadata, is near the soft memory limit (from 90% of it until back under 80%), else 0.",
+			func() float64 {
+				if m.memoryState().near {
+					return 1
+				}
+				return 0
+			})} {
 		if err := m.registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -159,6 +174,18 @@ func (m *Manager) Add(c *reconcile.Controller) error {
 // after them. It returns an error when an endpoint cannot start (such
 // as a port in use), or when a controller or a Runnable cannot (which
 // stops the others), and nil after a clean shutdown.
+//
+// Meanwhile, every Config.MemoryInterval, it checks the heap live after
+// the last GC, with the runtime's own memory (its stacks and metadata,
+// which the limit bounds too), against the soft memory limit
+// (debug.SetMemoryLimit, GOMEMLIMIT). When they reach 90% of the limit,
+// it logs a warning and sets <prefix>_memory_near_limit to 1, until they
+// go back under 80%, which it logs too. While the limit is near, an
+// interval in which the garbage collector (with the scavenger) takes
+// half of the CPU the process used, or more (and a tenth of the CPU
+// time GOMAXPROCS allows), is one in which the operator can hardly make
+// progress: it logs that, and /readyz fails a check named "memory",
+// until the collector's share goes under a quarter (or a twentieth).
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	ctrls, running := m.ctrls, m.running // no Add from now on
@@ -184,7 +211,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	// controller's too.
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var bg, wg sync.WaitGroup
-	for _, run := range []func(context.Context){m.caches.Run, m.election.Run, m.recorder.Run} {
+	for _, run := range []func(context.Context){m.caches.Run, m.election.Run, m.recorder.Run, m.watchMemory} {
 		bg.Go(func() { run(bgCtx) })
 	}
 	errs := make([]error, len(runs))

@@ -165,7 +165,11 @@ func (m *Manager) serve(runs []Runnable) ([]*http.Server, error) {
 		writeReadyz(w, nil) // no checks: "ok" while the process serves
 	})
 	pm.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		writeReadyz(w, checks(runs, time.Now())) // Checks logs the reasons
+		all := checks(runs, time.Now()) // Checks logs the reasons
+		if m.memoryState().stuck {      // watchMemory logged why
+			all = append(all, reconcile.Check{Name: "memory", Err: errGCBusy})
+		}
+		writeReadyz(w, all)
 	})
 
 	var servers []*http.Server

@@ -169,25 +169,29 @@ type WatchSource interface {
 	LastEvent() time.Time
 }
 
-// WatchMetrics are the <prefix>_watch_* families, read from the
-// informers at every scrape. Register the set with [Registry.Register];
-// it is safe for concurrent use.
+// WatchMetrics are the <prefix>_watch_* and <prefix>_cache_* families,
+// read from the informers at every scrape. Register the set with
+// [Registry.Register]; it is safe for concurrent use.
 type WatchMetrics struct {
-	relists, reconnects, events, age *Vec
+	relists, reconnects, events, age, objects, bytes *Vec
 }
 
-// NewWatchMetrics returns the watch families, with no informer yet, their
-// names starting with prefix, such as "widget_operator".
+// NewWatchMetrics returns the watch and cache families, with no informer
+// yet, their names starting with prefix, such as "widget_operator".
 func NewWatchMetrics(prefix string) *WatchMetrics {
 	return &WatchMetrics{
 		relists:    newVec(prefix+"_watch_relists_total", "Full lists after the first, after the watch fell too far behind (410 Gone).", typeCounter, nil, true, []string{"resource"}),
 		reconnects: newVec(prefix+"_watch_reconnects_total", "Watches reopened after a failure.", typeCounter, nil, true, []string{"resource"}),
 		events:     newVec(prefix+"_watch_events_total", "Changes applied to the informer's cache (lists included), and bookmarks received, by type.", typeCounter, nil, true, []string{"resource", "type"}),
 		age:        NewGaugeFuncVec(prefix+"_watch_last_event_age_seconds", "Seconds since the informer last heard from the API server. Growing past the watch timeout means the watch is dead.", "resource"),
+		objects:    NewGaugeFuncVec(prefix+"_cache_objects", "Objects in the informer's cache.", "resource"),
+		bytes:      NewGaugeFuncVec(prefix+"_cache_bytes", "An estimate of the memory the objects in the informer's cache hold, as decoded (see watch.StatsSnapshot): less than the heap they keep.", "resource"),
 	}
 }
 
-func (m *WatchMetrics) vecs() []*Vec { return []*Vec{m.relists, m.reconnects, m.events, m.age} }
+func (m *WatchMetrics) vecs() []*Vec {
+	return []*Vec{m.relists, m.reconnects, m.events, m.age, m.objects, m.bytes}
+}
 
 // Add starts reporting src under the label resource="resource", such as
 // "widgets". Until src hears from the server, the last-event age counts
@@ -203,6 +207,8 @@ func (m *WatchMetrics) Add(resource string, src WatchSource) {
 	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Modified }), resource, "MODIFIED")
 	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Deleted }), resource, "DELETED")
 	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Bookmarks }), resource, "BOOKMARK")
+	m.objects.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Objects }), resource)
+	m.bytes.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Bytes }), resource)
 	m.age.Bind(func() float64 {
 		last := src.LastEvent()
 		if last.IsZero() {

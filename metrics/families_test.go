@@ -149,7 +149,7 @@ func TestWatchMetrics(t *testing.T) {
 		r := NewRegistry()
 		m := NewWatchMetrics("widget_operator")
 		r.MustRegister(m)
-		src := &recordingSource{stats: watch.StatsSnapshot{Relists: 2, Reconnects: 5, Added: 7, Modified: 11, Deleted: 1, Bookmarks: 3}}
+		src := &recordingSource{stats: watch.StatsSnapshot{Relists: 2, Reconnects: 5, Added: 7, Modified: 11, Deleted: 1, Bookmarks: 3, Objects: 6, Bytes: 4096}}
 		m.Add("widgets", src)
 		time.Sleep(40 * time.Second) // the bubble's clock
 		got := samples(t, r)
@@ -161,6 +161,8 @@ func TestWatchMetrics(t *testing.T) {
 			"widget_operator_watch_events_total{resource=widgets,type=DELETED}":  1,
 			"widget_operator_watch_events_total{resource=widgets,type=BOOKMARK}": 3,
 			"widget_operator_watch_last_event_age_seconds{resource=widgets}":     40, // never heard: since Add
+			"widget_operator_cache_objects{resource=widgets}":                    6,
+			"widget_operator_cache_bytes{resource=widgets}":                      4096,
 		} {
 			if v, ok := got[key]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -264,6 +266,8 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 }
 
 func TestRuntimeCollector(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(123 << 20))
+	runtime.GC() // so that a GC has marked the live heap
 	r := NewRegistry()
 	start := time.Unix(1700000000, 500_000_000)
 	r.MustRegister(NewRuntimeCollector(start))
@@ -276,6 +280,9 @@ func TestRuntimeCollector(t *testing.T) {
 	}
 	if got["go_goroutines"] < 1 || got["go_memstats_heap_alloc_bytes"] <= 0 || got["process_start_time_seconds"] != 1700000000.5 || got["go_info"] != 1 {
 		t.Errorf("runtime figures: %v", got)
+	}
+	if got["go_gc_gomemlimit_bytes"] != 123<<20 || got["go_gc_heap_live_bytes"] <= 0 {
+		t.Errorf("memory limit and live heap: %v", got)
 	}
 	if _, err := os.Stat("/proc/self/statm"); err == nil {
 		if got["process_resident_memory_bytes"] < float64(os.Getpagesize()) || got["process_open_fds"] < 3 {

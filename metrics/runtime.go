@@ -16,6 +16,8 @@ import (
 //	go_goroutines                   goroutines that exist now
 //	go_info{version}                1, labelled with the Go version
 //	go_memstats_heap_alloc_bytes    bytes of allocated heap objects
+//	go_gc_heap_live_bytes           bytes of heap objects live after the last GC
+//	go_gc_gomemlimit_bytes          the soft memory limit (debug.SetMemoryLimit)
 //	process_resident_memory_bytes   resident set size, from /proc/self/statm
 //	process_virtual_memory_bytes    virtual memory size, from /proc/self/statm
 //	process_cpu_seconds_total       user and system CPU time, from /proc/self/stat
@@ -33,7 +35,9 @@ func NewRuntimeCollector(start time.Time) Collector {
 			return float64(runtime.NumGoroutine())
 		}),
 		info,
-		newFunc(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", heapAlloc),
+		newFunc(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", runtimeBytes("/memory/classes/heap/objects:bytes")),
+		newFunc(typeGauge, "go_gc_heap_live_bytes", "Heap memory occupied by live objects that were marked by the previous GC.", runtimeBytes("/gc/heap/live:bytes")),
+		newFunc(typeGauge, "go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64.", runtimeBytes("/gc/gomemlimit:bytes")),
 		newFunc(typeGauge, "process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
 		newFunc(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
 		newFunc(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
@@ -42,15 +46,18 @@ func NewRuntimeCollector(start time.Time) Collector {
 	}
 }
 
-// heapAlloc reads the bytes of live and not yet swept heap objects, the
-// figure runtime.MemStats calls HeapAlloc, without stopping the world.
-func heapAlloc() (float64, bool) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0, false
+// runtimeBytes returns a reader of the runtime metric name, a number of
+// bytes, without stopping the world. /memory/classes/heap/objects:bytes
+// is the figure runtime.MemStats calls HeapAlloc.
+func runtimeBytes(name string) func() (float64, bool) {
+	return func() (float64, bool) {
+		s := []metrics.Sample{{Name: name}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 {
+			return 0, false
+		}
+		return float64(s[0].Value.Uint64()), true
 	}
-	return float64(s[0].Value.Uint64()), true
 }
 
 // procFields returns the fields of a /proc file, or nil if it cannot be

@@ -105,7 +105,7 @@ type Controller struct {
 	Logger *slog.Logger
 	// Metrics receives the controller_runtime_* series of the controller,
 	// the workqueue_* series of its queue, the <MetricsPrefix>_watch_*
-	// series of its caches and <MetricsPrefix>_leader (1 while
+	// and _cache_* series of its caches and <MetricsPrefix>_leader (1 while
 	// [Controller.IsLeader] reports true, else 0). Nil means no metrics.
 	Metrics *metrics.Registry
 	// MetricsPrefix starts the names of the series that are the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strconv"
 	"sync"
@@ -235,5 +236,19 @@ func BenchmarkRelist(b *testing.B) {
 		if n := len(s.core.replace(gens[i%2])); n != benchObjects/10 {
 			b.Fatalf("%d changes, want %d", n, benchObjects/10)
 		}
+	}
+}
+
+// BenchmarkHeldBytes estimates the memory one decoded Deployment holds,
+// as the store does twice per watch event (the new object and the old).
+func BenchmarkHeldBytes(b *testing.B) {
+	list := new(k8sapi.List[k8sapi.Deployment])
+	if err := json.Unmarshal(deploymentListJSON(1), list); err != nil {
+		b.Fatal(err)
+	}
+	v := reflect.ValueOf(&list.Items[0])
+	b.ReportAllocs()
+	for b.Loop() {
+		heldBytes(v, 0)
 	}
 }

@@ -218,8 +218,10 @@ func (inf *Informer[T]) Stats() StatsSnapshot { return inf.core.snapshot() }
 
 func (inf *informer[P]) snapshot() StatsSnapshot {
 	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return inf.stats
+	st := inf.stats
+	inf.mu.Unlock()
+	st.Objects, st.Bytes = int64(inf.store.len()), inf.store.bytes.Load()
+	return st
 }
 
 // count adds one to c, a counter in inf.stats, and returns the handlers
@@ -521,9 +523,17 @@ func (r *runner[P]) closeStream() {
 	r.stream, r.cancel, r.timer = nil, nil, nil
 }
 
-// StatsSnapshot counts what an informer did, as of one moment; see
-// [Informer.Stats]: the relists, reconnects and events by type that the
-// metrics code exposes.
+// StatsSnapshot counts what an informer did, and what its store holds, as
+// of one moment; see [Informer.Stats]: the relists, reconnects, events by
+// type and the store's size that the metrics code exposes.
+//
+// Bytes is an estimate, kept up to date as objects are stored and
+// removed: the sum, over the objects, of the size of each object's struct
+// and of the memory its exported fields refer to (strings' bytes, slices'
+// arrays, pointed-to values, maps' keys and values), as decoded. It leaves
+// out the indexes, the maps' own buckets, the allocator's rounding and the
+// sharing of a string between objects, so the heap the store keeps is
+// larger, though in proportion to it.
 type StatsSnapshot struct {
 	Relists    int64 // full lists after the first (after a 410)
 	Reconnects int64 // watches reopened after a failure
@@ -531,4 +541,6 @@ type StatsSnapshot struct {
 	Added      int64 // objects added to the cache
 	Modified   int64 // objects updated in the cache
 	Deleted    int64 // objects removed from the cache
+	Objects    int64 // objects in the store now
+	Bytes      int64 // an estimate of the memory the store's objects hold: see above
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,7 +322,11 @@ func TestInformerLifecycle(t *testing.T) {
 
 		src.expectNoCall(t) // two lists and three watches in all, as scripted
 		stats := inf.Stats()
-		want := StatsSnapshot{Relists: 1, Reconnects: 0, Bookmarks: 1, Added: 5, Modified: 3, Deleted: 2}
+		var held int64 // what the store's puts, removes and relist added up
+		for _, o := range inf.Store().List() {
+			held += heldBytes(reflect.ValueOf(o), 0)
+		}
+		want := StatsSnapshot{Relists: 1, Reconnects: 0, Bookmarks: 1, Added: 5, Modified: 3, Deleted: 2, Objects: 3, Bytes: held}
 		if stats != want {
 			t.Errorf("stats = %+v\nwant %+v", stats, want)
 		}

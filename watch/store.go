@@ -2,8 +2,10 @@ package watch
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -46,6 +48,7 @@ type Store[T any] struct {
 type store[P any] struct {
 	meta     func(P) *k8sapi.ObjectMeta
 	indexers map[string]func(P) []string
+	bytes    atomic.Int64 // the sum of heldBytes of the items
 
 	mu      sync.RWMutex
 	items   map[string]P
@@ -174,9 +177,11 @@ func (s *store[P]) key(obj P) string {
 
 // put stores obj under key and returns the object it replaced, if any.
 func (s *store[P]) put(key string, obj P) (old P) {
+	held := heldBytes(reflect.ValueOf(obj), 0) // outside the lock: obj does not change
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old = s.items[key]
+	s.bytes.Add(held - heldBytes(reflect.ValueOf(old), 0))
 	s.items[key] = obj
 	s.reindex(key, old, obj)
 	if w := s.wrote[key]; !isNil(w) && s.meta(w).ResourceVersion == s.meta(obj).ResourceVersion {
@@ -193,6 +198,7 @@ func (s *store[P]) remove(key string) (old P) {
 	old, ok := s.items[key]
 	if ok {
 		delete(s.items, key)
+		s.bytes.Add(-heldBytes(reflect.ValueOf(old), 0))
 		s.reindex(key, old, *new(P))
 		s.removed = append(s.removed[max(0, len(s.removed)-255):], s.meta(old).UID)
 	}
@@ -250,6 +256,9 @@ func (s *store[P]) replace(items []P) []change[P] {
 	for _, key := range gone {
 		changes = append(changes, change[P]{old: prev[key]})
 	}
+	for _, c := range changes {
+		s.bytes.Add(heldBytes(reflect.ValueOf(c.new), 0) - heldBytes(reflect.ValueOf(c.old), 0))
+	}
 
 	s.mu.Lock()
 	s.items = next
@@ -299,4 +308,67 @@ func (idx index) del(value, key string) {
 	if len(idx[value]) == 0 {
 		delete(idx, value)
 	}
+}
+
+// heldBytes estimates the bytes of memory that v refers to beyond its own
+// value, as the Go values of a decoded object hold them: the exported
+// fields' strings, the arrays of slices, pointed-to values, and the keys
+// and values of maps (descended into for map[string]string and
+// map[string]any alone). It leaves out the maps' buckets, the allocator's
+// rounding and the sharing of a string or value, which counts at each
+// reference. Below depth 64 it counts nothing, so that a cycle ends. It
+// allocates nothing.
+func heldBytes(v reflect.Value, depth int) int64 {
+	if depth > 64 {
+		return 0
+	}
+	var n int64
+	switch v.Kind() {
+	case reflect.String:
+		return int64(v.Len())
+	case reflect.Pointer:
+		if v.IsNil() {
+			return 0
+		}
+		return int64(v.Type().Elem().Size()) + heldBytes(v.Elem(), depth+1)
+	case reflect.Interface:
+		return anyBytes(v.Interface(), depth+1)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			// Only the exported fields of the kinds that can refer to
+			// memory: the others hold nothing, or nothing decoded.
+			if f := v.Field(i); f.Kind() >= reflect.Interface && f.CanInterface() {
+				n += heldBytes(f, depth)
+			}
+		}
+	case reflect.Slice:
+		n = int64(v.Cap()) * int64(v.Type().Elem().Size())
+		if v.Type().Elem().Kind() <= reflect.Complex128 {
+			return n // of bools or numbers, which hold nothing more
+		}
+		for i := range v.Len() {
+			n += heldBytes(v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		n = int64(v.Len()) * int64(v.Type().Key().Size()+v.Type().Elem().Size())
+		switch m := v.Interface().(type) {
+		case map[string]string:
+			for k, e := range m {
+				n += int64(len(k) + len(e))
+			}
+		case map[string]any:
+			for k, e := range m {
+				n += int64(len(k)) + anyBytes(e, depth+1)
+			}
+		}
+	}
+	return n
+}
+
+// anyBytes is heldBytes of the value x holds, plus that value's own size.
+func anyBytes(x any, depth int) int64 {
+	if x == nil {
+		return 0
+	}
+	return int64(reflect.TypeOf(x).Size()) + heldBytes(reflect.ValueOf(x), depth)
 }

@@ -1,11 +1,14 @@
 package watch
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
+	"unsafe"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -200,5 +203,47 @@ func TestStoreReplaceEmptyResourceVersion(t *testing.T) {
 	}
 	if o, _ := s.Get("ns", "a"); o != a2 {
 		t.Error("the store kept the old copy of an object listed without a resourceVersion")
+	}
+}
+
+func TestHeldBytes(t *testing.T) {
+	type loop struct{ Next *loop }
+	type sized struct {
+		Name   string            // 4
+		Tags   []string          // 3 × 16 for the array, 1 + 2
+		Labels map[string]string // 32 per entry, 1 + 2
+		Data   map[string][]byte // 40 per entry, not descended into
+		Any    map[string]any    // 32 per entry, 1 + 8 for the float64
+		Nums   []int32           // 4 × 4, nothing more
+		Ptr    *loop             // 8
+		Iface  any               // 16 for the string header, 3
+		hidden string            // unexported: not counted
+	}
+	v := &sized{"name", make([]string, 2, 3), map[string]string{"k": "vv"}, map[string][]byte{"d": make([]byte, 1, 8)},
+		map[string]any{"n": 1.0}, make([]int32, 4), &loop{}, "abc", "hidden"}
+	v.Tags[0], v.Tags[1] = "a", "bc"
+	want := int64(unsafe.Sizeof(sized{})) + 4 + 48 + 3 + 32 + 3 + 40 + 32 + 9 + 16 + 8 + 16 + 3
+	if got := heldBytes(reflect.ValueOf(v), 0); got != want {
+		t.Errorf("heldBytes = %d, want %d", got, want)
+	}
+	if got := heldBytes(reflect.ValueOf((*sized)(nil)), 0); got != 0 {
+		t.Errorf("heldBytes(nil) = %d, want 0", got)
+	}
+	l := &loop{}
+	l.Next = l
+	if got := heldBytes(reflect.ValueOf(l), 0); got != 8*65 {
+		t.Errorf("heldBytes of a cycle = %d, want %d: 65 pointers followed", got, 8*65)
+	}
+	list := new(k8sapi.List[k8sapi.Deployment])
+	if err := json.Unmarshal(deploymentListJSON(1), list); err != nil {
+		t.Fatal(err)
+	}
+	d := &list.Items[0]
+	if n := testing.AllocsPerRun(10, func() { heldBytes(reflect.ValueOf(d), 0) }); n != 0 {
+		t.Errorf("heldBytes of a Deployment allocates %v times", n)
+	}
+	t.Logf("a Deployment of %d JSON bytes holds %d", len(deploymentListJSON(1)), heldBytes(reflect.ValueOf(d), 0))
+	if n := testing.AllocsPerRun(10, func() { heldBytes(reflect.ValueOf(v), 0) }); n != 0 {
+		t.Errorf("heldBytes allocates %v times", n)
 	}
 }
