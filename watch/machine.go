@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -97,12 +98,13 @@ type watching struct {
 }
 
 // streaming waits for the next event of an open streaming list, before
-// the bookmark that ends its initial events. The server sends only the
-// objects that exist until then; the end bookmark delivers them, and the
-// same connection goes on as a watch.
+// the bookmark that ends its initial events. The server sends the
+// objects that exist, as adds, and may send changes after them; the end
+// bookmark delivers the state after those, and the same connection goes
+// on as a watch.
 type streaming[P any] struct {
 	watching
-	pending []P // the objects sent so far
+	pending []P // the objects sent so far, changes applied
 }
 
 // backoff waits for the end of a delay after a failure.
@@ -379,8 +381,19 @@ func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action
 	case in.typ == k8sapi.Bookmark && m.meta(in.obj).Annotations[InitialEventsEndAnnotation] == "true":
 		s.phase = l.watching
 		return m.synced(s, l.pending)
-	case in.typ != k8sapi.Bookmark && in.typ != k8sapi.Deleted:
+	case in.typ == k8sapi.Added:
 		l.pending = append(l.pending, in.obj)
+	case in.typ != k8sapi.Bookmark:
+		// A change after the initial events, before their end: the list
+		// is the state after it, without an object deleted. (Rare: the
+		// objects before are copied rather than shared with older states.)
+		o := m.meta(in.obj)
+		l.pending = slices.DeleteFunc(slices.Clone(l.pending), func(p P) bool {
+			return m.meta(p).Name == o.Name && m.meta(p).Namespace == o.Namespace
+		})
+		if in.typ == k8sapi.Modified {
+			l.pending = append(l.pending, in.obj)
+		}
 	}
 	s.phase = l
 	return nil
