@@ -28,6 +28,7 @@ const (
 	defaultWatchTimeout = 5 * time.Minute // each watch asks for 1 to 2 times this
 	idleMargin          = 10              // a watch may stay silent 1/10 of WatchTimeout past its timeout
 	defaultPageSize     = 500
+	streamStartLimit    = time.Minute // a streaming list's silence before its first event
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
 	// events of a streaming list.
@@ -212,7 +213,7 @@ type action[P any] struct {
 type settings struct {
 	LabelSelector, FieldSelector string
 	PageSize                     int64
-	StreamingList                bool
+	DisableStreamingList         bool
 	WatchTimeout                 time.Duration
 	// resource names the resource in messages, as "widgets.example.com/v1";
 	// empty for a Source other than a [ClientSource].
@@ -264,7 +265,7 @@ func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 // the config asks for one, the server has not refused one and no answer
 // was over the size limit; else a paginated list from its first page.
 func (m *machine[P]) newSync(s *state[P]) request {
-	if m.cfg.StreamingList && !s.streamRefused && !s.big {
+	if !m.cfg.DisableStreamingList && !s.streamRefused && !s.big {
 		return opening{stream: true}
 	}
 	return listing[P]{}
@@ -364,10 +365,13 @@ func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
 }
 
 // streamed handles an input of the open streaming list l: the objects
-// are collected until the end bookmark delivers them. Its silence or
-// failure is that of any watch.
+// are collected until the end bookmark delivers them. Its silence, or
+// its end, gives up streaming lists; its failure is that of any watch.
 func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action[P] {
 	switch {
+	case in.kind == inIdle:
+		// A server that ignores sendInitialEvents sends no initial events.
+		return m.noStream(s, "streaming list silent", in)
 	case in.kind != inEvent || in.err != nil && !errors.Is(in.err, io.EOF):
 		return m.watched(s, l.watching, in)
 	case in.err != nil:

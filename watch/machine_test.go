@@ -503,7 +503,7 @@ func TestStep(t *testing.T) {
 func testMachine(pageSize int64, streaming bool) *machine[*thing] {
 	return &machine[*thing]{
 		meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-		cfg:  settings{PageSize: pageSize, StreamingList: streaming, WatchTimeout: 5 * time.Minute},
+		cfg:  settings{PageSize: pageSize, DisableStreamingList: !streaming, WatchTimeout: 5 * time.Minute},
 	}
 }
 
