@@ -268,10 +268,10 @@ type runner[P any] struct {
 
 	// The open watch: its stream, the cancel of the context it was opened
 	// with, the timer that ends it when it stays silent too long, and how
-	// long that is (its timeout plus the margin; silence is what the timer
-	// runs for now, less before a streaming list's first event). A watch is open while
-	// the machine waits for its events: do closes it at the next action
-	// that asks for an input.
+	// long that is: idle, its timeout plus the margin, and silence, what
+	// the timer runs for now (less before a streaming list's first event).
+	// A watch is open while the machine waits for its events: do closes
+	// it at the next action that asks for an input.
 	stream        stream[P]
 	cancel        context.CancelFunc
 	timer         *time.Timer
