@@ -142,6 +142,9 @@ type Result struct {
 	// the first /readyz 200; RestartRequests its requests over the window.
 	RestartReady    time.Duration
 	RestartRequests Requests
+	// RestartRSS is VmHWM at the end of that window: the peak of a start,
+	// and its list or streaming list, over the N converged Widgets.
+	RestartRSS int64
 	// Live is the time from the create request of the Widget of
 	// Config.LiveAfter to its status phase, as a watch sees it; LiveRank
 	// is how many Widgets had a phase by then, itself included.
@@ -370,8 +373,13 @@ func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work st
 		return err
 	}
 	res.RestartRequests = CountRequests(events, cfg.Operator.User(), op.started, end)
-	logf("restart: ready in %v; %d requests, %d writes", res.RestartReady.Round(time.Millisecond),
-		res.RestartRequests.Total, res.RestartRequests.Writes)
+	st, err := readProc(op.pid())
+	if err != nil {
+		return err
+	}
+	res.RestartRSS = st.hwm
+	logf("restart: ready in %v; %d requests, %d writes; peak RSS %.1f MiB", res.RestartReady.Round(time.Millisecond),
+		res.RestartRequests.Total, res.RestartRequests.Writes, float64(res.RestartRSS)/(1<<20))
 	return nil
 }
 

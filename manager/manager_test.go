@@ -26,7 +26,7 @@ type thing struct {
 
 // memSource is a fake watch.Source in memory: its list returns one
 // object, and its watches stay silent until their ctx ends. It counts
-// its lists.
+// its lists, and refuses streaming lists, as a server without them does.
 type memSource struct{ lists atomic.Int32 }
 
 func (s *memSource) List(context.Context, string, k8sapi.ListOptions) (*k8sapi.List[thing], error) {
@@ -35,7 +35,10 @@ func (s *memSource) List(context.Context, string, k8sapi.ListOptions) (*k8sapi.L
 		Items: []thing{{ObjectMeta: k8sapi.ObjectMeta{Namespace: "ns", Name: "x", ResourceVersion: "1"}}}}, nil
 }
 
-func (s *memSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptions) (watch.Stream[thing], error) {
+func (s *memSource) Watch(ctx context.Context, _ string, opts k8sapi.ListOptions) (watch.Stream[thing], error) {
+	if opts.SendInitialEvents != nil {
+		return nil, &k8sapi.APIError{Code: 422}
+	}
 	return silentStream{ctx}, nil
 }
 

@@ -42,7 +42,10 @@ func (s *memSource) List(context.Context, string, k8sapi.ListOptions) (*k8sapi.L
 	return &k8sapi.List[obj]{Metadata: k8sapi.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(s.items)}, nil
 }
 
-func (s *memSource) Watch(ctx context.Context, _ string, _ k8sapi.ListOptions) (watch.Stream[obj], error) {
+func (s *memSource) Watch(ctx context.Context, _ string, opts k8sapi.ListOptions) (watch.Stream[obj], error) {
+	if opts.SendInitialEvents != nil { // a server without streaming lists
+		return nil, &k8sapi.APIError{Code: 422}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	return &memStream{ctx: ctx, cancel: cancel, events: s.events}, nil
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/zerodep-k8s/widget-operator/watch"
 )
 
-// countedSource is a memSource that counts its lists and watches.
+// countedSource is a memSource that counts its lists and the watches it
+// opens (a memSource refuses streaming lists).
 type countedSource struct {
 	*memSource
 	lists, watches atomic.Int32
@@ -33,8 +34,11 @@ func (s *countedSource) List(ctx context.Context, ns string, opts k8sapi.ListOpt
 }
 
 func (s *countedSource) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (watch.Stream[obj], error) {
-	s.watches.Add(1)
-	return s.memSource.Watch(ctx, ns, opts)
+	st, err := s.memSource.Watch(ctx, ns, opts)
+	if err == nil {
+		s.watches.Add(1)
+	}
+	return st, err
 }
 
 // other is another object type, for a cache name taken by obj.

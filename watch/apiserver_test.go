@@ -217,10 +217,10 @@ func TestAPIServerEventsInOrder(t *testing.T) {
 			var log eventLog
 			src := &countingSource[configMap]{Source: ClientSource[configMap](client, k8sapi.ConfigMaps)}
 			inf := New(Config[configMap]{
-				Source:        src,
-				Namespace:     ns,
-				Handler:       log.handler(),
-				StreamingList: streaming,
+				Source:               src,
+				Namespace:            ns,
+				Handler:              log.handler(),
+				DisableStreamingList: !streaming,
 			})
 			informerRun(t, inf)
 			waitFor(t, "sync", 30*time.Second, inf.HasSynced)
@@ -412,7 +412,7 @@ func TestAPIServerSilentConnectionRestarts(t *testing.T) {
 			proxied := planeClient(t, p, px.URL(), rt, tt.ping)
 
 			var log eventLog
-			inf := New(Config[configMap]{
+			inf := New(Config[configMap]{DisableStreamingList: true,
 				Source:       ClientSource[configMap](proxied, k8sapi.ConfigMaps),
 				Namespace:    ns,
 				Handler:      log.handler(),
@@ -470,7 +470,7 @@ func TestAPIServerCompactionRelists(t *testing.T) {
 
 	var log eventLog
 	src := &countingSource[configMap]{Source: ClientSource[configMap](planeClient(t, p, px.URL(), nil, 0), k8sapi.ConfigMaps)}
-	inf := New(Config[configMap]{
+	inf := New(Config[configMap]{DisableStreamingList: true,
 		Source:    src,
 		Namespace: ns,
 		Handler:   log.handler(),
@@ -537,7 +537,7 @@ func TestAPIServerRestartMidWatch(t *testing.T) {
 	}
 
 	var log eventLog
-	inf := New(Config[configMap]{
+	inf := New(Config[configMap]{DisableStreamingList: true,
 		Source:    ClientSource[configMap](client, k8sapi.ConfigMaps),
 		Namespace: ns,
 		Handler:   log.handler(),

@@ -127,7 +127,7 @@ func syncInformer(b *testing.B, src Source[k8sapi.Deployment], h Handler[k8sapi.
 			close(synced)
 		}
 	}
-	inf := New(Config[k8sapi.Deployment]{Source: src, Handler: h, Indexers: benchIndexers()})
+	inf := New(Config[k8sapi.Deployment]{DisableStreamingList: true, Source: src, Handler: h, Indexers: benchIndexers()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { inf.Run(ctx); close(done) }()

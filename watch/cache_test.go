@@ -199,7 +199,7 @@ func TestCacheInformerClearsWrites(t *testing.T) {
 		src := newScriptedSource()
 		var mu sync.Mutex
 		var seen []string
-		c := NewCache(Config[thing]{Source: src, Handler: OnChange(func(o *thing) {
+		c := NewCache(Config[thing]{DisableStreamingList: true, Source: src, Handler: OnChange(func(o *thing) {
 			mu.Lock()
 			seen = append(seen, o.Name+"@"+o.ResourceVersion)
 			mu.Unlock()

@@ -33,17 +33,19 @@
 //
 // The behaviour, in short:
 //
-//   - The first list asks for resourceVersion "0" (the server's watch
-//     cache); the watch then goes on from the list's resourceVersion with
-//     bookmarks and a timeout drawn between 5 and 10 minutes. With
-//     [Config.StreamingList] the initial state comes as a watch with
-//     sendInitialEvents instead, falling back to list and watch if the
-//     server refuses.
+//   - The initial state comes as a streaming list: a watch with
+//     sendInitialEvents, whose end bookmark replaces the store and which
+//     goes on as the watch. A server that refuses one, ends one early or
+//     sends nothing for a minute gets list and watch instead, as does
+//     every informer with [Config.DisableStreamingList]: the first list
+//     asks for resourceVersion "0" (the server's watch cache), and the
+//     watch goes on from the list's resourceVersion. Watches ask for
+//     bookmarks and a timeout drawn between 5 and 10 minutes.
 //   - A watch that ends cleanly is reopened from the last resourceVersion
 //     seen, bookmarks included, without a list.
 //   - A 410 (HTTP status or ERROR event, "too old resource version") leads
-//     to a consistent list (resourceVersion "") that replaces the cache in
-//     one step: vanished objects are delivered as deletes, changed ones as
+//     to a consistent list (resourceVersion ""), streaming or not, that
+//     replaces the cache in one step: vanished objects are delivered as deletes, changed ones as
 //     updates, unchanged ones not at all.
 //   - A list page over the client's size limit ([k8sapi.ErrBodyTooLarge])
 //     is asked for again at once, consistently (resourceVersion ""), with

@@ -50,8 +50,9 @@ func ExampleNew() {
 	inf.Run(ctx)
 }
 
-// exampleSource stands in for the API server: its list holds one
-// Deployment, and its watch delivers what the example sends on events.
+// exampleSource stands in for an API server without streaming lists: its
+// list holds one Deployment, its watch delivers what the example sends on
+// events, and it refuses a streaming list, as such a server does.
 type exampleSource struct {
 	events chan k8sapi.WatchEvent[k8sapi.Deployment]
 }
@@ -62,6 +63,9 @@ func (s exampleSource) List(ctx context.Context, ns string, opts k8sapi.ListOpti
 }
 
 func (s exampleSource) Watch(ctx context.Context, ns string, opts k8sapi.ListOptions) (watch.Stream[k8sapi.Deployment], error) {
+	if opts.SendInitialEvents != nil {
+		return nil, &k8sapi.APIError{Code: http.StatusUnprocessableEntity}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	return exampleStream{s.events, ctx, cancel}, nil
 }

@@ -56,11 +56,16 @@ type Config[T any] struct {
 	// over the client's size limit is asked for again, consistently, with
 	// half as many objects, down to one, until the list ends.
 	PageSize int64
-	// StreamingList asks for the initial state as a watch that starts
-	// with the existing objects (sendInitialEvents) instead of a list.
-	// A server that refuses gets list and watch instead. False means list
-	// and watch.
-	StreamingList bool
+	// DisableStreamingList asks for the initial state, and the state
+	// after a 410, as a paginated list followed by a watch. False means a
+	// streaming list: a watch that starts with the existing objects
+	// (sendInitialEvents), whose end bookmark replaces the store, which
+	// holds no page whole. An informer whose server refuses one (400 or
+	// 422), ends one before its end bookmark, or sends nothing for a
+	// minute after its opening (or for a watch's silence limit, see
+	// WatchTimeout, before its end bookmark) lists and watches instead,
+	// for the rest of its Run, and logs that once.
+	DisableStreamingList bool
 	// Handler receives the changes. The zero value receives nothing.
 	Handler Handler[T]
 	// Indexers adds indexes to the store, by name, such as
@@ -137,7 +142,7 @@ type handler[P any] struct {
 func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
-	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.StreamingList, cfg.WatchTimeout, ""}
+	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.DisableStreamingList, cfg.WatchTimeout, ""}
 	if cs, ok := cfg.Source.(clientSource[T]); ok {
 		r := cs.Resource
 		s.resource = strings.TrimSuffix(r.Resource+"."+r.Group, ".") + "/" + r.Version
@@ -265,13 +270,14 @@ type runner[P any] struct {
 
 	// The open watch: its stream, the cancel of the context it was opened
 	// with, the timer that ends it when it stays silent too long, and how
-	// long that is (its timeout plus the margin). A watch is open while
-	// the machine waits for its events: do closes it at the next action
-	// that asks for an input.
-	stream stream[P]
-	cancel context.CancelFunc
-	timer  *time.Timer
-	idle   time.Duration
+	// long that is: idle, its timeout plus the margin, and silence, what
+	// the timer runs for now (less before a streaming list's first event).
+	// A watch is open while the machine waits for its events: do closes
+	// it at the next action that asks for an input.
+	stream        stream[P]
+	cancel        context.CancelFunc
+	timer         *time.Timer
+	idle, silence time.Duration
 }
 
 func (r *runner[P]) run(ctx context.Context) {
@@ -389,7 +395,12 @@ func (r *runner[P]) open(ctx context.Context, a action[P]) input[P] {
 		return input[P]{kind: inOpened, err: err}
 	}
 	r.idle = time.Duration(a.opts.TimeoutSeconds)*time.Second + inf.cfg.WatchTimeout/idleMargin
-	timer.Reset(r.idle)
+	r.silence = r.idle
+	if a.opts.SendInitialEvents != nil {
+		// A server that ignores sendInitialEvents sends nothing at first.
+		r.silence = min(r.idle, streamStartLimit)
+	}
+	timer.Reset(r.silence)
 	r.stream, r.cancel, r.timer = st, cancel, timer
 	return input[P]{kind: inOpened}
 }
@@ -502,8 +513,9 @@ func (inf *informer[P]) requestLimit() time.Duration {
 func (r *runner[P]) next() input[P] {
 	ev, err := r.stream.nextPointer()
 	if !r.timer.Reset(r.idle) {
-		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.idle)}
+		return input[P]{kind: inIdle, err: fmt.Errorf("watch: no data for %v", r.silence)}
 	}
+	r.silence = r.idle
 	if err == nil && ev.Type == k8sapi.Bookmark {
 		r.inf.count(&r.inf.stats.Bookmarks)
 	} else if err == nil {

@@ -230,7 +230,7 @@ func TestInformerAddHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		first, second := &recordingHandler{}, &recordingHandler{}
-		inf := New(Config[thing]{Source: src, Handler: first.handler()})
+		inf := New(Config[thing]{DisableStreamingList: true, Source: src, Handler: first.handler()})
 		inf.AddHandler(second.handler())
 		var updates recordingHandler
 		inf.AddHandler(Handler[thing]{OnUpdate: updates.handler().OnUpdate})
@@ -257,7 +257,7 @@ func TestInformerLifecycle(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
 		var logs logbuf.Buffer
-		inf, cancel, done := startInformer(t, Config[thing]{
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true,
 			Source:   src,
 			Handler:  rec.handler(),
 			Indexers: map[string]IndexFunc[thing]{IndexControllerUID: ControllerUID[thing]},
@@ -347,7 +347,7 @@ func TestInformerLifecycle(t *testing.T) {
 func TestInformerIdleWatchRestarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src})
 		defer func() { cancel(); <-done }()
 
 		src.expectList(t, "0", page("10", ""), nil)
@@ -380,7 +380,7 @@ func TestInformerBackoffAndLogsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		var logs logbuf.Buffer
-		inf, cancel, done := startInformer(t, Config[thing]{
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true,
 			Source: src,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		})
@@ -428,7 +428,7 @@ func TestInformerStreamingList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, StreamingList: true, Handler: rec.handler()})
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: rec.handler()})
 		defer func() { cancel(); <-done }()
 
 		c := <-src.watches
@@ -453,7 +453,7 @@ func TestInformerStreamingList(t *testing.T) {
 func TestInformerStreamingListRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, StreamingList: true})
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
 		defer func() { cancel(); <-done }()
 		c := <-src.watches
 		c.reply <- watchReply{err: &k8sapi.APIError{Op: "watch", Code: 422, Status: k8sapi.Status{Reason: "Invalid"}}}
@@ -466,11 +466,50 @@ func TestInformerStreamingListRefused(t *testing.T) {
 	})
 }
 
+// A server that ignores sendInitialEvents opens the watch and sends
+// nothing: a minute later the informer lists and watches instead, says
+// so once, and keeps to that for its Run, a relist after a 410 included.
+func TestInformerStreamingListIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		var logs logbuf.Buffer
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		defer func() { cancel(); <-done }()
+		c := <-src.watches
+		if c.opts.SendInitialEvents == nil {
+			t.Fatalf("first watch is not a streaming list: %+v", c.opts)
+		}
+		began := time.Now()
+		st := newScriptedStream()
+		c.reply <- watchReply{stream: st}
+		src.expectList(t, "0", page("10", "", obj("a", "1")), nil)
+		if waited := time.Since(began); waited != time.Minute {
+			t.Errorf("silent streaming list given up after %v, want 1m0s", waited)
+		}
+		if !st.isClosed() {
+			t.Error("the silent streaming list was left open")
+		}
+		w := src.expectWatch(t, "10", nil)
+		synctest.Wait()
+		if !inf.HasSynced() {
+			t.Fatal("not synced after falling back to list")
+		}
+		w.end(gone410())
+		src.expectList(t, "", page("20", "", obj("a", "1")), nil) // not a streaming list again
+		src.expectWatch(t, "20", nil)
+		synctest.Wait()
+		if n := strings.Count(logs.String(), "streaming list silent; using list and watch"); n != 1 {
+			t.Errorf("fallback logged %d times, want once:\n%s", n, logs.String())
+		}
+	})
+}
+
 func TestInformerUnansweredRequestsAreAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		var logs logbuf.Buffer
-		_, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute,
+		_, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src, WatchTimeout: time.Minute,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		defer func() { cancel(); <-done }()
 		limit := 2*time.Minute + 6*time.Second // a margin of a tenth of WatchTimeout
@@ -510,7 +549,7 @@ func TestInformerConfigErrors(t *testing.T) {
 func TestInformerHealthy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src})
 		defer func() { cancel(); <-done }()
 
 		if err := inf.Healthy(time.Now()); err != nil {
@@ -559,7 +598,7 @@ func TestInformerHealthy(t *testing.T) {
 func TestInformerListErrorIsNotATimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src})
 		defer func() { cancel(); <-done }()
 		src.expectList(t, "0", nil, errors.New("k8sapi: list things: decode: response body too large"))
 		synctest.Wait()
@@ -587,7 +626,7 @@ func TestInformerHealthySilenceLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := newScriptedSource()
-				tt.cfg.Source = src
+				tt.cfg.Source, tt.cfg.DisableStreamingList = src, true
 				inf, cancel, done := startInformer(t, tt.cfg)
 				defer func() { cancel(); <-done }()
 				src.expectList(t, "0", page("10", ""), nil)
@@ -612,7 +651,7 @@ func TestInformerPageSize(t *testing.T) {
 	}{{0, 500}, {7, 7}} {
 		synctest.Test(t, func(t *testing.T) {
 			src := newScriptedSource()
-			_, cancel, done := startInformer(t, Config[thing]{Source: src, PageSize: tt.size})
+			_, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src, PageSize: tt.size})
 			defer func() { cancel(); <-done }()
 			c := <-src.lists
 			if c.opts.Limit != tt.want {
@@ -654,7 +693,7 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &lateSource{scriptedSource: newScriptedSource()}
 		var logs logbuf.Buffer
-		inf, cancel, done := startInformer(t, Config[thing]{
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true,
 			Source: src, WatchTimeout: time.Minute,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
@@ -686,7 +725,7 @@ func TestInformerBadWatchAnswers(t *testing.T) {
 func TestInformerSilentWatchFromTheStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, WatchTimeout: time.Minute})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src, WatchTimeout: time.Minute})
 		defer func() { cancel(); <-done }()
 		src.expectList(t, "0", page("10", ""), nil)
 		c := <-src.watches
@@ -716,7 +755,7 @@ func TestInformerDeleteOfUnknownKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: rec.handler()})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src, Handler: rec.handler()})
 		defer func() { cancel(); <-done }()
 		src.expectList(t, "0", page("10", "", obj("a", "5")), nil)
 		st := src.expectWatch(t, "10", nil)
@@ -744,7 +783,7 @@ func TestInformerDeleteOfUnknownKey(t *testing.T) {
 func TestInformerNoListNoError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScriptedSource()
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src,
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src,
 			Transform: func(o *thing) { o.Labels = map[string]string{"seen": "yes"} }})
 		defer func() { cancel(); <-done }()
 		src.expectList(t, "0", nil, nil)
@@ -799,7 +838,7 @@ func TestInformerWaitsForAResourceNotServed(t *testing.T) {
 		}
 		var logs logbuf.Buffer
 		widgets := k8sapi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Namespaced: true}
-		inf, cancel, done := startInformer(t, Config[thing]{Source: ClientSource[thing](c, widgets), Name: "widgets",
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: ClientSource[thing](c, widgets), Name: "widgets",
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		defer func() { cancel(); <-done }()
 

@@ -29,7 +29,7 @@ func TestInformerListing(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
 		var inf *Informer[thing]
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: listingHandler(&inf, rec)})
+		inf, cancel, done := startInformer(t, Config[thing]{DisableStreamingList: true, Source: src, Handler: listingHandler(&inf, rec)})
 		defer func() { cancel(); <-done }()
 
 		src.expectList(t, "0", page("10", "", obj("a", "5"), obj("b", "6")), nil)
@@ -58,7 +58,7 @@ func TestInformerListingStreaming(t *testing.T) {
 		src := newScriptedSource()
 		rec := &recordingHandler{}
 		var inf *Informer[thing]
-		inf, cancel, done := startInformer(t, Config[thing]{Source: src, StreamingList: true, Handler: listingHandler(&inf, rec)})
+		inf, cancel, done := startInformer(t, Config[thing]{Source: src, Handler: listingHandler(&inf, rec)})
 		defer func() { cancel(); <-done }()
 
 		c := <-src.watches

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -27,6 +28,7 @@ const (
 	defaultWatchTimeout = 5 * time.Minute // each watch asks for 1 to 2 times this
 	idleMargin          = 10              // a watch may stay silent 1/10 of WatchTimeout past its timeout
 	defaultPageSize     = 500
+	streamStartLimit    = time.Minute // a streaming list's silence before its first event
 
 	// InitialEventsEndAnnotation marks the bookmark that ends the initial
 	// events of a streaming list.
@@ -97,12 +99,13 @@ type watching struct {
 }
 
 // streaming waits for the next event of an open streaming list, before
-// the bookmark that ends its initial events. The server sends only the
-// objects that exist until then; the end bookmark delivers them, and the
-// same connection goes on as a watch.
+// the bookmark that ends its initial events. The server sends the
+// objects that exist, as adds, and may send changes after them; the end
+// bookmark delivers the state after those, and the same connection goes
+// on as a watch.
 type streaming[P any] struct {
 	watching
-	pending []P // the objects sent so far
+	pending []P // the objects sent so far, changes applied
 }
 
 // backoff waits for the end of a delay after a failure.
@@ -210,7 +213,7 @@ type action[P any] struct {
 type settings struct {
 	LabelSelector, FieldSelector string
 	PageSize                     int64
-	StreamingList                bool
+	DisableStreamingList         bool
 	WatchTimeout                 time.Duration
 	// resource names the resource in messages, as "widgets.example.com/v1";
 	// empty for a Source other than a [ClientSource].
@@ -262,7 +265,7 @@ func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 // the config asks for one, the server has not refused one and no answer
 // was over the size limit; else a paginated list from its first page.
 func (m *machine[P]) newSync(s *state[P]) request {
-	if m.cfg.StreamingList && !s.streamRefused && !s.big {
+	if !m.cfg.DisableStreamingList && !s.streamRefused && !s.big {
 		return opening{stream: true}
 	}
 	return listing[P]{}
@@ -362,10 +365,13 @@ func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
 }
 
 // streamed handles an input of the open streaming list l: the objects
-// are collected until the end bookmark delivers them. Its silence or
-// failure is that of any watch.
+// are collected until the end bookmark delivers them. Its silence, or
+// its end, gives up streaming lists; its failure is that of any watch.
 func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action[P] {
 	switch {
+	case in.kind == inIdle:
+		// A server that ignores sendInitialEvents sends no initial events.
+		return m.noStream(s, "streaming list silent", in)
 	case in.kind != inEvent || in.err != nil && !errors.Is(in.err, io.EOF):
 		return m.watched(s, l.watching, in)
 	case in.err != nil:
@@ -379,8 +385,19 @@ func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action
 	case in.typ == k8sapi.Bookmark && m.meta(in.obj).Annotations[InitialEventsEndAnnotation] == "true":
 		s.phase = l.watching
 		return m.synced(s, l.pending)
-	case in.typ != k8sapi.Bookmark && in.typ != k8sapi.Deleted:
+	case in.typ == k8sapi.Added:
 		l.pending = append(l.pending, in.obj)
+	case in.typ != k8sapi.Bookmark:
+		// A change after the initial events, before their end: the list
+		// is the state after it, without an object deleted. (Rare: the
+		// objects before are copied rather than shared with older states.)
+		o := m.meta(in.obj)
+		l.pending = slices.DeleteFunc(slices.Clone(l.pending), func(p P) bool {
+			return m.meta(p).Name == o.Name && m.meta(p).Namespace == o.Namespace
+		})
+		if in.typ == k8sapi.Modified {
+			l.pending = append(l.pending, in.obj)
+		}
 	}
 	s.phase = l
 	return nil

@@ -422,6 +422,24 @@ func TestStep(t *testing.T) {
 			wantRV: "9",
 		},
 		{
+			// A server may send changes after the initial events and
+			// before the end bookmark: the list delivered is the state
+			// after them, and an object deleted in between is not in it.
+			name:      "streaming list applies the changes before its end bookmark to the list",
+			streaming: true,
+			steps: []stepCase{
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				openedStream(0),
+				streamEvent(0, k8sapi.Added, obj("a", "3"), ""),
+				streamEvent(0, k8sapi.Added, obj("b", "4"), ""),
+				streamEvent(0, k8sapi.Added, obj("c", "5"), ""),
+				streamEvent(0, k8sapi.Deleted, obj("a", "6"), ""),
+				streamEvent(0, k8sapi.Modified, obj("c", "7"), ""),
+				event(0, k8sapi.Bookmark, bookmark("9", true), "replace [b c]"),
+			},
+			wantRV: "9",
+		},
+		{
 			name:      "streaming list relists by streaming after a 410",
 			streaming: true,
 			steps: []stepCase{
@@ -485,7 +503,7 @@ func TestStep(t *testing.T) {
 func testMachine(pageSize int64, streaming bool) *machine[*thing] {
 	return &machine[*thing]{
 		meta: func(o *thing) *k8sapi.ObjectMeta { return &o.ObjectMeta },
-		cfg:  settings{PageSize: pageSize, StreamingList: streaming, WatchTimeout: 5 * time.Minute},
+		cfg:  settings{PageSize: pageSize, DisableStreamingList: !streaming, WatchTimeout: 5 * time.Minute},
 	}
 }
 

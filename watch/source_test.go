@@ -101,7 +101,7 @@ func TestClientSourceAgainstRecordingServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recordingHandler{}
-	inf := New(Config[k8sapi.Deployment]{
+	inf := New(Config[k8sapi.Deployment]{DisableStreamingList: true,
 		Source:        ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace:     "ns",
 		LabelSelector: "app=widget",

@@ -197,7 +197,7 @@ func TestInformerShrinksPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs logbuf.Buffer
-	inf := New(Config[k8sapi.Deployment]{
+	inf := New(Config[k8sapi.Deployment]{DisableStreamingList: true,
 		Source:    ClientSource[k8sapi.Deployment](client, k8sapi.Deployments),
 		Namespace: "ns",
 		PageSize:  8,

@@ -36,7 +36,7 @@ func TestInformerTransform(t *testing.T) {
 			src := newScriptedSource()
 			var seen []*thing
 			inf, cancel, done := startInformer(t, Config[thing]{
-				Source: src, StreamingList: streaming,
+				Source: src, DisableStreamingList: !streaming,
 				Transform: func(o *thing) { TrimMeta(&o.ObjectMeta, "keep") },
 				Handler:   OnChange(func(o *thing) { seen = append(seen, o) }),
 			})

@@ -55,6 +55,7 @@ var metrics = []metric{
 	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, 0, true},
 	{"restart: time to /readyz", func(r *bench.Result) float64 { return r.RestartReady.Seconds() }, seconds, 0.5, false},
 	{"restart: writes", func(r *bench.Result) float64 { return float64(r.RestartRequests.Writes) }, count, 0, false},
+	{"restart: peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.RestartRSS) / (1 << 20) }, mib, 0, false},
 }
 
 // slope is the growth of op's median peak RSS per Widget, in KiB, between
