@@ -159,6 +159,13 @@ func TestParseGood(t *testing.T) {
 		// A comment in a flow collection ends its line: the next line
 		// starts at its first character.
 		{"flow comment before a line at column 0", "{kind: Config, # c\napiVersion: v1}\n", "{kind=Config,apiVersion=v1}"},
+		// A comment starts at a '#' after a space or a tab, whatever
+		// follows it.
+		{"comments without a space after the hash", "server: https://h:6443 #prod\nname: x\t#c\n", "{server=https://h:6443,name=x}"},
+		{"flow comment without a space after the hash", "a: [b, #c\n  d]\n", "{a=[b,d]}"},
+		{"literal indicator 9", "a: |9\n          x\n", "{a=\" x\\n\"}"},
+		// U+0085 and U+00A0 are printable; U+0080 to U+009F else are not.
+		{"next line and no-break space", "a: x\u0085y\u00a0z\n", "{a=x\u0085y\u00a0z}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +259,14 @@ func TestParseBad(t *testing.T) {
 		// Line numbers go on after a comment in a flow collection.
 		{"duplicate key after a comment in pretty json", "{\n  \"a\": 1, # one\n  \"a\": 2\n}\n", 3, "duplicate map key"},
 		{"flow indented too little after a comment", "a:\n  b: [x, # c\n  y]\n", 3, "indented too little"},
+		{"unterminated after a backslash at the end", "a: \"b\\", 1, "unterminated double-quoted"},
+		{"control character U+0080", "a: x\u0080\n", 1, "control character U+0080"},
+		{"hash at a flow value", "a: [#b]\n", 1, "expected a value"},
+		{"flow collection after a plain scalar", "a: [b[c]]\n", 1, "expected ',' or ']' in a flow list"},
+		{"root less indented than its first line", "  a: b\nc: d\n", 2, "unexpected indentation"},
+		{"content after the end marker", "a: b\n... x\n", 2, "content after '...'"},
+		{"complex key in a value", "a: ? b\n", 1, "complex keys"},
+		{"colon at a value", "a: : b\n", 1, "unexpected ':'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
