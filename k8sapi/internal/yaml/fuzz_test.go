@@ -49,7 +49,7 @@ func flowText(n *Node) string {
 func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.yaml")
 	// The kubeconfig corpus: the shapes that tools write.
-	corpus, _ := filepath.Glob("../../k8sapi/testdata/kubeconfig/corpus/*.yaml")
+	corpus, _ := filepath.Glob("../../testdata/kubeconfig/corpus/*.yaml")
 	seeds = append(seeds, corpus...)
 	for _, s := range seeds {
 		if b, err := os.ReadFile(s); err == nil {

@@ -145,6 +145,27 @@ func TestParseGood(t *testing.T) {
 		{"folded tab-led last line", "a: >\n  x\n  y\n  \tz\n", "{a=\"x y\\n\\tz\\n\"}"},
 		{"folded tab-led lines", "a: >\n  x\n  \ty\n  \tz\n  w\n", "{a=\"x\\n\\ty\\n\\tz\\nw\\n\"}"},
 		{"folded more indented between empty lines", "a: >\n  x\n\n    y\n\n  z\n", "{a=\"x\\n\\n  y\\n\\nz\\n\"}"},
+		// A quoted value with spaces, nested as kubectl writes a password:
+		// its spaces are not a line's indentation.
+		{"quoted with spaces nested", "users:\n- name: admin\n  user:\n    password: 'c0rrect: horse \"battery\"'\n    username: admin\n",
+			"{users=[{name=admin,user={password=\"c0rrect: horse \\\"battery\\\"\",username=admin}}]}"},
+		{"double-quoted with spaces nested", "a:\n  b: \"x y\"\n", "{a={b=\"x y\"}}"},
+		{"nul escape", "a: \"x\\0\"\n", "{a=\"x\\x00\"}"},
+		// A blank line of spaces, as an editor leaves it, before a
+		// literal's first line: as deep as that line is allowed, and
+		// before a sibling key it is the whole, empty, scalar.
+		{"literal leading line of spaces", "a: |\n  \n  x\n", "{a=\"\\nx\\n\"}"},
+		{"literal empty nested, a line of spaces", "m:\n  a: |\n     \n  b: c\n", "{m={a=\"\",b=c}}"},
+		// A comment in a flow collection ends its line: the next line
+		// starts at its first character.
+		{"flow comment before a line at column 0", "{kind: Config, # c\napiVersion: v1}\n", "{kind=Config,apiVersion=v1}"},
+		// A comment starts at a '#' after a space or a tab, whatever
+		// follows it.
+		{"comments without a space after the hash", "server: https://h:6443 #prod\nname: x\t#c\n", "{server=https://h:6443,name=x}"},
+		{"flow comment without a space after the hash", "a: [b, #c\n  d]\n", "{a=[b,d]}"},
+		{"literal indicator 9", "a: |9\n          x\n", "{a=\" x\\n\"}"},
+		// U+0085 and U+00A0 are printable; U+0080 to U+009F else are not.
+		{"next line and no-break space", "a: x\u0085y\u00a0z\n", "{a=x\u0085y\u00a0z}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +250,23 @@ func TestParseBad(t *testing.T) {
 		{"duplicate key in pretty json", "{\n  \"a\": 1,\n  \"a\": 2\n}\n", 3, "duplicate map key"},
 		{"bad escape in pretty json", "{\n  \"a\": [\n    \"\\q\"\n  ]\n}\n", 3, "invalid escape"},
 		{"bracket key", "a: 1\n]: z\n", 2, "expected a map key"},
+		// A file cut off inside a quoted scalar, with no line break at
+		// the end.
+		{"unterminated double at the end", "a: \"b", 1, "unterminated double-quoted"},
+		{"unterminated single at the end", "a:\n  'b", 2, "unterminated single-quoted"},
+		{"unterminated after an escape at the end", "a: \"\\u00e9", 1, "unterminated double-quoted"},
+		{"short escape at the end", "a: \"\\x4", 1, "invalid \\x escape"},
+		// Line numbers go on after a comment in a flow collection.
+		{"duplicate key after a comment in pretty json", "{\n  \"a\": 1, # one\n  \"a\": 2\n}\n", 3, "duplicate map key"},
+		{"flow indented too little after a comment", "a:\n  b: [x, # c\n  y]\n", 3, "indented too little"},
+		{"unterminated after a backslash at the end", "a: \"b\\", 1, "unterminated double-quoted"},
+		{"control character U+0080", "a: x\u0080\n", 1, "control character U+0080"},
+		{"hash at a flow value", "a: [#b]\n", 1, "expected a value"},
+		{"flow collection after a plain scalar", "a: [b[c]]\n", 1, "expected ',' or ']' in a flow list"},
+		{"root less indented than its first line", "  a: b\nc: d\n", 2, "unexpected indentation"},
+		{"content after the end marker", "a: b\n... x\n", 2, "content after '...'"},
+		{"complex key in a value", "a: ? b\n", 1, "complex keys"},
+		{"colon at a value", "a: : b\n", 1, "unexpected ':'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,9 +297,33 @@ func TestDepthLimit(t *testing.T) {
 			t.Errorf("Parse(%.20q...) error = %v, want a nesting error", doc, err)
 		}
 	}
-	ok := strings.Repeat("- ", MaxDepth-2) + "x\n"
-	if _, err := Parse([]byte(ok)); err != nil {
-		t.Errorf("Parse at depth %d: %v", MaxDepth-2, err)
+	// The root is at depth 1, and each value at one more than the map or
+	// list that holds it: n nested block lists and their scalar, n
+	// nested flow lists, or n nested flow maps.
+	docs := map[string]func(n int) string{
+		"block lists": func(n int) string { return strings.Repeat("- ", n-1) + "x\n" },
+		"flow lists":  func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) + "\n" },
+		"flow maps":   func(n int) string { return strings.Repeat("{a: ", n-1) + "{}" + strings.Repeat("}", n-1) + "\n" },
+	}
+	for name, doc := range docs {
+		if _, err := Parse([]byte(doc(MaxDepth))); err != nil {
+			t.Errorf("%s at depth %d: %v", name, MaxDepth, err)
+		}
+		if _, err := Parse([]byte(doc(MaxDepth + 1))); err == nil || !strings.Contains(err.Error(), "nesting deeper") {
+			t.Errorf("%s at depth %d: error %v, want a nesting error", name, MaxDepth+1, err)
+		}
+	}
+}
+
+// TestValuesLimit checks that a document may hold MaxValues map entries
+// and list items, and not one more.
+func TestValuesLimit(t *testing.T) {
+	list := func(n int) []byte { return []byte("[" + strings.Repeat("0,", n) + "]\n") }
+	if _, err := Parse(list(MaxValues)); err != nil {
+		t.Errorf("%d items: %v", MaxValues, err)
+	}
+	if _, err := Parse(list(MaxValues + 1)); err == nil || !strings.Contains(err.Error(), "more than 262144") {
+		t.Errorf("%d items: error %v, want the MaxValues limit", MaxValues+1, err)
 	}
 }
 
@@ -321,7 +383,9 @@ func TestGetAndLines(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, %v; want a null on line 1", doc, n, err)
 		}
 	}
-	if Kind(9).String() != "Kind(9)" || Map.String() != "map" {
-		t.Error("Kind.String")
+	for k, want := range map[Kind]string{0: "Kind(0)", Scalar: "scalar", Map: "map", List: "list", 4: "Kind(4)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
+		}
 	}
 }
