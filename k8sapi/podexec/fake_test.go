@@ -220,13 +220,16 @@ func TestStdinInPieces(t *testing.T) {
 	}
 }
 
-// A terminal's size is sent on the resize stream.
+// Each terminal size is sent on the resize stream.
 func TestResize(t *testing.T) {
-	resize := make(chan TerminalSize, 1)
+	resize := make(chan TerminalSize, 2)
 	resize <- TerminalSize{Width: 80, Height: 24}
+	resize <- TerminalSize{Width: 100, Height: 30}
 	c := fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
-		if msg, err := c.Recv(); err != nil || string(msg) != "\x04"+`{"Width":80,"Height":24}` {
-			t.Errorf("resize %q, %v", msg, err)
+		for _, want := range []string{`{"Width":80,"Height":24}`, `{"Width":100,"Height":30}`} {
+			if msg, err := c.Recv(); err != nil || string(msg) != "\x04"+want {
+				t.Errorf("resize %q, %v; want %s", msg, err, want)
+			}
 		}
 		c.Send(streamError, `{"status":"Success"}`)
 	})
