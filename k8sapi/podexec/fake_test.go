@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -164,5 +165,106 @@ func TestNoGoroutineLeft(t *testing.T) {
 			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		runtime.Gosched()
+	}
+}
+
+// The query names the container and only the streams asked for, and a
+// message of one byte of output is output.
+func TestQueryAndShortOutput(t *testing.T) {
+	c := fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
+		if q := r.URL.Query(); q.Get("container") != "app" || q.Has("stdin") || q.Get("stdout") != "true" {
+			t.Errorf("query %v", q)
+		}
+		c.Send(streamStdout, "x")
+		c.Send(streamError, `{"status":"Success"}`)
+	})
+	var out bytes.Buffer
+	if err := c.Exec(fakeContext(t), "ns", "p", []string{"x"}, Options{Container: "app", Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "x" {
+		t.Fatalf("stdout %q, want x", out.String())
+	}
+	c = fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
+		if q := r.URL.Query(); q.Has("container") {
+			t.Errorf("query %v names a container", q)
+		}
+		c.Send(streamError, `{"status":"Success"}`)
+	})
+	if err := c.Attach(fakeContext(t), "ns", "p", Options{Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stdin that takes several reads is sent whole before its close.
+func TestStdinInPieces(t *testing.T) {
+	got := make(chan string, 1)
+	c := fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
+		var in []byte
+		for {
+			msg, err := c.Recv()
+			if err != nil || bytes.Equal(msg, []byte{streamClose, streamStdin}) {
+				break
+			}
+			in = append(in, msg[1:]...)
+		}
+		got <- string(in)
+		c.Send(streamError, `{"status":"Success"}`)
+	})
+	err := c.Exec(fakeContext(t), "ns", "p", []string{"cat"}, Options{Stdin: iotest.OneByteReader(strings.NewReader("abc")), Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := <-got; in != "abc" {
+		t.Fatalf("stdin %q, want abc", in)
+	}
+}
+
+// Each terminal size is sent on the resize stream.
+func TestResize(t *testing.T) {
+	resize := make(chan TerminalSize, 2)
+	resize <- TerminalSize{Width: 80, Height: 24}
+	resize <- TerminalSize{Width: 100, Height: 30}
+	c := fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
+		for _, want := range []string{`{"Width":80,"Height":24}`, `{"Width":100,"Height":30}`} {
+			if msg, err := c.Recv(); err != nil || string(msg) != "\x04"+want {
+				t.Errorf("resize %q, %v; want %s", msg, err, want)
+			}
+		}
+		c.Send(streamError, `{"status":"Success"}`)
+	})
+	// The resize never comes on a bug: a short wait, not fakeContext's.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Exec(ctx, "ns", "p", []string{"sh"}, Options{Stdout: io.Discard, TTY: true, Resize: resize}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The error channel takes a Status of exactly its cap, split in two
+// messages, and refuses one byte more; a message of exactly 1 KiB is
+// quoted whole.
+func TestStatusEdges(t *testing.T) {
+	status := func(n int) string {
+		s := `{"status":"Success"}`
+		return s + strings.Repeat(" ", n-len(s))
+	}
+	exec := func(st string) error {
+		c := fakeKubelet(t, []string{ProtocolV5}, func(c *wstest.Conn, proto string, r *http.Request) {
+			c.Send(streamError, st[:len(st)/2])
+			c.Send(streamError, st[len(st)/2:])
+		})
+		return c.Exec(fakeContext(t), "ns", "p", []string{"x"}, Options{Stdout: io.Discard})
+	}
+	if err := exec(status(errorLimit)); err != nil {
+		t.Fatalf("status of %d bytes: %v", errorLimit, err)
+	}
+	if err := exec(status(errorLimit + 1)); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Fatalf("status of %d bytes: %v, want a refusal", errorLimit+1, err)
+	}
+	msg := strings.Repeat("y", messageLimit)
+	err := exec(`{"status":"Failure","reason":"InternalError","message":"` + msg + `"}`)
+	if se := (*StatusError)(nil); !errors.As(err, &se) || se.Status.Message != msg {
+		t.Fatalf("err %.100v, want a StatusError with the message whole", err)
 	}
 }

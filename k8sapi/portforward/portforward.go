@@ -112,7 +112,6 @@ type conn struct {
 	rmu     sync.Mutex
 	pending []byte // data of the last message not yet read; valid until the next message
 	prefix  [2]bool
-	errMsg  []byte
 	readErr error // sticky
 
 	wmu  sync.Mutex
@@ -160,9 +159,10 @@ func (c *conn) next() {
 		c.pending = data
 		return
 	}
-	c.errMsg = append(c.errMsg, data[:min(len(data), errorLimit-len(c.errMsg))]...)
-	if len(c.errMsg) > 0 {
-		c.readErr = &Error{Port: c.addr.Port, Message: string(c.errMsg)}
+	// The first message with an error ends the connection: nothing is
+	// read after it.
+	if msg := data[:min(len(data), errorLimit)]; len(msg) > 0 {
+		c.readErr = &Error{Port: c.addr.Port, Message: string(msg)}
 		c.ws.Close()
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,6 +195,7 @@ func TestBadFrames(t *testing.T) {
 		{"message inside a message", append(append([]byte{}, rfcFragment1...), rfcText...), ErrProtocol, CloseProtocolError},
 		{"16-bit length not shortest", []byte{0x82, 0x7E, 0x00, 0x05}, ErrProtocol, CloseProtocolError},
 		{"64-bit length top bit", []byte{0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 0}, ErrProtocol, CloseProtocolError},
+		{"64-bit length not shortest", []byte{0x82, 0x7F, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF}, ErrProtocol, CloseProtocolError},
 		{"close code 1005", []byte{0x88, 0x02, 0x03, 0xed}, ErrProtocol, CloseProtocolError},
 		{"close of one byte", []byte{0x88, 0x01, 0x03}, ErrProtocol, CloseProtocolError},
 		{"text not UTF-8", []byte{0x81, 0x02, 0xc3, 0x28}, ErrProtocol, CloseInvalidData},
@@ -241,6 +244,62 @@ type nopCloser struct{ io.Reader }
 
 func (nopCloser) Write(p []byte) (int, error) { return len(p), nil }
 func (nopCloser) Close() error                { return nil }
+
+// The edges of the lengths: 126 bytes, the shortest 16-bit length, and a
+// message of exactly the cap, in two fragments. A message no longer than
+// the last is read into the same bytes.
+func TestLengthEdges(t *testing.T) {
+	frame126 := append([]byte{0x82, 0x7E, 0x00, 0x7E}, bytes.Repeat([]byte{1}, 126)...)
+	atCap := append(append([]byte{0x02, 0x7E, 0x02, 0x58}, make([]byte, 600)...), 0x80, 0x7E, 0x01, 0x90)
+	atCap = append(atCap, make([]byte, 400)...)
+	c := NewConn(nopCloser{bytes.NewReader(slices.Concat(frame126, frame126, atCap))}, 1000)
+	var first *byte
+	for i, want := range []int{126, 126, 1000} {
+		_, p, err := c.ReadMessage()
+		if err != nil || len(p) != want {
+			t.Fatalf("message %d: %d bytes, %v; want %d bytes", i, len(p), err, want)
+		}
+		switch i {
+		case 0:
+			first = &p[0]
+		case 1:
+			if &p[0] != first {
+				t.Fatal("a message as long as the last was read into new bytes")
+			}
+		}
+	}
+}
+
+// A connection cut in the middle of a frame, even right after a header or
+// a length, is io.ErrUnexpectedEOF.
+func TestCutAfterHeader(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		c := NewConn(nopCloser{bytes.NewReader(rfcBinary256[:n])}, 0)
+		if _, _, err := c.ReadMessage(); err != io.ErrUnexpectedEOF {
+			t.Fatalf("cut after %d bytes: %v, want io.ErrUnexpectedEOF", n, err)
+		}
+	}
+}
+
+// Writes reuse one buffer, but keep none over 64 KiB.
+func TestWriteBuffer(t *testing.T) {
+	c := NewConn(nopCloser{bytes.NewReader(nil)}, 0)
+	if err := c.WriteMessage(OpBinary, []byte("small")); err != nil || cap(c.wbuf) == 0 {
+		t.Fatalf("after a small write: %v, buffer of %d bytes kept", err, cap(c.wbuf))
+	}
+	if err := c.WriteMessage(OpBinary, make([]byte, 100<<10)); err != nil || cap(c.wbuf) > 64<<10 {
+		t.Fatalf("after a large write: %v, buffer of %d bytes kept", err, cap(c.wbuf))
+	}
+}
+
+// A close reason is cut to fit a control frame.
+func TestCloseReasonFits(t *testing.T) {
+	c, server := pipeConn(t, 0)
+	go c.sendClose(CloseNormal, strings.Repeat("r", 200))
+	if op, p := readFrame(t, server); op != opClose || len(p) != maxControl {
+		t.Fatalf("opcode %d, %d bytes; want a close frame of %d", op, len(p), maxControl)
+	}
+}
 
 // A connection cut in the middle of a frame is an error, not a hang.
 func TestCutMidFrame(t *testing.T) {
@@ -340,6 +399,53 @@ func TestDialRFCServer(t *testing.T) {
 	var ce *CloseError
 	if !errors.As(err, &ce) || ce.Code != CloseNormal {
 		t.Fatalf("end: %v, want CloseError 1000", err)
+	}
+}
+
+// The handshake sends the Dialer's Origin and the protocols offered, and
+// neither header when there is none.
+func TestDialHeaders(t *testing.T) {
+	headers := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers <- r.Header.Clone()
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+			AcceptKey(r.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n")
+		brw.Flush()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		origin    string
+		protocols []string
+		want      string
+	}{
+		{"", nil, ""},
+		{"https://example.com", []string{"a", "b"}, "a, b"},
+	} {
+		d, err := NewDialer(&k8sapi.Config{Host: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Origin = tc.origin
+		c, _, err := d.Dial(ctx, "/x", nil, tc.protocols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		h := <-headers
+		if got := h.Values("Origin"); strings.Join(got, ",") != tc.origin || (tc.origin == "") != (got == nil) {
+			t.Errorf("Origin %q, want %q", got, tc.origin)
+		}
+		if got := h.Values("Sec-WebSocket-Protocol"); strings.Join(got, ",") != tc.want || (tc.want == "") != (got == nil) {
+			t.Errorf("Sec-WebSocket-Protocol %q, want %q", got, tc.want)
+		}
 	}
 }
 
