@@ -133,3 +133,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// The marks are inclusive: a figure exactly on one counts, so that a state
+// is entered at its mark and left only under the lower one.
+func TestMemoryMarksExact(t *testing.T) {
+	idle := memorySample{}
+	at := func(live float64) memorySample { return memorySample{live: live, limit: 100, cpu: 10} }
+	if st, _, _ := (memoryState{}).next(idle, at(90)); !st.near {
+		t.Error("live at 90% of the limit: not near")
+	}
+	if st, _, _ := (memoryState{near: true}).next(idle, at(80)); !st.near {
+		t.Error("near, then live at 80%: no longer near")
+	}
+	// The GC took exactly half of the CPU used and a tenth of all.
+	busy := memorySample{live: 95, limit: 100, gcCPU: 1, used: 2, cpu: 10}
+	if st, _, _ := (memoryState{}).next(idle, busy); !st.stuck {
+		t.Errorf("GC at exactly the busy marks: %+v, want stuck", st)
+	}
+}
+
+func TestGCShares(t *testing.T) {
+	prev := memorySample{gcCPU: 1, used: 4, cpu: 5}
+	if ofUsed, ofAll := gcShares(prev, memorySample{gcCPU: 2, used: 8, cpu: 10}); ofUsed != 0.25 || ofAll != 0.2 {
+		t.Errorf("gcShares = %v, %v; want 0.25 of the CPU used, 0.2 of all", ofUsed, ofAll)
+	}
+	if ofUsed, ofAll := gcShares(prev, prev); ofUsed != 0 || ofAll != 0 {
+		t.Errorf("gcShares of figures that did not move = %v, %v; want 0, 0", ofUsed, ofAll)
+	}
+}
+
+func TestReadMemory(t *testing.T) {
+	runtime.GC()
+	s := readMemory()
+	if s.live <= 0 || s.limit <= 0 || s.gcCPU < 0 || s.used <= 0 || s.used > s.cpu {
+		t.Errorf("readMemory = %+v: want live, limit and used above 0, used at most cpu", s)
+	}
+}

@@ -349,15 +349,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       s.cfg.Timeout + 10*time.Second,
-		WriteTimeout:      s.cfg.Timeout + 20*time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug), // handshake failures: anyone can cause them
-	}
+	srv := s.httpServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(tls.NewListener(ln, s.tls)) }()
 	s.setAddr(ln.Addr().String())
@@ -436,4 +428,18 @@ func (m *serverMetrics) instrument(path string, serve func(http.ResponseWriter, 
 		}
 		c.(*metrics.Series).Inc()
 	})
+}
+
+// httpServer is the server Run serves with: a review's own bound is
+// Config.Timeout, so its connection's reads and writes get that and some.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       s.cfg.Timeout + 10*time.Second,
+		WriteTimeout:      s.cfg.Timeout + 20*time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug), // handshake failures: anyone can cause them
+	}
 }

@@ -392,3 +392,14 @@ func TestRunStopsWithASilentConnection(t *testing.T) {
 		t.Fatal("Run did not return 30 s after its context ended")
 	}
 }
+
+// The connection's bounds follow the review's: a slow client cannot hold a
+// connection past them.
+func TestHTTPServerBounds(t *testing.T) {
+	s := newTestServer(t, Config{Timeout: 3 * time.Second, Admission: map[string]AdmitFunc{"/x": func(context.Context, *AdmissionRequest) ([]PatchOp, error) { return nil, nil }}})
+	srv := s.httpServer()
+	if srv.ReadHeaderTimeout != 5*time.Second || srv.ReadTimeout != 13*time.Second || srv.WriteTimeout != 23*time.Second ||
+		srv.IdleTimeout != 90*time.Second || srv.MaxHeaderBytes != 64<<10 || srv.Handler == nil || srv.ErrorLog == nil {
+		t.Errorf("server bounds: header %v, read %v, write %v, idle %v, header bytes %d", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
+	}
+}
