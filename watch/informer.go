@@ -144,8 +144,7 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
 	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.DisableStreamingList, cfg.WatchTimeout, ""}
 	if cs, ok := cfg.Source.(clientSource[T]); ok {
-		r := cs.Resource
-		s.resource = strings.TrimSuffix(r.Resource+"."+r.Group, ".") + "/" + r.Version
+		s.resource = strings.TrimSuffix(cs.Resource.Resource+"."+cs.Resource.Group, ".") + "/" + cs.Resource.Version
 	}
 	inf.core.init(meta, s, cfg.Transform, cfg.Logger)
 	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core

@@ -149,6 +149,7 @@ type state[P any] struct {
 // health is what the machine knows of the server's answers, as
 // [Informer.Healthy] and [Informer.LastEvent] report it.
 type health struct {
+	_     [0]func() // not comparable: the binary needs no equality per object type
 	heard time.Time // the last answer: a list page, a watch opening or event
 	// failingSince is when the failure episode in progress began (it is
 	// logged once), zero if none; err is its latest failure.
