@@ -198,17 +198,17 @@ func (m *WatchMetrics) vecs() []*Vec {
 // from this call, so a watch that never starts shows as one growing old.
 func (m *WatchMetrics) Add(resource string, src WatchSource) {
 	added := time.Now()
-	stat := func(f func(watch.StatsSnapshot) int64) func() float64 {
-		return func() float64 { return float64(f(src.Stats())) }
+	stat := func(f func(*watch.StatsSnapshot) int64) func() float64 {
+		return func() float64 { return float64(f(new(src.Stats()))) }
 	}
-	m.relists.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Relists }), resource)
-	m.reconnects.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Reconnects }), resource)
-	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Added }), resource, "ADDED")
-	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Modified }), resource, "MODIFIED")
-	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Deleted }), resource, "DELETED")
-	m.events.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Bookmarks }), resource, "BOOKMARK")
-	m.objects.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Objects }), resource)
-	m.bytes.Bind(stat(func(s watch.StatsSnapshot) int64 { return s.Bytes }), resource)
+	m.relists.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Relists }), resource)
+	m.reconnects.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Reconnects }), resource)
+	m.events.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Added }), resource, "ADDED")
+	m.events.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Modified }), resource, "MODIFIED")
+	m.events.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Deleted }), resource, "DELETED")
+	m.events.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Bookmarks }), resource, "BOOKMARK")
+	m.objects.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Objects }), resource)
+	m.bytes.Bind(stat(func(s *watch.StatsSnapshot) int64 { return s.Bytes }), resource)
 	m.age.Bind(func() float64 {
 		last := src.LastEvent()
 		if last.IsZero() {

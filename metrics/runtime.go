@@ -35,9 +35,9 @@ func NewRuntimeCollector(start time.Time) Collector {
 			return float64(runtime.NumGoroutine())
 		}),
 		info,
-		newFunc(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", runtimeBytes("/memory/classes/heap/objects:bytes")),
-		newFunc(typeGauge, "go_gc_heap_live_bytes", "Heap memory occupied by live objects that were marked by the previous GC.", runtimeBytes("/gc/heap/live:bytes")),
-		newFunc(typeGauge, "go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64.", runtimeBytes("/gc/gomemlimit:bytes")),
+		newFunc(typeGauge, "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", runtimeBytes("/memory/classes/heap/objects:bytes").read),
+		newFunc(typeGauge, "go_gc_heap_live_bytes", "Heap memory occupied by live objects that were marked by the previous GC.", runtimeBytes("/gc/heap/live:bytes").read),
+		newFunc(typeGauge, "go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64.", runtimeBytes("/gc/gomemlimit:bytes").read),
 		newFunc(typeGauge, "process_resident_memory_bytes", "Resident memory size in bytes.", func() (float64, bool) { return statm(1) }),
 		newFunc(typeGauge, "process_virtual_memory_bytes", "Virtual memory size in bytes.", func() (float64, bool) { return statm(0) }),
 		newFunc(typeCounter, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpuSeconds),
@@ -46,18 +46,19 @@ func NewRuntimeCollector(start time.Time) Collector {
 	}
 }
 
-// runtimeBytes returns a reader of the runtime metric name, a number of
-// bytes, without stopping the world. /memory/classes/heap/objects:bytes
-// is the figure runtime.MemStats calls HeapAlloc.
-func runtimeBytes(name string) func() (float64, bool) {
-	return func() (float64, bool) {
-		s := []metrics.Sample{{Name: name}}
-		metrics.Read(s)
-		if s[0].Value.Kind() != metrics.KindUint64 {
-			return 0, false
-		}
-		return float64(s[0].Value.Uint64()), true
+// runtimeBytes names a runtime metric, a number of bytes; its read method
+// reads it without stopping the world, one body for all the metrics.
+// /memory/classes/heap/objects:bytes is the figure runtime.MemStats calls
+// HeapAlloc.
+type runtimeBytes string
+
+func (name runtimeBytes) read() (float64, bool) {
+	s := []metrics.Sample{{Name: string(name)}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
 	}
+	return float64(s[0].Value.Uint64()), true
 }
 
 // procFields returns the fields of a /proc file, or nil if it cannot be
