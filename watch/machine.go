@@ -172,6 +172,7 @@ const (
 // input is one thing that happened, with the time and a uniform random
 // number in [0, 1) drawn by the driver.
 type input[P any] struct {
+	_    [0]func() // not comparable, as health
 	kind inputKind
 	now  time.Time
 	rand float64
