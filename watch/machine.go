@@ -241,23 +241,23 @@ func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 	switch p := s.phase.(type) {
 	case nil:
 		if in.kind == inStart {
-			acts = m.ask(&s, m.newSync(&s), in, nil)
+			acts = m.ask(&s, m.newSync(&s), &in, nil)
 		}
 	case listing[P]:
 		if in.kind == inListed {
-			acts = m.listed(&s, p, in)
+			acts = m.listed(&s, p, &in)
 		}
 	case opening:
 		if in.kind == inOpened {
-			acts = m.opened(&s, p, in)
+			acts = m.opened(&s, p, &in)
 		}
 	case watching:
-		acts = m.watched(&s, p, in)
+		acts = m.watched(&s, p, &in)
 	case streaming[P]:
-		acts = m.streamed(&s, p, in)
+		acts = m.streamed(&s, p, &in)
 	case backoff:
 		if in.kind == inTimer {
-			acts = m.ask(&s, p.retry, in, nil)
+			acts = m.ask(&s, p.retry, &in, nil)
 		}
 	}
 	return s, acts
@@ -284,7 +284,7 @@ func (m *machine[P]) newSync(s *state[P]) request {
 // continue token. A watch goes on from the last resourceVersion seen. A
 // streaming list asks for "" with NotOlderThan: the server sends the
 // current state, then a bookmark, then changes.
-func (m *machine[P]) ask(s *state[P], r request, in input[P], acts []action[P]) []action[P] {
+func (m *machine[P]) ask(s *state[P], r request, in *input[P], acts []action[P]) []action[P] {
 	a := action[P]{kind: actList, opts: k8sapi.ListOptions{LabelSelector: m.cfg.LabelSelector, FieldSelector: m.cfg.FieldSelector}}
 	switch r := r.(type) {
 	case listing[P]:
@@ -312,7 +312,7 @@ func (m *machine[P]) ask(s *state[P], r request, in input[P], acts []action[P]) 
 
 // listed handles the answer to a page of l: the next page is asked for,
 // or the whole list delivered and watched from its resourceVersion.
-func (m *machine[P]) listed(s *state[P], l listing[P], in input[P]) []action[P] {
+func (m *machine[P]) listed(s *state[P], l listing[P], in *input[P]) []action[P] {
 	if errors.Is(in.err, k8sapi.ErrBodyTooLarge) {
 		return m.pageTooLarge(s, l, in)
 	}
@@ -330,7 +330,7 @@ func (m *machine[P]) listed(s *state[P], l listing[P], in input[P]) []action[P] 
 
 // opened handles the opening of o's watch: its events follow, or, if it
 // failed, a retry or a list instead of a refused streaming list.
-func (m *machine[P]) opened(s *state[P], o opening, in input[P]) []action[P] {
+func (m *machine[P]) opened(s *state[P], o opening, in *input[P]) []action[P] {
 	if in.err != nil {
 		if o.stream && refused(in.err) {
 			// The server does not do streaming lists: list instead, now
@@ -350,7 +350,7 @@ func (m *machine[P]) opened(s *state[P], o opening, in input[P]) []action[P] {
 
 // watched handles an input of the open watch w: an event is applied to
 // the cache.
-func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
+func (m *machine[P]) watched(s *state[P], w watching, in *input[P]) []action[P] {
 	switch {
 	case in.kind == inIdle:
 		return m.fail(s, in, "watch silent; reconnecting")
@@ -369,7 +369,7 @@ func (m *machine[P]) watched(s *state[P], w watching, in input[P]) []action[P] {
 // streamed handles an input of the open streaming list l: the objects
 // are collected until the end bookmark delivers them. Its silence, or
 // its end, gives up streaming lists; its failure is that of any watch.
-func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action[P] {
+func (m *machine[P]) streamed(s *state[P], l streaming[P], in *input[P]) []action[P] {
 	switch {
 	case in.kind == inIdle:
 		// A server that ignores sendInitialEvents sends no initial events.
@@ -407,7 +407,7 @@ func (m *machine[P]) streamed(s *state[P], l streaming[P], in input[P]) []action
 
 // event records an event of the open watch w, and returns w with it
 // counted.
-func (m *machine[P]) event(s *state[P], w watching, in input[P]) watching {
+func (m *machine[P]) event(s *state[P], w watching, in *input[P]) watching {
 	s.heard = in.now
 	if rv := m.meta(in.obj).ResourceVersion; rv != "" {
 		s.rv = rv
@@ -417,7 +417,7 @@ func (m *machine[P]) event(s *state[P], w watching, in input[P]) watching {
 }
 
 // ended handles the end of the watch w with in.err (io.EOF if clean).
-func (m *machine[P]) ended(s *state[P], w watching, in input[P]) []action[P] {
+func (m *machine[P]) ended(s *state[P], w watching, in *input[P]) []action[P] {
 	if !errors.Is(in.err, io.EOF) {
 		return m.fail(s, in, "watch failed")
 	}
@@ -441,7 +441,7 @@ func (m *machine[P]) ended(s *state[P], w watching, in input[P]) []action[P] {
 // with backoff from the list's first page at the full page size, so that
 // the list succeeds once the object is gone (a continue token would show
 // the list's old snapshot, object included).
-func (m *machine[P]) pageTooLarge(s *state[P], l listing[P], in input[P]) []action[P] {
+func (m *machine[P]) pageTooLarge(s *state[P], l listing[P], in *input[P]) []action[P] {
 	s.big = true
 	if size := cmp.Or(l.pageSize, m.cfg.PageSize); size > 1 {
 		l.pageSize = size / 2
@@ -456,7 +456,7 @@ func (m *machine[P]) pageTooLarge(s *state[P], l listing[P], in input[P]) []acti
 
 // noStream gives up streaming lists, now and from now on, for a
 // paginated list, and logs why: msg, with in.err if any.
-func (m *machine[P]) noStream(s *state[P], msg string, in input[P]) []action[P] {
+func (m *machine[P]) noStream(s *state[P], msg string, in *input[P]) []action[P] {
 	s.streamRefused = true
 	acts := []action[P]{{kind: actLog, level: slog.LevelInfo, msg: msg + "; using list and watch", err: in.err}}
 	return m.ask(s, listing[P]{}, in, acts)
@@ -472,7 +472,7 @@ func (m *machine[P]) synced(s *state[P], items []P) []action[P] {
 
 // fail records a failure, whose cause is in.err, and waits for a backoff
 // before a retry.
-func (m *machine[P]) fail(s *state[P], in input[P], msg string) []action[P] {
+func (m *machine[P]) fail(s *state[P], in *input[P], msg string) []action[P] {
 	expired := k8sapi.IsGone(in.err)
 	// After a 410 the sync is a consistent list; after an oversized
 	// answer, too: reopening a watch from the same resourceVersion would

@@ -551,7 +551,7 @@ func TestNextResourceVersion(t *testing.T) {
 	}
 	m := testMachine(0, false)
 	for _, tt := range tests {
-		o := m.ask(&tt.s, tt.s.phase.(request), input[*thing]{}, nil)[0].opts
+		o := m.ask(&tt.s, tt.s.phase.(request), &input[*thing]{}, nil)[0].opts
 		if o.ResourceVersion != tt.rv || o.ResourceVersionMatch != tt.match {
 			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.name, o.ResourceVersion, o.ResourceVersionMatch, tt.rv, tt.match)
 		}
