@@ -292,8 +292,8 @@ func (r *runner[P]) run(ctx context.Context) {
 		r.inf.mu.Unlock()
 		// Only the last action may yield an input (see step).
 		have := false
-		for _, a := range acts {
-			next, have = r.do(ctx, a)
+		for i := range acts {
+			next, have = r.do(ctx, &acts[i])
 		}
 		if have {
 			continue
@@ -311,7 +311,7 @@ func (r *runner[P]) run(ctx context.Context) {
 // do carries out one action. It returns the input that follows from it,
 // if any. An action that asks for an input ends the open watch, if any:
 // the machine no longer waits for its events.
-func (r *runner[P]) do(ctx context.Context, a action[P]) (input[P], bool) {
+func (r *runner[P]) do(ctx context.Context, a *action[P]) (input[P], bool) {
 	inf := r.inf
 	if a.kind == actList || a.kind == actWatch || a.kind == actWait {
 		r.closeStream()
@@ -374,7 +374,7 @@ func (inf *informer[P]) list(ctx context.Context, opts *k8sapi.ListOptions) inpu
 }
 
 // open opens the watch that a asks for, which becomes the open watch.
-func (r *runner[P]) open(ctx context.Context, a action[P]) input[P] {
+func (r *runner[P]) open(ctx context.Context, a *action[P]) input[P] {
 	inf := r.inf
 	if a.reconnect {
 		inf.count(&inf.stats.Reconnects)
