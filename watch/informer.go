@@ -146,7 +146,7 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	if cs, ok := cfg.Source.(clientSource[T]); ok {
 		s.resource = strings.TrimSuffix(cs.Resource.Resource+"."+cs.Resource.Group, ".") + "/" + cs.Resource.Version
 	}
-	inf.core.init(meta, s, cfg.Transform, cfg.Logger)
+	inf.core.init(meta, &s, cfg.Transform, cfg.Logger)
 	inf.core.handler, inf.core.store = handler[*T](cfg.Handler), &inf.store.core
 	inf.core.ns, inf.core.name = cfg.Namespace, cfg.Name
 	if cfg.Source != nil {
@@ -156,11 +156,11 @@ func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 }
 
 // init sets the informer's machine, transform and logger, with New's defaults.
-func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s settings, transform func(P), logger *slog.Logger) {
+func (inf *informer[P]) init(meta func(P) *k8sapi.ObjectMeta, s *settings, transform func(P), logger *slog.Logger) {
 	// A value zero or negative gets the default.
 	s.PageSize = cmp.Or(max(s.PageSize, 0), defaultPageSize)
 	s.WatchTimeout = cmp.Or(max(s.WatchTimeout, 0), defaultWatchTimeout)
-	inf.machine, inf.transform = machine[P]{meta, s}, transform
+	inf.machine, inf.transform = machine[P]{meta, *s}, transform
 	if transform == nil {
 		inf.transform = func(P) {} // objects kept as decoded
 	}
