@@ -89,3 +89,16 @@ func TestIsQuotaExceeded(t *testing.T) {
 		}
 	}
 }
+
+// The causes of a Status are reported field by field; a Status without
+// details, by its message.
+func TestServerMessageCausesAndNoDetails(t *testing.T) {
+	ae := &k8sapi.APIError{Code: 422, Status: k8sapi.Status{Message: "Widget is invalid",
+		Details: &k8sapi.StatusDetails{Causes: []k8sapi.StatusCause{{Field: "spec.port", Message: "too big"}, {Message: "bad"}}}}}
+	if got := ServerMessage(ae); got != "spec.port: too big; bad" {
+		t.Errorf("ServerMessage with causes = %q", got)
+	}
+	if got := ServerMessage(&k8sapi.APIError{Code: 500, Status: k8sapi.Status{Message: "etcd timeout"}}); got != "etcd timeout" {
+		t.Errorf("ServerMessage without details = %q", got)
+	}
+}
