@@ -5,6 +5,9 @@
 //	go run ./bench/cmd/compare -n 100 -runs 1  # a quick look
 //	go run ./bench/cmd/compare -from bench/results/2026-01-02.json  # redraw
 //
+// The reference runs twice: as written, and tuned (managedFields stripped
+// from its cache).
+//
 // It runs the unit benchmarks of ./k8sapi, ./watch and ./queue (output
 // saved for benchstat), builds both operators stripped (-s -w, -trimpath)
 // to compare sizes and linked modules, then runs the scale scenario of
@@ -56,7 +59,8 @@ func main() {
 	idle := flag.Duration("idle", 60*time.Second, "idle CPU window")
 	out := flag.String("out", filepath.Join(bench.RepoRoot(), "bench", "results"), "output folder")
 	unit := flag.Bool("unit", true, "run the unit benchmarks")
-	cr := flag.Bool("cr", true, "compare with the controller-runtime reference")
+	cr := flag.Bool("cr", true, "compare with the controller-runtime reference, as written and tuned")
+	tuned := flag.Bool("tuned", true, "with -cr, measure the reference tuned too (managedFields stripped from its cache)")
 	withFloor := flag.Bool("floor", true, "measure the raw-write floor")
 	sharded := flag.Int("sharded", 5000, "N of the sharded case (ours with --shards=6, 1 and 3 replicas); 0 skips it")
 	live := flag.String("live", "1000,5000,10000", "comma-separated N of the live-change case (one more Widget 3 s after the start, timed to its status); empty skips it")
@@ -70,13 +74,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *withFloor, *sharded, *live, *from); err != nil {
+	if err := run(*ns, *runs, *idle, *out, *unit, *cr, *cr && *tuned, *withFloor, *sharded, *live, *from); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withFloor bool, sharded int, live, from string) error {
+func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, withTuned, withFloor bool, sharded int, live, from string) error {
 	if from != "" {
 		data, err := os.ReadFile(from)
 		if err != nil {
@@ -143,6 +147,9 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 			return err
 		}
 		rep.Sizes = append(rep.Sizes, s)
+	}
+	if withTuned {
+		ops = append(ops, bench.Tuned(ops[1].Binary)) // the reference's binary, flagged
 	}
 
 	if withFloor {
@@ -218,8 +225,8 @@ func counts(flag, list string) ([]int, error) {
 func runLive(rep *Report, out string, ns []int, ops []bench.Operator) error {
 	for _, n := range ns {
 		for _, op := range ops {
-			if op.Binary == "" {
-				continue // the floor knows its Widgets: no backlog
+			if op.Name == bench.FloorName || op.Name == bench.TunedName {
+				continue // the floor knows its Widgets; tuning does not change the queue
 			}
 			logf("live change over N=%d: %s", n, op.Name)
 			res, err := bench.Run(context.Background(), bench.Config{N: n, Operator: op, LiveAfter: 3 * time.Second, Log: os.Stderr})
