@@ -137,6 +137,15 @@ type Result struct {
 	Converge time.Duration
 	// CPU is the operator's user plus system CPU time over Converge.
 	CPU time.Duration
+	// QuietCPU is its CPU time from the start until it went quiet after
+	// convergence (its CPU did not move for QuietFor): the work that
+	// trails the last status, such as Events, included. Quiet is the time
+	// from the start to the reading at which its CPU last moved. When it
+	// was not quiet within QuietDeadline of convergence, NotQuiet is set
+	// and both are read at that deadline. Zero for the floor, whose
+	// process ends with its last write.
+	QuietCPU, Quiet time.Duration `json:",omitempty"`
+	NotQuiet        bool          `json:",omitempty"`
 	// PeakRSS is VmHWM at convergence, SteadyRSS is VmRSS at the end of
 	// the idle window (or of Settle), in bytes.
 	PeakRSS, SteadyRSS int64
@@ -323,6 +332,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		logf("%s: status %v after its create, %d of %d Widgets had one by then", LiveWidget, res.Live.Round(time.Millisecond), res.LiveRank, tr.n)
 	}
 
+	if err := waitQuiet(ctx, append([]*process{op}, others...), res, tr.at); err != nil {
+		return nil, err
+	}
+	if res.NotQuiet {
+		logf("not quiet within %v of convergence; cpu %v by then", QuietDeadline, res.QuietCPU)
+	} else {
+		logf("quiet %v after the start, cpu %v", res.Quiet.Round(time.Millisecond), res.QuietCPU)
+	}
+
 	// A fixed window to see the absence of trailing work: the last
 	// status writes come back as watch events that must change nothing.
 	time.Sleep(cfg.Settle)
@@ -362,6 +380,67 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// QuietFor is how long an operator's CPU time must not move for it to be
+// quiet; QuietDeadline bounds the wait for that after convergence.
+const (
+	QuietFor      = 2 * time.Second
+	QuietDeadline = time.Minute
+)
+
+// waitQuiet reads the CPU time of the processes (their sum) every 100 ms
+// from convergence at until it has not moved for QuietFor, or until
+// QuietDeadline after at, and sets res's QuietCPU, Quiet and NotQuiet.
+// It reads /proc only: the plane does not see it.
+func waitQuiet(ctx context.Context, procs []*process, res *Result, at time.Time) error {
+	q := quiet{window: QuietFor}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var cpu time.Duration
+		for _, p := range procs {
+			st, err := readProc(p.pid())
+			if err != nil {
+				return err
+			}
+			cpu += st.cpu
+		}
+		now := time.Now()
+		done := q.add(now, cpu)
+		res.QuietCPU, res.Quiet = q.cpu, q.since.Sub(procs[0].started)
+		if done {
+			return nil
+		}
+		if now.Sub(at) >= QuietDeadline {
+			res.NotQuiet = true
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// quiet finds when a series of CPU readings, taken in time order, stopped
+// moving. The zero value, with a window set, has seen no reading.
+type quiet struct {
+	window time.Duration // how long the CPU must not move; positive
+	seen   bool          // a reading was added
+	cpu    time.Duration // the last reading
+	since  time.Time     // the first reading of cpu's value: the CPU last moved just before it
+}
+
+// add takes the reading cpu at t and reports whether the CPU has not moved
+// for the window since.
+func (q *quiet) add(t time.Time, cpu time.Duration) bool {
+	if !q.seen || cpu != q.cpu {
+		q.seen, q.cpu, q.since = true, cpu, t
+		return false
+	}
+	return t.Sub(q.since) >= q.window
 }
 
 // restart starts the operator again over the converged Widgets, times its

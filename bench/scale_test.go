@@ -118,3 +118,54 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
+
+// TestQuiet feeds readings of CPU time, one every 100 ms, to quiet with a
+// window of 2 s, and checks the reading at which it is quiet and the
+// figures it keeps.
+func TestQuiet(t *testing.T) {
+	tick := 10 * time.Millisecond
+	steady := func(k int, cpu time.Duration) []time.Duration {
+		var s []time.Duration
+		for range k {
+			s = append(s, cpu)
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		cpu       []time.Duration // one reading every 100 ms
+		quietAt   int             // the index of the reading add reports quiet at; -1 for none
+		cpu0      time.Duration   // q.cpu after the last reading
+		sinceStep int             // q.since, in readings after the first
+	}{
+		{"quiet from the first reading", steady(21, 5*tick), 20, 5 * tick, 0},
+		{"not yet: 1.9 s", steady(20, 5*tick), -1, 5 * tick, 0},
+		{"moves, then quiet", append([]time.Duration{tick, 2 * tick, 3 * tick}, steady(21, 4*tick)...), 23, 4 * tick, 3},
+		{"one tick resets the window", append(append(steady(15, tick), 2*tick), steady(20, 2*tick)...), 35, 2 * tick, 15},
+		{"never quiet", func() []time.Duration {
+			var s []time.Duration
+			for i := range 50 {
+				s = append(s, time.Duration(i/5)*tick) // a tick every 0.5 s
+			}
+			return s
+		}(), -1, 9 * tick, 45},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := quiet{window: 2 * time.Second}
+			t0 := time.Unix(1000, 0)
+			got := -1
+			for i, c := range tt.cpu {
+				if q.add(t0.Add(time.Duration(i)*100*time.Millisecond), c) && got < 0 {
+					got = i
+				}
+			}
+			if got != tt.quietAt {
+				t.Errorf("quiet at reading %d, want %d", got, tt.quietAt)
+			}
+			if q.cpu != tt.cpu0 || q.since != t0.Add(time.Duration(tt.sinceStep)*100*time.Millisecond) {
+				t.Errorf("cpu %v since %v, want %v since reading %d", q.cpu, q.since.Sub(t0), tt.cpu0, tt.sinceStep)
+			}
+		})
+	}
+}
