@@ -57,6 +57,9 @@ type Operator struct {
 	// Args are extra flags, after --kubeconfig, --metrics-bind-address 0
 	// and --health-probe-bind-address.
 	Args []string
+	// Floor says the binary is the raw-write floor's (see Floor), which
+	// takes flags of its own and is run apart.
+	Floor bool `json:",omitempty"`
 }
 
 // Ours is the widget-operator binary at bin, run as the ServiceAccount and
@@ -129,6 +132,9 @@ type Config struct {
 type Result struct {
 	Operator string
 	N        int
+	// Run numbers the round of a comparison the result belongs to, from
+	// 1, in which each operator measured this N once; zero outside one.
+	Run int `json:",omitempty"`
 	// Ready is the time from process start to the first /readyz 200, with
 	// zero Widgets in the cluster.
 	Ready time.Duration
@@ -240,8 +246,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Operator: cfg.Operator.Name, N: cfg.N}
-	if cfg.Operator.Binary == "" {
-		return res, runFloor(ctx, cfg, p, admin, kc, res, logf)
+	if cfg.Operator.Floor {
+		return res, runFloor(ctx, cfg, p, admin, kc, work, res, logf)
 	}
 
 	// Readiness with zero Widgets.
@@ -471,62 +477,6 @@ func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work st
 	res.RestartRSS = st.hwm
 	logf("restart: ready in %v; %d requests, %d writes; peak RSS %.1f MiB", res.RestartReady.Round(time.Millisecond),
 		res.RestartRequests.Total, res.RestartRequests.Writes, float64(res.RestartRSS)/(1<<20))
-	return nil
-}
-
-// runFloor measures the raw-write floor (see Floor): the Widgets are
-// created, then the floor's writes are timed until the tracker sees every
-// Widget converged.
-func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8sapi.Client, kc string, res *Result, logf func(string, ...any)) error {
-	kcfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: kc})
-	if err != nil {
-		return err
-	}
-	client, err := k8sapi.New(kcfg)
-	if err != nil {
-		return err
-	}
-	logf("creating %d widgets", cfg.N)
-	widgets, err := createWidgets(ctx, admin, cfg.N)
-	if err != nil {
-		return err
-	}
-	tr := newTracker(admin, cfg.N)
-	trCtx, stopTracker := context.WithCancel(ctx)
-	defer stopTracker()
-	if err := tr.start(trCtx); err != nil {
-		return err
-	}
-	logf("writing")
-	t0 := time.Now()
-	errc := make(chan error, 1)
-	go func() { errc <- floor(ctx, client, widgets, FloorWorkers) }()
-	// Both the tracker's convergence (whose time is the result) and every
-	// write's answer are awaited: the tracker can see the last status
-	// before its write has its answer, and the API server logs a request
-	// once it has answered, so counting earlier could miss one.
-	deadline := time.After(cfg.Timeout)
-	select {
-	case err := <-errc:
-		if err != nil {
-			return err
-		}
-	case <-deadline:
-		return fmt.Errorf("bench: floor: writes not answered within %v: %s", cfg.Timeout, tr.describe())
-	}
-	select {
-	case <-tr.done:
-	case <-deadline:
-		return fmt.Errorf("bench: floor: written but not converged within %v: %s", cfg.Timeout, tr.describe())
-	}
-	res.Converge = tr.at.Sub(t0)
-	end := time.Now()
-	events, err := auditAfter(ctx, p, end)
-	if err != nil {
-		return err
-	}
-	res.Requests = CountRequests(events, cfg.Operator.User(), t0, end)
-	logf("converged in %v; %d writes", res.Converge.Round(time.Millisecond), res.Requests.Writes)
 	return nil
 }
 

@@ -60,19 +60,28 @@ func TestScaleSmoke(t *testing.T) {
 }
 
 // TestFloorSmoke runs the raw-write floor at N = 100: it converges with
-// exactly the three writes per Widget and no other request.
+// exactly the three writes per Widget and no other request, and the
+// kernel accounts for its process.
 func TestFloorSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
 	const n = 100
+	bin := filepath.Join(t.TempDir(), "floor")
+	if err := Build(RepoRoot(), FloorCmd, bin); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{N: n, Operator: Floor(), Log: testWriter{t}})
+	res, err := Run(ctx, Config{N: n, Operator: Floor(bin), Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("converged %v; requests: %s", res.Converge.Round(time.Millisecond), res.Requests)
+	t.Logf("converged %v, cpu %v, peak RSS %.1f MiB; requests: %s", res.Converge.Round(time.Millisecond), res.CPU,
+		float64(res.PeakRSS)/(1<<20), res.Requests)
+	if res.CPU <= 0 || res.PeakRSS < 1<<20 {
+		t.Errorf("cpu %v, peak RSS %d B: want the floor process's own figures", res.CPU, res.PeakRSS)
+	}
 	r := res.Requests
 	if r.Writes != 3*n || r.Total != 3*n || r.By["patch widgets/status"] != n {
 		t.Errorf("requests %s; want exactly %d creates of each child and %d status patches, nothing else", r, n, n)

@@ -90,6 +90,7 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 		if err := json.Unmarshal(data, &rep); err != nil {
 			return fmt.Errorf("%s: %w", from, err)
 		}
+		numberRuns(rep.Runs)
 		return write(&rep, out)
 	}
 	ns, err := counts("-n", nlist)
@@ -153,7 +154,11 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 	}
 
 	if withFloor {
-		ops = append(ops, bench.Floor())
+		fl := bench.Floor(filepath.Join(binDir, "floor"))
+		if err := bench.Build(root, bench.FloorCmd, fl.Binary); err != nil {
+			return err
+		}
+		ops = append(ops, fl)
 	}
 	for _, n := range ns {
 		for i := range runs {
@@ -169,6 +174,7 @@ func run(nlist string, runs int, idle time.Duration, out string, unit, withCR, w
 					rep.Errors = append(rep.Errors, msg)
 					continue
 				}
+				res.Run = i + 1
 				rep.Runs = append(rep.Runs, res)
 				// Save as we go: a long comparison that fails late keeps
 				// what it measured.

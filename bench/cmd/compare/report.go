@@ -45,6 +45,18 @@ const (
 	liveTarget  = 1.0  // seconds from a live Widget's create to its status, ours
 )
 
+// runTargets are the targets checked run by run: ours over the other
+// operator's figure of the same run, so that both saw the machine alike.
+var runTargets = []struct {
+	metric string
+	value  func(*bench.Result) float64
+	goal   goal
+}{
+	{"time to converge", converge, goal{floor, 1.1}},
+	{"CPU to converge", cpu, goal{floor, 2}},
+	{"peak RSS", peakRSS, goal{tuned, 0.35}},
+}
+
 // goal is a target on a metric: ours/of at most most, at targetSizes.
 type goal struct {
 	of   string
@@ -68,10 +80,10 @@ func count(v float64) string   { return fmt.Sprintf("%.0f", v) }
 
 var metrics = []metric{
 	{"time to converge", converge, seconds, []goal{{theirs, 0.5}, {floor, 1.1}}, true},
-	{"CPU to converge", cpu, seconds, []goal{{theirs, 0.35}}, false},
+	{"CPU to converge", cpu, seconds, []goal{{theirs, 0.35}, {floor, 2}}, true},
 	{"  CPU at the last status", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, nil, false},
 	{"  time to quiet", func(r *bench.Result) float64 { return r.Quiet.Seconds() }, seconds, nil, false},
-	{"peak RSS (VmHWM)", peakRSS, mib, []goal{{theirs, 0.3}, {tuned, 0.35}}, false},
+	{"peak RSS (VmHWM)", peakRSS, mib, []goal{{theirs, 0.3}, {tuned, 0.35}}, true},
 	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, nil, false},
 	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, nil, false},
 	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, nil, false},
@@ -194,6 +206,7 @@ func markdown(rep *Report) string {
 	for _, n := range countsOf(rep.Runs) {
 		b.WriteString(nTable(rep.Runs, n))
 	}
+	b.WriteString(targetsSection(rep.Runs))
 	if ns := countsOf(rep.Runs); len(ns) > 1 {
 		fmt.Fprintf(&b, "## Peak RSS per Widget, N = %d to %d\n\n| operator | KiB per Widget | target |\n|---|---:|---|\n", ns[0], ns[len(ns)-1])
 		for _, op := range []string{ours, theirs, tuned} {
@@ -337,6 +350,74 @@ func oursGoal(name string, n int, o float64, ok bool) []string {
 	return []string{g}
 }
 
+// numberRuns numbers the runs of results that have none (a report from
+// before bench.Result.Run), in order, per N and operator.
+func numberRuns(results []*bench.Result) {
+	seen := map[string]int{}
+	for _, r := range results {
+		k := fmt.Sprint(r.N, r.Operator)
+		seen[k]++
+		if r.Run == 0 {
+			r.Run = seen[k]
+		}
+	}
+}
+
+// runRatios returns, for each run at n in which both ours and of were
+// measured, in run order, the ratio of ours's value to of's.
+func runRatios(runs []*bench.Result, n int, of string, value func(*bench.Result) float64) []float64 {
+	var ratios []float64
+	for _, o := range runs {
+		if o.N != n || o.Operator != ours {
+			continue
+		}
+		for _, t := range runs {
+			if t.N == n && t.Operator == of && t.Run == o.Run && value(t) > 0 {
+				ratios = append(ratios, value(o)/value(t))
+				break
+			}
+		}
+	}
+	return ratios
+}
+
+// targetsSection checks runTargets in each run at each N: one row per
+// target and N, the ratio of each run and how many runs met it.
+func targetsSection(runs []*bench.Result) string {
+	var b strings.Builder
+	for _, n := range countsOf(runs) {
+		for _, t := range runTargets {
+			ratios := runRatios(runs, n, t.goal.of, t.value)
+			if len(ratios) == 0 {
+				continue
+			}
+			var cells []string
+			met := 0
+			for _, r := range ratios {
+				c := fmt.Sprintf("%.2f", r)
+				if slices.Contains(targetSizes, n) {
+					ok := r <= t.goal.most
+					if ok {
+						met++
+					}
+					c += " " + verdict(ok)
+				}
+				cells = append(cells, c)
+			}
+			tally := "not a target size"
+			if slices.Contains(targetSizes, n) {
+				tally = fmt.Sprintf("met in %d of %d", met, len(ratios))
+			}
+			fmt.Fprintf(&b, "| %d | %s %s | %s | %s |\n", n, t.metric, t.goal, strings.Join(cells, ", "), tally)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "## Targets, run by run\n\nEach a ratio of two figures from the same run, in which the operators took turns on the same machine.\n\n" +
+		"| N | target | each run | runs |\n|---:|---|---|---|\n" + b.String() + "\n"
+}
+
 // liveSection is the table of the live-change case; empty without runs.
 func liveSection(runs []*bench.Result) string {
 	if len(runs) == 0 {
@@ -373,7 +454,7 @@ func chart(rep *Report) string {
 	const w, h, pw, ph, left, top = 1300, 380, 320, 260, 70, 50
 	ns := countsOf(rep.Runs)
 	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728", tuned: "#ff7f0e", floor: "#7f7f7f"}
-	peers, all := []string{ours, theirs, tuned}, []string{ours, theirs, tuned, floor}
+	all := []string{ours, theirs, tuned, floor}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
@@ -383,8 +464,8 @@ func chart(rep *Report) string {
 		value func(*bench.Result) float64
 		ops   []string
 	}{
-		{"peak RSS (MiB)", peakRSS, peers},
-		{"CPU seconds to converge", cpu, peers},
+		{"peak RSS (MiB)", peakRSS, all},
+		{"CPU seconds to converge", cpu, all},
 		{"seconds to converge", converge, all},
 	}
 	for pi, p := range panels {
