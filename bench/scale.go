@@ -57,6 +57,9 @@ type Operator struct {
 	// Args are extra flags, after --kubeconfig, --metrics-bind-address 0
 	// and --health-probe-bind-address.
 	Args []string
+	// Env is added to the bench's environment for the process, as
+	// KEY=value. Nil means the bench's environment alone.
+	Env []string `json:",omitempty"`
 	// Floor says the binary is the raw-write floor's (see Floor), which
 	// takes flags of its own and is run apart.
 	Floor bool `json:",omitempty"`
@@ -121,6 +124,12 @@ type Config struct {
 	// ones, and times it to its status (Result.Live); convergence then
 	// waits for it too. Zero means none. The floor ignores it.
 	LiveAfter time.Duration
+	// Scrape, when positive, serves the operator's /metrics on plain
+	// HTTP (--metrics-secure=false: no TokenReview, so the plane sees no
+	// scrape) and reads it and /readyz that often, from the start until
+	// quiet (Result.Scrapes). Zero means no scrapes. It takes ours: the
+	// flag and the metric names are the Widget operator's.
+	Scrape time.Duration
 	// Timeout bounds the wait for convergence. Zero means 2 minutes plus
 	// 100 ms per Widget.
 	Timeout time.Duration
@@ -177,6 +186,12 @@ type Result struct {
 	// is how many Widgets had a phase by then, itself included.
 	Live     time.Duration `json:",omitempty"`
 	LiveRank int           `json:",omitempty"`
+	// Scrapes counts the reads of /metrics and /readyz of Config.Scrape;
+	// NearLimit how many of those /metrics had MemoryNearLimit at 1, and
+	// MemoryFailed how many /readyz failed their memory check; SoftLimit
+	// is the soft memory limit as the operator served it.
+	Scrapes, NearLimit, MemoryFailed int   `json:",omitempty"`
+	SoftLimit                        int64 `json:",omitempty"`
 }
 
 // LiveWidget names the Widget of Config.LiveAfter.
@@ -252,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// Readiness with zero Widgets.
 	logf("readiness")
-	op, err := startOperator(cfg.Operator, kc, work, "ready")
+	op, err := startOperator(cfg.Operator, kc, work, "ready", false)
 	if err != nil {
 		return nil, err
 	}
@@ -280,12 +295,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	logf("starting the operator")
-	op, err = startOperator(cfg.Operator, kc, work, "scale")
+	op, err = startOperator(cfg.Operator, kc, work, "scale", cfg.Scrape > 0)
 	if err != nil {
 		return nil, err
 	}
 	defer op.stop()
 	t0 := op.started
+	scrCtx, stopScrapes := context.WithCancel(ctx)
+	defer stopScrapes()
+	var scraped <-chan scrapes
+	if cfg.Scrape > 0 {
+		scraped = op.scrape(scrCtx, cfg.Scrape)
+	}
 	liveErr := make(chan error, 1) // only a failure
 	if cfg.LiveAfter > 0 {
 		go func() {
@@ -296,7 +317,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	others := make([]*process, max(cfg.Replicas, 1)-1)
 	for i := range others {
-		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2)); err != nil {
+		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2), false); err != nil {
 			return nil, err
 		}
 		defer others[i].stop()
@@ -340,6 +361,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	if err := waitQuiet(ctx, append([]*process{op}, others...), res, tr.at); err != nil {
 		return nil, err
+	}
+	if scraped != nil {
+		stopScrapes()
+		sc := <-scraped
+		res.Scrapes, res.NearLimit, res.MemoryFailed, res.SoftLimit = sc.n, sc.near, sc.memoryFailed, sc.softLimit
+		logf("%d scrapes: %s at 1 in %d, /readyz's memory check failed in %d; soft limit %d B",
+			sc.n, MemoryNearLimit, sc.near, sc.memoryFailed, sc.softLimit)
 	}
 	if res.NotQuiet {
 		logf("not quiet within %v of convergence; cpu %v by then", QuietDeadline, res.QuietCPU)
@@ -454,7 +482,7 @@ func (q *quiet) add(t time.Time, cpu time.Duration) bool {
 // the first convergence time, long enough for a pass over every Widget.
 func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work string, res *Result, logf func(string, ...any)) error {
 	logf("restarting the operator")
-	op, err := startOperator(cfg.Operator, kc, work, "restart")
+	op, err := startOperator(cfg.Operator, kc, work, "restart", false)
 	if err != nil {
 		return err
 	}
@@ -768,22 +796,43 @@ type process struct {
 	started time.Time
 	exited  chan struct{}
 	probe   string // host:port of the probe endpoint
+	metrics string // host:port of the plain HTTP metrics endpoint; "" for none
 	logPath string
 }
 
-func startOperator(op Operator, kubeconfig, dir, tag string) (*process, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startOperator starts op with a probe endpoint on a free port and, when
+// metrics is set, a plain HTTP metrics endpoint on another.
+func startOperator(op Operator, kubeconfig, dir, tag string, metrics bool) (*process, error) {
+	probe, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	probe := ln.Addr().String()
-	ln.Close()
-	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", probe}, op.Args...)
-	pr, err := spawn(op, args, dir, tag)
+	metricsAddr, extra := "0", []string(nil)
+	if metrics {
+		if metricsAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		extra = []string{"--metrics-secure=false"}
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probe}, extra...)
+	pr, err := spawn(op, append(args, op.Args...), dir, tag)
 	if err == nil {
 		pr.probe = probe
+		if metrics {
+			pr.metrics = metricsAddr
+		}
 	}
 	return pr, err
+}
+
+// freeAddr returns a loopback host:port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // spawn starts op's binary with args, its output to a log in dir.
@@ -795,6 +844,9 @@ func spawn(op Operator, args []string, dir, tag string) (*process, error) {
 	}
 	cmd := exec.Command(op.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if op.Env != nil {
+		cmd.Env = append(os.Environ(), op.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr := &process{cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	pr.started = time.Now()
@@ -839,6 +891,81 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) (time.Du
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// MemoryNearLimit is the Widget operator's gauge of its memory check,
+// which Config.Scrape reads.
+const MemoryNearLimit = "widget_operator_memory_near_limit"
+
+// scrapes is what scrape found (see the scrape fields of Result): n
+// reads of both endpoints, near of them with MemoryNearLimit at 1,
+// memoryFailed with /readyz's memory check failed, and the soft memory
+// limit last served.
+type scrapes struct {
+	n, near, memoryFailed int
+	softLimit             int64
+}
+
+// scrape reads the process's /metrics and /readyz every interval until
+// ctx ends, then sends what it found and closes the channel. A read that
+// fails is not counted.
+func (p *process) scrape(ctx context.Context, every time.Duration) <-chan scrapes {
+	out := make(chan scrapes, 1)
+	go func() {
+		defer close(out)
+		client := &http.Client{Timeout: time.Second}
+		get := func(path string, want int) (string, bool) {
+			resp, err := client.Get("http://" + path)
+			if err != nil {
+				return "", false
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			return string(body), err == nil && (resp.StatusCode == http.StatusOK || resp.StatusCode == want)
+		}
+		var r scrapes
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				out <- r
+				return
+			case <-tick.C:
+			}
+			m, okM := get(p.metrics+"/metrics", http.StatusOK)
+			rz, okR := get(p.probe+"/readyz", http.StatusServiceUnavailable)
+			if !okM || !okR {
+				continue
+			}
+			r.n++
+			if v, ok := gauge(m, MemoryNearLimit); ok && v == 1 {
+				r.near++
+			}
+			if strings.Contains(rz, "[-]memory ") {
+				r.memoryFailed++
+			}
+			if v, ok := gauge(m, "go_gc_gomemlimit_bytes"); ok {
+				r.softLimit = int64(v)
+			}
+		}
+	}()
+	return out
+}
+
+// gauge returns the value of the sample named name, without labels, in
+// the Prometheus text exposition body; ok is false when there is none.
+func gauge(body, name string) (v float64, ok bool) {
+	for line := range strings.Lines(body) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != name {
+			continue
+		}
+		if _, err := fmt.Sscan(f[1], &v); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // stop sends SIGTERM and waits for the exit, killing the process after 30

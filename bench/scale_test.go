@@ -178,3 +178,35 @@ func TestQuiet(t *testing.T) {
 		})
 	}
 }
+
+// TestGauge reads samples from a Prometheus text body as the operator
+// serves it.
+func TestGauge(t *testing.T) {
+	body := "# HELP widget_operator_memory_near_limit 1 while near.\n" +
+		"# TYPE widget_operator_memory_near_limit gauge\n" +
+		"widget_operator_memory_near_limit 1\n" +
+		"widget_operator_memory_near_limit_total 7\n" +
+		"go_gc_gomemlimit_bytes 6.0397977e+07\n" +
+		"widget_operator_cache_objects{resource=\"widgets\"} 3\n" +
+		"broken_gauge x\n"
+	tests := []struct {
+		name string
+		want float64
+		ok   bool
+	}{
+		{"widget_operator_memory_near_limit", 1, true},
+		{"widget_operator_memory_near_limit_total", 7, true},
+		{"go_gc_gomemlimit_bytes", 60397977, true},
+		{"widget_operator_cache_objects", 0, false}, // labelled samples only
+		{"broken_gauge", 0, false},
+		{"absent", 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := gauge(body, tt.name); got != tt.want || ok != tt.ok {
+			t.Errorf("gauge(%s) = %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	if _, ok := gauge("", MemoryNearLimit); ok {
+		t.Error("a gauge in an empty body")
+	}
+}

@@ -43,6 +43,7 @@ const (
 	slopeTarget = 4.0  // KiB of peak RSS per Widget, ours
 	idleTarget  = 0.01 // seconds of CPU over the idle window: one tick
 	liveTarget  = 1.0  // seconds from a live Widget's create to its status, ours
+	limitTarget = 1.2  // CPU to converge under the 64 Mi limit over without, ours
 )
 
 // runTargets are the targets checked run by run: ours over the other
@@ -254,6 +255,7 @@ func markdown(rep *Report) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(liveSection(rep.Live))
+	b.WriteString(memLimitSection(rep.MemLimit, rep.Runs))
 	if len(rep.Errors) > 0 {
 		b.WriteString("## Failed runs\n\n")
 		for _, e := range rep.Errors {
@@ -416,6 +418,47 @@ func targetsSection(runs []*bench.Result) string {
 	}
 	return "## Targets, run by run\n\nEach a ratio of two figures from the same run, in which the operators took turns on the same machine.\n\n" +
 		"| N | target | each run | runs |\n|---:|---|---|---|\n" + b.String() + "\n"
+}
+
+// memLimitSection is the table of the 64 Mi case, each run beside the
+// median of ours without a limit at the same N from the main runs, when
+// there are some; empty without runs.
+func memLimitSection(limited, main []*bench.Result) string {
+	if len(limited) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Under a %d Mi memory limit (ours)\n\n"+
+		"The operator gets CONTAINER_MEMORY_LIMIT=%d, as manifests/operator.yaml hands it the container's limit, "+
+		"and sets its soft memory limit (GOMEMLIMIT) to 90%% of it. Its /metrics (plain HTTP) and /readyz are read every 2 s "+
+		"from its start until it is quiet. Beside it, ours without a limit at the same N (median of the main runs).\n\n"+
+		"| N | limit | converge | CPU to converge | CPU at the last status | time to quiet | peak RSS | %s = 1 | /readyz memory failed | target |\n"+
+		"|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n", PodMemoryLimit>>20, PodMemoryLimit, bench.MemoryNearLimit)
+	for _, r := range limited {
+		quiet := seconds(r.Quiet.Seconds())
+		if r.NotQuiet {
+			quiet = "not quiet"
+		}
+		tg := fmt.Sprintf("CPU ≤ %.1f× no limit", limitTarget)
+		free, ok := median(main, ours, r.N, cpu)
+		if ok && free > 0 {
+			tg += fmt.Sprintf(": %.2f %s", cpu(r)/free, verdict(cpu(r)/free <= limitTarget))
+		}
+		fmt.Fprintf(&b, "| %d | soft %.1f MiB | %s | %s | %s | %s | %s | %d of %d scrapes | %d of %d | %s |\n",
+			r.N, float64(r.SoftLimit)/(1<<20), seconds(converge(r)), seconds(cpu(r)), seconds(r.CPU.Seconds()), quiet,
+			mib(peakRSS(r)), r.NearLimit, r.Scrapes, r.MemoryFailed, r.Scrapes, tg)
+		if !ok {
+			continue
+		}
+		cell := func(value func(*bench.Result) float64, format func(float64) string) string {
+			v, _ := median(main, ours, r.N, value)
+			return format(v)
+		}
+		fmt.Fprintf(&b, "| %d | none | %s | %s | %s | %s | %s | – | – | |\n", r.N, cell(converge, seconds), cell(cpu, seconds),
+			cell(func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds),
+			cell(func(r *bench.Result) float64 { return r.Quiet.Seconds() }, seconds), cell(peakRSS, mib))
+	}
+	return b.String() + "\n"
 }
 
 // liveSection is the table of the live-change case; empty without runs.

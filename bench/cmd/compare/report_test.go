@@ -121,3 +121,34 @@ func TestNTable(t *testing.T) {
 		t.Errorf("no unchecked goal %q in\n%s", want, got)
 	}
 }
+
+func TestMemLimitSection(t *testing.T) {
+	limited := result(ours, 10000, 0, 280*time.Second, 40*time.Second, 61)
+	limited.CPU, limited.Quiet = 35*time.Second, 300*time.Second
+	limited.Scrapes, limited.NearLimit, limited.MemoryFailed, limited.SoftLimit = 150, 120, 3, 60397977
+	main := []*bench.Result{
+		result(ours, 10000, 1, 260*time.Second, 30*time.Second, 108),
+		result(ours, 10000, 2, 270*time.Second, 34*time.Second, 110),
+		result(theirs, 10000, 1, 400*time.Second, 1*time.Second, 200),
+	}
+	got := memLimitSection([]*bench.Result{limited}, main)
+	for _, want := range []string{
+		"## Under a 64 Mi memory limit (ours)",
+		"CONTAINER_MEMORY_LIMIT=67108864",
+		"| 10000 | soft 57.6 MiB | 280.00 s | 40.00 s | 35.00 s | 300.00 s | 61.0 MiB | 120 of 150 scrapes | 3 of 150 | CPU ≤ 1.2× no limit: 1.25 **missed** |",
+		"| 10000 | none | 265.00 s | 32.00 s | 32.00 s | 0.00 s | 109.0 MiB | – | – | |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no line %q in\n%s", want, got)
+		}
+	}
+	// Without main runs at that N: the limited run alone, no verdict.
+	limited.NotQuiet = true
+	got = memLimitSection([]*bench.Result{limited}, main[2:])
+	if want := "| 40.00 s | 35.00 s | not quiet | 61.0 MiB | 120 of 150 scrapes | 3 of 150 | CPU ≤ 1.2× no limit |"; !strings.Contains(got, want) || strings.Contains(got, "| none |") {
+		t.Errorf("want %q and no unlimited row in\n%s", want, got)
+	}
+	if memLimitSection(nil, main) != "" {
+		t.Error("a section without runs")
+	}
+}
