@@ -1,11 +1,14 @@
 // Command floor is the raw-write floor of the benchmarks (bench.Floor): it
 // reads the Widgets from a JSON file, pushes the three writes an operator
 // makes for each new Widget (create its Deployment, create its Service,
-// patch its status) with a few goroutines, and exits. It has no list, no
-// watch and no cache, and links only k8sapi and widget, so that its CPU
-// and memory are those of the writes alone.
+// patch its status) with a few goroutines, then creates the file -done
+// and waits for SIGTERM or SIGINT, so that the bench can read its CPU and
+// peak RSS from /proc as it does an operator's. It has no list, no watch
+// and no cache, and links only k8sapi and widget, so that its CPU and
+// memory are those of the writes alone. A failed write ends it at once,
+// with status 1.
 //
-//	floor -kubeconfig KC -widgets widgets.json [-workers 4]
+//	floor -kubeconfig KC -widgets widgets.json -done FILE [-workers 4]
 package main
 
 import (
@@ -15,7 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -25,18 +30,21 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the identity to write as")
 	file := flag.String("widgets", "", "JSON file of the Widgets, as created")
+	done := flag.String("done", "", "file to create once every write has its answer")
 	workers := flag.Int("workers", 4, "concurrent writers")
 	flag.Parse()
-	if err := run(*kubeconfig, *file, *workers); err != nil {
+	if err := run(*kubeconfig, *file, *done, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, file string, workers int) error {
-	if kubeconfig == "" || file == "" || workers <= 0 {
-		return errors.New("-kubeconfig and -widgets are required, -workers must be positive")
+func run(kubeconfig, file, done string, workers int) error {
+	if kubeconfig == "" || file == "" || done == "" || workers <= 0 {
+		return errors.New("-kubeconfig, -widgets and -done are required, -workers must be positive")
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -53,7 +61,14 @@ func run(kubeconfig, file string, workers int) error {
 	if err != nil {
 		return err
 	}
-	return write(context.Background(), c, widgets, workers)
+	if err := write(ctx, c, widgets, workers); err != nil {
+		return err
+	}
+	if err := os.WriteFile(done, nil, 0o600); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // write makes the three writes of every Widget in widgets, with workers
