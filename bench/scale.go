@@ -59,10 +59,10 @@ type Operator struct {
 	Args []string
 	// Env is added to the bench's environment for the process, as
 	// KEY=value. Nil means the bench's environment alone.
-	Env []string `json:",omitempty"`
+	Env []string
 	// Floor says the binary is the raw-write floor's (see Floor), which
 	// takes flags of its own and is run apart.
-	Floor bool `json:",omitempty"`
+	Floor bool
 }
 
 // Ours is the widget-operator binary at bin, run as the ServiceAccount and
@@ -104,8 +104,8 @@ type Config struct {
 	// RepoRoot is the repository's top folder, for manifests/. Empty
 	// means the folder this source file is in, one level up.
 	RepoRoot string
-	// Settle is how long to keep counting requests after convergence, to
-	// catch trailing writes. Zero means 2 seconds.
+	// Settle is how long to keep counting requests after the operator is
+	// quiet (see QuietFor), to catch trailing writes. Zero means 2 seconds.
 	Settle time.Duration
 	// Idle is the window over which idle CPU is measured, after Settle.
 	// Zero skips the idle measurement.

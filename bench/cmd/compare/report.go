@@ -431,7 +431,7 @@ func memLimitSection(limited, main []*bench.Result) string {
 	fmt.Fprintf(&b, "## Under a %d Mi memory limit (ours)\n\n"+
 		"The operator gets CONTAINER_MEMORY_LIMIT=%d, as manifests/operator.yaml hands it the container's limit, "+
 		"and sets its soft memory limit (GOMEMLIMIT) to 90%% of it. Its /metrics (plain HTTP) and /readyz are read every 2 s "+
-		"from its start until it is quiet. Beside it, ours without a limit at the same N (median of the main runs).\n\n"+
+		"from its start until it is quiet. Beside it, ours without a limit at the same N (median of the main runs, which serve no /metrics).\n\n"+
 		"| N | limit | converge | CPU to converge | CPU at the last status | time to quiet | peak RSS | %s = 1 | /readyz memory failed | target |\n"+
 		"|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n", PodMemoryLimit>>20, PodMemoryLimit, bench.MemoryNearLimit)
 	for _, r := range limited {
