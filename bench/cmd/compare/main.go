@@ -5,18 +5,19 @@
 //	go run ./bench/cmd/compare -n 100 -runs 1  # a quick look
 //	go run ./bench/cmd/compare -from bench/results/2026-01-02.json  # redraw
 //
-// The reference runs twice: as written, and tuned (managedFields stripped
-// from its cache).
-//
 // It runs the unit benchmarks of ./k8sapi, ./watch and ./queue (output
 // saved for benchstat), builds both operators stripped (-s -w, -trimpath)
-// to compare sizes and linked modules, then runs the scale scenario of
-// package bench for every N and run, both operators each time, in
-// alternating order, each on a fresh bare control plane. It writes
-// <date>.md (the tables), <date>.svg (peak RSS and CPU against N),
-// <date>.json (every run, to redraw from) and <date>-unit.txt under -out.
-// The live-change case (-live) starts each operator over N Widgets and
-// creates one more 3 s later, timed to its status.
+// to compare sizes and linked modules, and the raw-write floor
+// (bench/cmd/floor), then runs the scale scenario of package bench for
+// every N and run, each column once per run, in alternating order, each
+// on a fresh bare control plane. The columns are ours, the reference as
+// written, the reference tuned (managedFields stripped from its cache)
+// and the floor. It writes <date>.md (the tables), <date>.svg (peak RSS,
+// CPU and time against N), <date>.json (every run, to redraw from) and
+// <date>-unit.txt under -out. The live-change case (-live) starts ours
+// and the reference over N Widgets and creates one more 3 s later, timed
+// to its status; the 64 Mi case (-memlimit) runs ours under a 64 Mi
+// container limit.
 package main
 
 import (
