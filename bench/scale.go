@@ -157,8 +157,8 @@ type Result struct {
 	// trails the last status, such as Events, included. Quiet is the time
 	// from the start to the reading at which its CPU last moved. When it
 	// was not quiet within QuietDeadline of convergence, NotQuiet is set
-	// and both are read at that deadline. Zero for the floor, whose
-	// process ends with its last write.
+	// and both are read at that deadline. Zero for the floor, whose CPU
+	// is read once its writes are answered.
 	QuietCPU, Quiet time.Duration `json:",omitempty"`
 	NotQuiet        bool          `json:",omitempty"`
 	// PeakRSS is VmHWM at convergence, SteadyRSS is VmRSS at the end of
