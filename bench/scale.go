@@ -57,6 +57,12 @@ type Operator struct {
 	// Args are extra flags, after --kubeconfig, --metrics-bind-address 0
 	// and --health-probe-bind-address.
 	Args []string
+	// Env is added to the bench's environment for the process, as
+	// KEY=value. Nil means the bench's environment alone.
+	Env []string
+	// Floor says the binary is the raw-write floor's (see Floor), which
+	// takes flags of its own and is run apart.
+	Floor bool
 }
 
 // Ours is the widget-operator binary at bin, run as the ServiceAccount and
@@ -70,6 +76,18 @@ func Ours(bin string) Operator {
 func Reference(bin string) Operator {
 	return Operator{Name: "controller-runtime", Binary: bin, Namespace: "widget-system",
 		ServiceAccount: "widget-operator-cr", ClusterAdmin: true}
+}
+
+// TunedName labels the results of Tuned.
+const TunedName = "controller-runtime tuned"
+
+// Tuned is the controller-runtime operator at bin with the usual memory
+// tuning: its cache strips managedFields from every object it holds
+// (--strip-managed-fields). It runs as Reference does.
+func Tuned(bin string) Operator {
+	op := Reference(bin)
+	op.Name, op.Args = TunedName, []string{"--strip-managed-fields"}
+	return op
 }
 
 // User is the operator's user name in the audit log.
@@ -86,8 +104,8 @@ type Config struct {
 	// RepoRoot is the repository's top folder, for manifests/. Empty
 	// means the folder this source file is in, one level up.
 	RepoRoot string
-	// Settle is how long to keep counting requests after convergence, to
-	// catch trailing writes. Zero means 2 seconds.
+	// Settle is how long to keep counting requests after the operator is
+	// quiet (see QuietFor), to catch trailing writes. Zero means 2 seconds.
 	Settle time.Duration
 	// Idle is the window over which idle CPU is measured, after Settle.
 	// Zero skips the idle measurement.
@@ -106,6 +124,12 @@ type Config struct {
 	// ones, and times it to its status (Result.Live); convergence then
 	// waits for it too. Zero means none. The floor ignores it.
 	LiveAfter time.Duration
+	// Scrape, when positive, serves the operator's /metrics on plain
+	// HTTP (--metrics-secure=false: no TokenReview, so the plane sees no
+	// scrape) and reads it and /readyz that often, from the start until
+	// quiet (Result.Scrapes). Zero means no scrapes. It takes ours: the
+	// flag and the metric names are the Widget operator's.
+	Scrape time.Duration
 	// Timeout bounds the wait for convergence. Zero means 2 minutes plus
 	// 100 ms per Widget.
 	Timeout time.Duration
@@ -117,6 +141,9 @@ type Config struct {
 type Result struct {
 	Operator string
 	N        int
+	// Run numbers the round of a comparison the result belongs to, from
+	// 1, in which each operator measured this N once; zero outside one.
+	Run int `json:",omitempty"`
 	// Ready is the time from process start to the first /readyz 200, with
 	// zero Widgets in the cluster.
 	Ready time.Duration
@@ -125,6 +152,15 @@ type Result struct {
 	Converge time.Duration
 	// CPU is the operator's user plus system CPU time over Converge.
 	CPU time.Duration
+	// QuietCPU is its CPU time from the start until it went quiet after
+	// convergence (its CPU did not move for QuietFor): the work that
+	// trails the last status, such as Events, included. Quiet is the time
+	// from the start to the reading at which its CPU last moved. When it
+	// was not quiet within QuietDeadline of convergence, NotQuiet is set
+	// and both are read at that deadline. Zero for the floor, whose CPU
+	// is read once its writes are answered.
+	QuietCPU, Quiet time.Duration `json:",omitempty"`
+	NotQuiet        bool          `json:",omitempty"`
 	// PeakRSS is VmHWM at convergence, SteadyRSS is VmRSS at the end of
 	// the idle window (or of Settle), in bytes.
 	PeakRSS, SteadyRSS int64
@@ -150,6 +186,12 @@ type Result struct {
 	// is how many Widgets had a phase by then, itself included.
 	Live     time.Duration `json:",omitempty"`
 	LiveRank int           `json:",omitempty"`
+	// Scrapes counts the reads of /metrics and /readyz of Config.Scrape;
+	// NearLimit how many of those /metrics had MemoryNearLimit at 1, and
+	// MemoryFailed how many /readyz failed their memory check; SoftLimit
+	// is the soft memory limit as the operator served it.
+	Scrapes, NearLimit, MemoryFailed int   `json:",omitempty"`
+	SoftLimit                        int64 `json:",omitempty"`
 }
 
 // LiveWidget names the Widget of Config.LiveAfter.
@@ -219,13 +261,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Operator: cfg.Operator.Name, N: cfg.N}
-	if cfg.Operator.Binary == "" {
-		return res, runFloor(ctx, cfg, p, admin, kc, res, logf)
+	if cfg.Operator.Floor {
+		return res, runFloor(ctx, cfg, p, admin, kc, work, res, logf)
 	}
 
 	// Readiness with zero Widgets.
 	logf("readiness")
-	op, err := startOperator(cfg.Operator, kc, work, "ready")
+	op, err := startOperator(cfg.Operator, kc, work, "ready", false)
 	if err != nil {
 		return nil, err
 	}
@@ -253,12 +295,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	logf("starting the operator")
-	op, err = startOperator(cfg.Operator, kc, work, "scale")
+	op, err = startOperator(cfg.Operator, kc, work, "scale", cfg.Scrape > 0)
 	if err != nil {
 		return nil, err
 	}
 	defer op.stop()
 	t0 := op.started
+	scrCtx, stopScrapes := context.WithCancel(ctx)
+	defer stopScrapes()
+	var scraped <-chan scrapes
+	if cfg.Scrape > 0 {
+		scraped = op.scrape(scrCtx, cfg.Scrape)
+	}
 	liveErr := make(chan error, 1) // only a failure
 	if cfg.LiveAfter > 0 {
 		go func() {
@@ -269,7 +317,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	others := make([]*process, max(cfg.Replicas, 1)-1)
 	for i := range others {
-		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2)); err != nil {
+		if others[i], err = startOperator(cfg.Operator, kc, work, fmt.Sprintf("scale-%d", i+2), false); err != nil {
 			return nil, err
 		}
 		defer others[i].stop()
@@ -309,6 +357,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Live, res.LiveRank = tr.liveAt.Sub(tr.liveCreated), tr.liveRank
 		tr.mu.Unlock()
 		logf("%s: status %v after its create, %d of %d Widgets had one by then", LiveWidget, res.Live.Round(time.Millisecond), res.LiveRank, tr.n)
+	}
+
+	if err := waitQuiet(ctx, append([]*process{op}, others...), res, tr.at); err != nil {
+		return nil, err
+	}
+	if scraped != nil {
+		stopScrapes()
+		sc := <-scraped
+		res.Scrapes, res.NearLimit, res.MemoryFailed, res.SoftLimit = sc.n, sc.near, sc.memoryFailed, sc.softLimit
+		logf("%d scrapes: %s at 1 in %d, /readyz's memory check failed in %d; soft limit %d B",
+			sc.n, MemoryNearLimit, sc.near, sc.memoryFailed, sc.softLimit)
+	}
+	if res.NotQuiet {
+		logf("not quiet within %v of convergence; cpu %v by then", QuietDeadline, res.QuietCPU)
+	} else {
+		logf("quiet %v after the start, cpu %v", res.Quiet.Round(time.Millisecond), res.QuietCPU)
 	}
 
 	// A fixed window to see the absence of trailing work: the last
@@ -352,12 +416,73 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// QuietFor is how long an operator's CPU time must not move for it to be
+// quiet; QuietDeadline bounds the wait for that after convergence.
+const (
+	QuietFor      = 2 * time.Second
+	QuietDeadline = time.Minute
+)
+
+// waitQuiet reads the CPU time of the processes (their sum) every 100 ms
+// from convergence at until it has not moved for QuietFor, or until
+// QuietDeadline after at, and sets res's QuietCPU, Quiet and NotQuiet.
+// It reads /proc only: the plane does not see it.
+func waitQuiet(ctx context.Context, procs []*process, res *Result, at time.Time) error {
+	q := quiet{window: QuietFor}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var cpu time.Duration
+		for _, p := range procs {
+			st, err := readProc(p.pid())
+			if err != nil {
+				return err
+			}
+			cpu += st.cpu
+		}
+		now := time.Now()
+		done := q.add(now, cpu)
+		res.QuietCPU, res.Quiet = q.cpu, q.since.Sub(procs[0].started)
+		if done {
+			return nil
+		}
+		if now.Sub(at) >= QuietDeadline {
+			res.NotQuiet = true
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// quiet finds when a series of CPU readings, taken in time order, stopped
+// moving. The zero value, with a window set, has seen no reading.
+type quiet struct {
+	window time.Duration // how long the CPU must not move; positive
+	seen   bool          // a reading was added
+	cpu    time.Duration // the last reading
+	since  time.Time     // the first reading of cpu's value: the CPU last moved just before it
+}
+
+// add takes the reading cpu at t and reports whether the CPU has not moved
+// for the window since.
+func (q *quiet) add(t time.Time, cpu time.Duration) bool {
+	if !q.seen || cpu != q.cpu {
+		q.seen, q.cpu, q.since = true, cpu, t
+		return false
+	}
+	return t.Sub(q.since) >= q.window
+}
+
 // restart starts the operator again over the converged Widgets, times its
 // readiness and counts its requests over a fixed window: Settle plus half
 // the first convergence time, long enough for a pass over every Widget.
 func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work string, res *Result, logf func(string, ...any)) error {
 	logf("restarting the operator")
-	op, err := startOperator(cfg.Operator, kc, work, "restart")
+	op, err := startOperator(cfg.Operator, kc, work, "restart", false)
 	if err != nil {
 		return err
 	}
@@ -380,62 +505,6 @@ func restart(ctx context.Context, cfg Config, p *controlplane.Plane, kc, work st
 	res.RestartRSS = st.hwm
 	logf("restart: ready in %v; %d requests, %d writes; peak RSS %.1f MiB", res.RestartReady.Round(time.Millisecond),
 		res.RestartRequests.Total, res.RestartRequests.Writes, float64(res.RestartRSS)/(1<<20))
-	return nil
-}
-
-// runFloor measures the raw-write floor (see Floor): the Widgets are
-// created, then the floor's writes are timed until the tracker sees every
-// Widget converged.
-func runFloor(ctx context.Context, cfg Config, p *controlplane.Plane, admin *k8sapi.Client, kc string, res *Result, logf func(string, ...any)) error {
-	kcfg, err := k8sapi.Load(k8sapi.LoadOptions{Kubeconfig: kc})
-	if err != nil {
-		return err
-	}
-	client, err := k8sapi.New(kcfg)
-	if err != nil {
-		return err
-	}
-	logf("creating %d widgets", cfg.N)
-	widgets, err := createWidgets(ctx, admin, cfg.N)
-	if err != nil {
-		return err
-	}
-	tr := newTracker(admin, cfg.N)
-	trCtx, stopTracker := context.WithCancel(ctx)
-	defer stopTracker()
-	if err := tr.start(trCtx); err != nil {
-		return err
-	}
-	logf("writing")
-	t0 := time.Now()
-	errc := make(chan error, 1)
-	go func() { errc <- floor(ctx, client, widgets, FloorWorkers) }()
-	// Both the tracker's convergence (whose time is the result) and every
-	// write's answer are awaited: the tracker can see the last status
-	// before its write has its answer, and the API server logs a request
-	// once it has answered, so counting earlier could miss one.
-	deadline := time.After(cfg.Timeout)
-	select {
-	case err := <-errc:
-		if err != nil {
-			return err
-		}
-	case <-deadline:
-		return fmt.Errorf("bench: floor: writes not answered within %v: %s", cfg.Timeout, tr.describe())
-	}
-	select {
-	case <-tr.done:
-	case <-deadline:
-		return fmt.Errorf("bench: floor: written but not converged within %v: %s", cfg.Timeout, tr.describe())
-	}
-	res.Converge = tr.at.Sub(t0)
-	end := time.Now()
-	events, err := auditAfter(ctx, p, end)
-	if err != nil {
-		return err
-	}
-	res.Requests = CountRequests(events, cfg.Operator.User(), t0, end)
-	logf("converged in %v; %d writes", res.Converge.Round(time.Millisecond), res.Requests.Writes)
 	return nil
 }
 
@@ -727,22 +796,43 @@ type process struct {
 	started time.Time
 	exited  chan struct{}
 	probe   string // host:port of the probe endpoint
+	metrics string // host:port of the plain HTTP metrics endpoint; "" for none
 	logPath string
 }
 
-func startOperator(op Operator, kubeconfig, dir, tag string) (*process, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startOperator starts op with a probe endpoint on a free port and, when
+// metrics is set, a plain HTTP metrics endpoint on another.
+func startOperator(op Operator, kubeconfig, dir, tag string, metrics bool) (*process, error) {
+	probe, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	probe := ln.Addr().String()
-	ln.Close()
-	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", probe}, op.Args...)
-	pr, err := spawn(op, args, dir, tag)
+	metricsAddr, extra := "0", []string(nil)
+	if metrics {
+		if metricsAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		extra = []string{"--metrics-secure=false"}
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probe}, extra...)
+	pr, err := spawn(op, append(args, op.Args...), dir, tag)
 	if err == nil {
 		pr.probe = probe
+		if metrics {
+			pr.metrics = metricsAddr
+		}
 	}
 	return pr, err
+}
+
+// freeAddr returns a loopback host:port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // spawn starts op's binary with args, its output to a log in dir.
@@ -754,6 +844,9 @@ func spawn(op Operator, args []string, dir, tag string) (*process, error) {
 	}
 	cmd := exec.Command(op.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if op.Env != nil {
+		cmd.Env = append(os.Environ(), op.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr := &process{cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	pr.started = time.Now()
@@ -798,6 +891,81 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) (time.Du
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// MemoryNearLimit is the Widget operator's gauge of its memory check,
+// which Config.Scrape reads.
+const MemoryNearLimit = "widget_operator_memory_near_limit"
+
+// scrapes is what scrape found (see the scrape fields of Result): n
+// reads of both endpoints, near of them with MemoryNearLimit at 1,
+// memoryFailed with /readyz's memory check failed, and the soft memory
+// limit last served.
+type scrapes struct {
+	n, near, memoryFailed int
+	softLimit             int64
+}
+
+// scrape reads the process's /metrics and /readyz every interval until
+// ctx ends, then sends what it found and closes the channel. A read that
+// fails is not counted.
+func (p *process) scrape(ctx context.Context, every time.Duration) <-chan scrapes {
+	out := make(chan scrapes, 1)
+	go func() {
+		defer close(out)
+		client := &http.Client{Timeout: time.Second}
+		get := func(path string, want int) (string, bool) {
+			resp, err := client.Get("http://" + path)
+			if err != nil {
+				return "", false
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			return string(body), err == nil && (resp.StatusCode == http.StatusOK || resp.StatusCode == want)
+		}
+		var r scrapes
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				out <- r
+				return
+			case <-tick.C:
+			}
+			m, okM := get(p.metrics+"/metrics", http.StatusOK)
+			rz, okR := get(p.probe+"/readyz", http.StatusServiceUnavailable)
+			if !okM || !okR {
+				continue
+			}
+			r.n++
+			if v, ok := gauge(m, MemoryNearLimit); ok && v == 1 {
+				r.near++
+			}
+			if strings.Contains(rz, "[-]memory ") {
+				r.memoryFailed++
+			}
+			if v, ok := gauge(m, "go_gc_gomemlimit_bytes"); ok {
+				r.softLimit = int64(v)
+			}
+		}
+	}()
+	return out
+}
+
+// gauge returns the value of the sample named name, without labels, in
+// the Prometheus text exposition body; ok is false when there is none.
+func gauge(body, name string) (v float64, ok bool) {
+	for line := range strings.Lines(body) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != name {
+			continue
+		}
+		if _, err := fmt.Sscan(f[1], &v); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // stop sends SIGTERM and waits for the exit, killing the process after 30

@@ -60,19 +60,28 @@ func TestScaleSmoke(t *testing.T) {
 }
 
 // TestFloorSmoke runs the raw-write floor at N = 100: it converges with
-// exactly the three writes per Widget and no other request.
+// exactly the three writes per Widget and no other request, and the
+// kernel accounts for its process.
 func TestFloorSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
 	const n = 100
+	bin := filepath.Join(t.TempDir(), "floor")
+	if err := Build(RepoRoot(), FloorCmd, bin); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Config{N: n, Operator: Floor(), Log: testWriter{t}})
+	res, err := Run(ctx, Config{N: n, Operator: Floor(bin), Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("converged %v; requests: %s", res.Converge.Round(time.Millisecond), res.Requests)
+	t.Logf("converged %v, cpu %v, peak RSS %.1f MiB; requests: %s", res.Converge.Round(time.Millisecond), res.CPU,
+		float64(res.PeakRSS)/(1<<20), res.Requests)
+	if res.CPU <= 0 || res.PeakRSS < 1<<20 {
+		t.Errorf("cpu %v, peak RSS %d B: want the floor process's own figures", res.CPU, res.PeakRSS)
+	}
 	r := res.Requests
 	if r.Writes != 3*n || r.Total != 3*n || r.By["patch widgets/status"] != n {
 		t.Errorf("requests %s; want exactly %d creates of each child and %d status patches, nothing else", r, n, n)
@@ -117,4 +126,87 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// TestQuiet feeds readings of CPU time, one every 100 ms, to quiet with a
+// window of 2 s, and checks the reading at which it is quiet and the
+// figures it keeps.
+func TestQuiet(t *testing.T) {
+	tick := 10 * time.Millisecond
+	steady := func(k int, cpu time.Duration) []time.Duration {
+		var s []time.Duration
+		for range k {
+			s = append(s, cpu)
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		cpu       []time.Duration // one reading every 100 ms
+		quietAt   int             // the index of the reading add reports quiet at; -1 for none
+		cpu0      time.Duration   // q.cpu after the last reading
+		sinceStep int             // q.since, in readings after the first
+	}{
+		{"quiet from the first reading", steady(21, 5*tick), 20, 5 * tick, 0},
+		{"not yet: 1.9 s", steady(20, 5*tick), -1, 5 * tick, 0},
+		{"moves, then quiet", append([]time.Duration{tick, 2 * tick, 3 * tick}, steady(21, 4*tick)...), 23, 4 * tick, 3},
+		{"one tick resets the window", append(append(steady(15, tick), 2*tick), steady(20, 2*tick)...), 35, 2 * tick, 15},
+		{"never quiet", func() []time.Duration {
+			var s []time.Duration
+			for i := range 50 {
+				s = append(s, time.Duration(i/5)*tick) // a tick every 0.5 s
+			}
+			return s
+		}(), -1, 9 * tick, 45},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := quiet{window: 2 * time.Second}
+			t0 := time.Unix(1000, 0)
+			got := -1
+			for i, c := range tt.cpu {
+				if q.add(t0.Add(time.Duration(i)*100*time.Millisecond), c) && got < 0 {
+					got = i
+				}
+			}
+			if got != tt.quietAt {
+				t.Errorf("quiet at reading %d, want %d", got, tt.quietAt)
+			}
+			if q.cpu != tt.cpu0 || q.since != t0.Add(time.Duration(tt.sinceStep)*100*time.Millisecond) {
+				t.Errorf("cpu %v since %v, want %v since reading %d", q.cpu, q.since.Sub(t0), tt.cpu0, tt.sinceStep)
+			}
+		})
+	}
+}
+
+// TestGauge reads samples from a Prometheus text body as the operator
+// serves it.
+func TestGauge(t *testing.T) {
+	body := "# HELP widget_operator_memory_near_limit 1 while near.\n" +
+		"# TYPE widget_operator_memory_near_limit gauge\n" +
+		"widget_operator_memory_near_limit 1\n" +
+		"widget_operator_memory_near_limit_total 7\n" +
+		"go_gc_gomemlimit_bytes 6.0397977e+07\n" +
+		"widget_operator_cache_objects{resource=\"widgets\"} 3\n" +
+		"broken_gauge x\n"
+	tests := []struct {
+		name string
+		want float64
+		ok   bool
+	}{
+		{"widget_operator_memory_near_limit", 1, true},
+		{"widget_operator_memory_near_limit_total", 7, true},
+		{"go_gc_gomemlimit_bytes", 60397977, true},
+		{"widget_operator_cache_objects", 0, false}, // labelled samples only
+		{"broken_gauge", 0, false},
+		{"absent", 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := gauge(body, tt.name); got != tt.want || ok != tt.ok {
+			t.Errorf("gauge(%s) = %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	if _, ok := gauge("", MemoryNearLimit); ok {
+		t.Error("a gauge in an empty body")
+	}
 }

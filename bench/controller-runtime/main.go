@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -23,9 +24,11 @@ func main() {
 	// --kubeconfig is registered by controller-runtime's config package.
 	var metricsAddr, probeAddr string
 	var workers int
+	var stripManagedFields bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 turns it off.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
 	flag.IntVar(&workers, "workers", 4, "Concurrent reconciles.")
+	flag.BoolVar(&stripManagedFields, "strip-managed-fields", false, "Drop managedFields from every object the cache holds (the usual memory tuning).")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -44,8 +47,13 @@ func main() {
 
 	// QPS -1 is controller-runtime's default: no client-side rate limit.
 	cfg := ctrl.GetConfigOrDie()
+	var cacheOpts cache.Options
+	if stripManagedFields {
+		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         false,

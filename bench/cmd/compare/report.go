@@ -15,27 +15,64 @@ import (
 const (
 	ours   = "widget-operator"
 	theirs = "controller-runtime"
+	tuned  = bench.TunedName
 	floor  = bench.FloorName
 )
+
+// columns are the operators of the tables, in order, each with its short
+// name in ratios and targets.
+var columns = []struct{ op, short string }{
+	{ours, "ours"}, {theirs, "theirs"}, {tuned, "tuned"}, {floor, "floor"},
+}
+
+// short names op as the ratios and targets do.
+func short(op string) string {
+	for _, c := range columns {
+		if c.op == op {
+			return c.short
+		}
+	}
+	return op
+}
 
 // targetSizes are the Ns at which the targets apply.
 var targetSizes = []int{1000, 5000, 10000}
 
-// Targets on the RSS slope, the idle CPU and the time against the floor.
+// Targets on the RSS slope, the idle CPU and the live change.
 const (
 	slopeTarget = 4.0  // KiB of peak RSS per Widget, ours
 	idleTarget  = 0.01 // seconds of CPU over the idle window: one tick
-	floorTarget = 1.1  // time to converge, ours/floor
 	liveTarget  = 1.0  // seconds from a live Widget's create to its status, ours
+	limitTarget = 1.2  // CPU to converge under the 64 Mi limit over without, ours
 )
+
+// runTargets are the targets checked run by run: ours over the other
+// operator's figure of the same run, so that both saw the machine alike.
+var runTargets = []struct {
+	metric string
+	value  func(*bench.Result) float64
+	goal   goal
+}{
+	{"time to converge", converge, goal{floor, 1.1}},
+	{"CPU to converge", cpu, goal{floor, 2}},
+	{"peak RSS", peakRSS, goal{tuned, 0.35}},
+}
+
+// goal is a target on a metric: ours/of at most most, at targetSizes.
+type goal struct {
+	of   string
+	most float64
+}
+
+func (g goal) String() string { return fmt.Sprintf("≤ %.2f× %s", g.most, short(g.of)) }
 
 // metric is one row of the tables.
 type metric struct {
 	name   string
 	value  func(*bench.Result) float64
 	format func(float64) string
-	target float64 // the most ours/theirs may be at targetSizes; 0 for none
-	floor  bool    // the floor measures it too
+	goals  []goal
+	floor  bool // the floor measures it too
 }
 
 func seconds(v float64) string { return fmt.Sprintf("%.2f s", v) }
@@ -43,19 +80,32 @@ func mib(v float64) string     { return fmt.Sprintf("%.1f MiB", v) }
 func count(v float64) string   { return fmt.Sprintf("%.0f", v) }
 
 var metrics = []metric{
-	{"time to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, seconds, 0.5, true},
-	{"CPU to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, 0.35, false},
-	{"peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.PeakRSS) / (1 << 20) }, mib, 0.3, false},
-	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, 0, false},
-	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, 0, false},
-	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, 0, false},
-	{"API requests", func(r *bench.Result) float64 { return float64(r.Requests.Total) }, count, 0, true},
-	{"  writes", func(r *bench.Result) float64 { return float64(r.Requests.Writes) }, count, 0, true},
-	{"  lists + watches", func(r *bench.Result) float64 { return float64(r.Requests.Lists + r.Requests.Watches) }, count, 0, true},
-	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, 0, true},
-	{"restart: time to /readyz", func(r *bench.Result) float64 { return r.RestartReady.Seconds() }, seconds, 0.5, false},
-	{"restart: writes", func(r *bench.Result) float64 { return float64(r.RestartRequests.Writes) }, count, 0, false},
-	{"restart: peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.RestartRSS) / (1 << 20) }, mib, 0, false},
+	{"time to converge", converge, seconds, []goal{{theirs, 0.5}, {floor, 1.1}}, true},
+	{"CPU to converge", cpu, seconds, []goal{{theirs, 0.35}, {floor, 2}}, true},
+	{"  CPU at the last status", func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds, nil, false},
+	{"  time to quiet", func(r *bench.Result) float64 { return r.Quiet.Seconds() }, seconds, nil, false},
+	{"peak RSS (VmHWM)", peakRSS, mib, []goal{{theirs, 0.3}, {tuned, 0.35}}, true},
+	{"steady RSS (VmRSS)", func(r *bench.Result) float64 { return float64(r.SteadyRSS) / (1 << 20) }, mib, nil, false},
+	{"idle CPU", func(r *bench.Result) float64 { return r.IdleCPU.Seconds() }, seconds, nil, false},
+	{"time to /readyz, 0 Widgets", func(r *bench.Result) float64 { return r.Ready.Seconds() }, seconds, nil, false},
+	{"API requests", func(r *bench.Result) float64 { return float64(r.Requests.Total) }, count, nil, true},
+	{"  writes", func(r *bench.Result) float64 { return float64(r.Requests.Writes) }, count, nil, true},
+	{"  lists + watches", func(r *bench.Result) float64 { return float64(r.Requests.Lists + r.Requests.Watches) }, count, nil, true},
+	{"  other (gets, discovery)", func(r *bench.Result) float64 { return float64(r.Requests.Other) }, count, nil, true},
+	{"restart: time to /readyz", func(r *bench.Result) float64 { return r.RestartReady.Seconds() }, seconds, []goal{{theirs, 0.5}}, false},
+	{"restart: writes", func(r *bench.Result) float64 { return float64(r.RestartRequests.Writes) }, count, nil, false},
+	{"restart: peak RSS (VmHWM)", func(r *bench.Result) float64 { return float64(r.RestartRSS) / (1 << 20) }, mib, nil, false},
+}
+
+func converge(r *bench.Result) float64 { return r.Converge.Seconds() }
+
+// cpu is the CPU to converge: until the operator went quiet after it
+// (bench.Result.QuietCPU), or at convergence when that was not measured.
+func cpu(r *bench.Result) float64 {
+	if r.QuietCPU > 0 {
+		return r.QuietCPU.Seconds()
+	}
+	return r.CPU.Seconds()
 }
 
 // slope is the growth of op's median peak RSS per Widget, in KiB, between
@@ -139,8 +189,10 @@ func markdown(rep *Report) string {
 	fmt.Fprintf(&b, "Measured on %s. The API server, etcd and the operator share the machine.\n\n", rep.Machine)
 	b.WriteString("Each run starts a fresh bare control plane (etcd and kube-apiserver; no controllers, so Deployments get no Pods), " +
 		"creates the Widgets, then starts the operator: converged means every Widget has its Deployment, its Service and a status phase. " +
-		"CPU is utime+stime from /proc; RSS from /proc/<pid>/status; requests from the audit log, by the operator's own ServiceAccount, " +
-		"from its start to the end of the idle window. Operators alternate within each run. Figures are medians; the ratio is ours/theirs.\n\n")
+		"CPU is utime+stime from /proc; CPU to converge is read once the operator has been quiet for 2 s after convergence " +
+		"(its CPU time did not move; the Events that trail the last status included), at most a minute after it; RSS from /proc/<pid>/status; requests from the audit log, by the operator's own ServiceAccount, " +
+		"from its start to the end of the idle window. Operators alternate within each run. Figures are medians; the ratios are ours to each other column's. " +
+		"Tuned is the same controller-runtime operator with managedFields stripped from its cache (cache.TransformStripManagedFields).\n\n")
 	if len(rep.Sizes) > 0 {
 		b.WriteString("## Binaries\n\n| operator | stripped size | modules linked |\n|---|---:|---:|\n")
 		for _, s := range rep.Sizes {
@@ -153,78 +205,12 @@ func markdown(rep *Report) string {
 		b.WriteString("\n")
 	}
 	for _, n := range countsOf(rep.Runs) {
-		runsOf := func(op string) int {
-			k := 0
-			for _, r := range rep.Runs {
-				if r.N == n && r.Operator == op {
-					k++
-				}
-			}
-			return k
-		}
-		fmt.Fprintf(&b, "## N = %d (runs: %d ours, %d theirs, %d floor)\n\n", n, runsOf(ours), runsOf(theirs), runsOf(floor))
-		b.WriteString("| metric | widget-operator | controller-runtime | raw-write floor | ours/theirs | ours/floor | target |\n|---|---:|---:|---:|---:|---:|---|\n")
-		targeted := slices.Contains(targetSizes, n)
-		for _, m := range metrics {
-			o, okO := median(rep.Runs, ours, n, m.value)
-			t, okT := median(rep.Runs, theirs, n, m.value)
-			f, okF := median(rep.Runs, floor, n, m.value)
-			okF = okF && m.floor
-			cell := func(v float64, ok bool) string {
-				if !ok {
-					return "–"
-				}
-				return m.format(v)
-			}
-			rt, rf, tg := "–", "–", ""
-			if okO && okT {
-				rt = ratio(o, t)
-			}
-			if okO && okF {
-				rf = ratio(o, f)
-			}
-			var goals []string
-			if m.target > 0 {
-				g := fmt.Sprintf("≤ %.2f× theirs", m.target)
-				if targeted && okO && okT && t > 0 {
-					g += " " + verdict(o/t <= m.target)
-				}
-				goals = append(goals, g)
-			}
-			switch m.name {
-			case "time to converge":
-				g := fmt.Sprintf("≤ %.1f× floor", floorTarget)
-				if targeted && okO && okF && f > 0 {
-					g += " " + verdict(o/f <= floorTarget)
-				}
-				goals = append(goals, g)
-			case "idle CPU":
-				g := fmt.Sprintf("≤ %.2f s (ours)", idleTarget)
-				if okO {
-					g += " " + verdict(o <= idleTarget)
-				}
-				goals = append(goals, g)
-			case "  writes":
-				g := fmt.Sprintf("= %d (ours)", 3*n)
-				if okO {
-					g += " " + verdict(o == float64(3*n))
-				}
-				goals = append(goals, g)
-			case "restart: writes":
-				g := "0 (ours)"
-				if okO {
-					g += " " + verdict(o == 0)
-				}
-				goals = append(goals, g)
-			}
-			tg = strings.Join(goals, "; ")
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimSpace(m.name), cell(o, okO), cell(t, okT), cell(f, okF), rt, rf, tg)
-		}
-		b.WriteString("\n")
+		b.WriteString(nTable(rep.Runs, n))
 	}
+	b.WriteString(targetsSection(rep.Runs))
 	if ns := countsOf(rep.Runs); len(ns) > 1 {
 		fmt.Fprintf(&b, "## Peak RSS per Widget, N = %d to %d\n\n| operator | KiB per Widget | target |\n|---|---:|---|\n", ns[0], ns[len(ns)-1])
-		for _, op := range []string{ours, theirs} {
+		for _, op := range []string{ours, theirs, tuned} {
 			v, ok := slope(rep.Runs, op)
 			if !ok {
 				continue
@@ -239,10 +225,10 @@ func markdown(rep *Report) string {
 	}
 	if len(rep.Runs) > 0 {
 		fmt.Fprintf(&b, "Idle CPU is measured over %v, to /proc's resolution of 10 ms.\n\n", rep.Idle)
-		b.WriteString("## Every run\n\n| N | operator | converge | CPU | peak RSS | steady RSS | idle CPU | ready | requests | restart: ready, requests |\n|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+		b.WriteString("## Every run\n\n| N | operator | converge | CPU (to quiet) | peak RSS | steady RSS | idle CPU | ready | requests | restart: ready, requests |\n|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, r := range rep.Runs {
 			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %.1f MiB | %.1f MiB | %.2f s | %.3f s | %d: %s | %.3f s, %d: %s |\n",
-				r.N, r.Operator, r.Converge.Seconds(), r.CPU.Seconds(), float64(r.PeakRSS)/(1<<20),
+				r.N, r.Operator, r.Converge.Seconds(), cpu(r), float64(r.PeakRSS)/(1<<20),
 				float64(r.SteadyRSS)/(1<<20), r.IdleCPU.Seconds(), r.Ready.Seconds(), r.Requests.Total, r.Requests,
 				r.RestartReady.Seconds(), r.RestartRequests.Total, r.RestartRequests)
 		}
@@ -269,6 +255,7 @@ func markdown(rep *Report) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(liveSection(rep.Live))
+	b.WriteString(memLimitSection(rep.MemLimit, rep.Runs))
 	if len(rep.Errors) > 0 {
 		b.WriteString("## Failed runs\n\n")
 		for _, e := range rep.Errors {
@@ -279,6 +266,199 @@ func markdown(rep *Report) string {
 	}
 	fmt.Fprintf(&b, "![peak RSS and CPU against N](%s.svg)\n", rep.Date)
 	return b.String()
+}
+
+// nTable is the table of the main runs at n: each operator's medians, the
+// ratios of ours to the others and the targets.
+func nTable(runs []*bench.Result, n int) string {
+	var present []string // the operators measured at n, ours first
+	var counts []string
+	for _, c := range columns {
+		k := 0
+		for _, r := range runs {
+			if r.N == n && r.Operator == c.op {
+				k++
+			}
+		}
+		if k > 0 || c.op == ours {
+			present = append(present, c.op)
+			counts = append(counts, fmt.Sprintf("%d %s", k, c.short))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## N = %d (runs: %s)\n\n| metric |", n, strings.Join(counts, ", "))
+	for _, op := range present {
+		fmt.Fprintf(&b, " %s |", op)
+	}
+	for _, op := range present[1:] {
+		fmt.Fprintf(&b, " ours/%s |", short(op))
+	}
+	b.WriteString(" target |\n|---|" + strings.Repeat("---:|", 2*len(present)-1) + "---|\n")
+	targeted := slices.Contains(targetSizes, n)
+	for _, m := range metrics {
+		vals := map[string]float64{}
+		for _, op := range present {
+			if v, ok := median(runs, op, n, m.value); ok && (op != floor || m.floor) {
+				vals[op] = v
+			}
+		}
+		fmt.Fprintf(&b, "| %s |", strings.TrimSpace(m.name))
+		for _, op := range present {
+			if v, ok := vals[op]; ok {
+				fmt.Fprintf(&b, " %s |", m.format(v))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		o, okO := vals[ours]
+		for _, op := range present[1:] {
+			if v, ok := vals[op]; ok && okO {
+				fmt.Fprintf(&b, " %s |", ratio(o, v))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		var goals []string
+		for _, g := range m.goals {
+			text := g.String()
+			if v, ok := vals[g.of]; ok && okO && targeted && v > 0 {
+				text += " " + verdict(o/v <= g.most)
+			}
+			goals = append(goals, text)
+		}
+		goals = append(goals, oursGoal(m.name, n, o, okO)...)
+		fmt.Fprintf(&b, " %s |\n", strings.Join(goals, "; "))
+	}
+	return b.String() + "\n"
+}
+
+// oursGoal is the target of the metric on ours alone, if it has one.
+func oursGoal(name string, n int, o float64, ok bool) []string {
+	var g string
+	var met bool
+	switch name {
+	case "idle CPU":
+		g, met = fmt.Sprintf("≤ %.2f s (ours)", idleTarget), o <= idleTarget
+	case "  writes":
+		g, met = fmt.Sprintf("= %d (ours)", 3*n), o == float64(3*n)
+	case "restart: writes":
+		g, met = "0 (ours)", o == 0
+	default:
+		return nil
+	}
+	if ok {
+		g += " " + verdict(met)
+	}
+	return []string{g}
+}
+
+// numberRuns numbers the runs of results that have none (a report from
+// before bench.Result.Run), in order, per N and operator.
+func numberRuns(results []*bench.Result) {
+	seen := map[string]int{}
+	for _, r := range results {
+		k := fmt.Sprint(r.N, r.Operator)
+		seen[k]++
+		if r.Run == 0 {
+			r.Run = seen[k]
+		}
+	}
+}
+
+// runRatios returns, for each run at n in which both ours and of were
+// measured, in run order, the ratio of ours's value to of's.
+func runRatios(runs []*bench.Result, n int, of string, value func(*bench.Result) float64) []float64 {
+	var ratios []float64
+	for _, o := range runs {
+		if o.N != n || o.Operator != ours {
+			continue
+		}
+		for _, t := range runs {
+			if t.N == n && t.Operator == of && t.Run == o.Run && value(t) > 0 {
+				ratios = append(ratios, value(o)/value(t))
+				break
+			}
+		}
+	}
+	return ratios
+}
+
+// targetsSection checks runTargets in each run at each N: one row per
+// target and N, the ratio of each run and how many runs met it.
+func targetsSection(runs []*bench.Result) string {
+	var b strings.Builder
+	for _, n := range countsOf(runs) {
+		for _, t := range runTargets {
+			ratios := runRatios(runs, n, t.goal.of, t.value)
+			if len(ratios) == 0 {
+				continue
+			}
+			var cells []string
+			met := 0
+			for _, r := range ratios {
+				c := fmt.Sprintf("%.2f", r)
+				if slices.Contains(targetSizes, n) {
+					ok := r <= t.goal.most
+					if ok {
+						met++
+					}
+					c += " " + verdict(ok)
+				}
+				cells = append(cells, c)
+			}
+			tally := "not a target size"
+			if slices.Contains(targetSizes, n) {
+				tally = fmt.Sprintf("met in %d of %d", met, len(ratios))
+			}
+			fmt.Fprintf(&b, "| %d | %s %s | %s | %s |\n", n, t.metric, t.goal, strings.Join(cells, ", "), tally)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "## Targets, run by run\n\nEach a ratio of two figures from the same run, in which the operators took turns on the same machine.\n\n" +
+		"| N | target | each run | runs |\n|---:|---|---|---|\n" + b.String() + "\n"
+}
+
+// memLimitSection is the table of the 64 Mi case, each run beside the
+// median of ours without a limit at the same N from the main runs, when
+// there are some; empty without runs.
+func memLimitSection(limited, main []*bench.Result) string {
+	if len(limited) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Under a %d Mi memory limit (ours)\n\n"+
+		"The operator gets CONTAINER_MEMORY_LIMIT=%d, as manifests/operator.yaml hands it the container's limit, "+
+		"and sets its soft memory limit (GOMEMLIMIT) to 90%% of it. Its /metrics (plain HTTP) and /readyz are read every 2 s "+
+		"from its start until it is quiet. Beside it, ours without a limit at the same N (median of the main runs, which serve no /metrics).\n\n"+
+		"| N | limit | converge | CPU to converge | CPU at the last status | time to quiet | peak RSS | %s = 1 | /readyz memory failed | target |\n"+
+		"|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n", PodMemoryLimit>>20, PodMemoryLimit, bench.MemoryNearLimit)
+	for _, r := range limited {
+		quiet := seconds(r.Quiet.Seconds())
+		if r.NotQuiet {
+			quiet = "not quiet"
+		}
+		tg := fmt.Sprintf("CPU ≤ %.1f× no limit", limitTarget)
+		free, ok := median(main, ours, r.N, cpu)
+		if ok && free > 0 {
+			tg += fmt.Sprintf(": %.2f %s", cpu(r)/free, verdict(cpu(r)/free <= limitTarget))
+		}
+		fmt.Fprintf(&b, "| %d | soft %.1f MiB | %s | %s | %s | %s | %s | %d of %d scrapes | %d of %d | %s |\n",
+			r.N, float64(r.SoftLimit)/(1<<20), seconds(converge(r)), seconds(cpu(r)), seconds(r.CPU.Seconds()), quiet,
+			mib(peakRSS(r)), r.NearLimit, r.Scrapes, r.MemoryFailed, r.Scrapes, tg)
+		if !ok {
+			continue
+		}
+		cell := func(value func(*bench.Result) float64, format func(float64) string) string {
+			v, _ := median(main, ours, r.N, value)
+			return format(v)
+		}
+		fmt.Fprintf(&b, "| %d | none | %s | %s | %s | %s | %s | – | – | |\n", r.N, cell(converge, seconds), cell(cpu, seconds),
+			cell(func(r *bench.Result) float64 { return r.CPU.Seconds() }, seconds),
+			cell(func(r *bench.Result) float64 { return r.Quiet.Seconds() }, seconds), cell(peakRSS, mib))
+	}
+	return b.String() + "\n"
 }
 
 // liveSection is the table of the live-change case; empty without runs.
@@ -316,20 +496,20 @@ func verdict(ok bool) string {
 func chart(rep *Report) string {
 	const w, h, pw, ph, left, top = 1300, 380, 320, 260, 70, 50
 	ns := countsOf(rep.Runs)
-	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728", floor: "#7f7f7f"}
-	both, all := []string{ours, theirs}, []string{ours, theirs, floor}
+	colors := map[string]string{ours: "#1f77b4", theirs: "#d62728", tuned: "#ff7f0e", floor: "#7f7f7f"}
+	all := []string{ours, theirs, tuned, floor}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" text-anchor="middle">widget-operator vs controller-runtime and the raw-write floor, %s (medians)</text>`+"\n", w/2, esc(rep.Date))
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" text-anchor="middle">widget-operator vs controller-runtime (as written and tuned) and the raw-write floor, %s (medians)</text>`+"\n", w/2, esc(rep.Date))
 	panels := []struct {
 		title string
 		value func(*bench.Result) float64
 		ops   []string
 	}{
-		{"peak RSS (MiB)", peakRSS, both},
-		{"CPU seconds to converge", func(r *bench.Result) float64 { return r.CPU.Seconds() }, both},
-		{"seconds to converge", func(r *bench.Result) float64 { return r.Converge.Seconds() }, all},
+		{"peak RSS (MiB)", peakRSS, all},
+		{"CPU seconds to converge", cpu, all},
+		{"seconds to converge", converge, all},
 	}
 	for pi, p := range panels {
 		x0 := left + pi*(pw+left+60)
@@ -383,7 +563,7 @@ func chart(rep *Report) string {
 		}
 	}
 	for i, op := range all {
-		x := w/2 - 250 + i*170
+		x := w/2 - 340 + i*170
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, h-18, colors[op], x+20, h-13, op)
 	}
 	b.WriteString("</svg>\n")
