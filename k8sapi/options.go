@@ -63,7 +63,7 @@ type ListOptions struct {
 	// ("shardRange(object.metadata.uid, '0x0000000000000000',
 	// '0x8000000000000000') || ..."). Kubernetes 1.37 serves it behind the
 	// alpha ShardedListAndWatch feature gate; a server without it ignores
-	// it. Empty means all.
+	// it (see [ServesShardSelector]). Empty means all.
 	ShardSelector string
 }
 
