@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -93,7 +94,8 @@ func storeNames(s *watch.Store[configMap]) []string {
 // ConfigMaps exactly, by the bucket of each uid: in lists from etcd and
 // from the watch cache, in the initial state of informers (a streaming
 // list, and a list then a watch), and in the watch events of new and
-// changed objects, each delivered to its own shard's informer alone.
+// changed objects, each delivered to its own shard's informer alone. A
+// custom resource is split alike.
 func TestShardSelectorAgainstAPIServer(t *testing.T) {
 	start := time.Now()
 	p := controlplane.StartForTest(t, controlplane.Options{Bare: true, APIServerArgs: []string{shardGate}})
@@ -177,12 +179,39 @@ func TestShardSelectorAgainstAPIServer(t *testing.T) {
 		if got, want := storeNames(inf.Store()), namesOf(shard, k); !slices.Equal(got, want) {
 			t.Errorf("shard %d's informer holds %v, want %v", k, got, want)
 		}
-		if s := inf.Stats(); s.Relists != 0 {
-			t.Errorf("shard %d's informer relisted: %+v", k, s)
+		// A streaming list ends with a bookmark.
+		if s := inf.Stats(); s.Relists != 0 || k != 1 && s.Bookmarks == 0 {
+			t.Errorf("shard %d's informer: %+v, want no relist, and a streaming list but for shard 1", k, s)
 		}
 	}
 	if cm, ok := infs[shard["cm-0"]].Store().Get(ns, "cm-0"); !ok || cm.Data["changed"] != "yes" {
 		t.Errorf("shard %d holds cm-0 = %+v, want it changed", shard["cm-0"], cm)
+	}
+
+	// A custom resource's lists are split alike, but do not say so.
+	if err := p.Do(ctx, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", []byte(thingCRD), nil); err != nil {
+		t.Fatal(err)
+	}
+	tc := k8sapi.For[thing](c, things)
+	eventually(t, "things served", func() bool { _, err := tc.List(ctx, ns, k8sapi.ListOptions{Limit: 1}); return err == nil })
+	thingShard := map[string]int{}
+	for i := range 30 {
+		th, err := tc.Create(ctx, ns, newThing(fmt.Sprint("thing-", i)), k8sapi.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		thingShard[th.Name] = shardOf(reconcile.Bucket(string(th.UID)), shards)
+	}
+	for k, sel := range sels {
+		l, err := tc.List(ctx, ns, k8sapi.ListOptions{ShardSelector: sel})
+		var got []string
+		for _, th := range l.Items {
+			got = append(got, th.Name)
+		}
+		slices.Sort(got)
+		if want := namesOf(thingShard, k); err != nil || !slices.Equal(got, want) || l.Metadata.ShardInfo != nil {
+			t.Errorf("shard %d lists things %v, %+v, %v; want %v and no shard info", k, got, l.Metadata, err, want)
+		}
 	}
 
 	// A selector the server cannot parse is a 500 Internal Server Error,
