@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 )
 
@@ -29,17 +30,14 @@ func Bucket(value string) int {
 // shards must be from 1 to 256, and held must name at least one shard,
 // each from 0 to shards-1.
 func ShardSelector(field string, shards int, held ...int) (string, error) {
-	if field != "object.metadata.uid" && field != "object.metadata.namespace" {
-		return "", fmt.Errorf("reconcile: shard selector over %q, want object.metadata.uid or object.metadata.namespace", field)
-	}
-	if shards < 1 || shards > 256 || len(held) == 0 {
-		return "", fmt.Errorf("reconcile: shards %v of %d, want at least one, of 1 to 256", held, shards)
+	// At least one shard held, each from 0 to shards-1, means shards >= 1.
+	outside := slices.ContainsFunc(held, func(k int) bool { return k < 0 || k >= shards })
+	if field != "object.metadata.uid" && field != "object.metadata.namespace" || shards > 256 || len(held) == 0 || outside {
+		return "", fmt.Errorf("reconcile: a shard selector of shards %v of %d over %q: want 1 to 256 shards, "+
+			"at least one held, each from 0 to shards-1, over object.metadata.uid or object.metadata.namespace", held, shards, field)
 	}
 	in := make([]bool, shards+1) // in[k]: shard k is held; in[shards] never
 	for _, k := range held {
-		if k < 0 || k >= shards {
-			return "", fmt.Errorf("reconcile: shard %d of %d, want 0 to %d", k, shards, shards-1)
-		}
 		in[k] = true
 	}
 	var ranges []string

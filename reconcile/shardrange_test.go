@@ -58,19 +58,26 @@ func TestShardSelectorRefuses(t *testing.T) {
 		held   []int
 		want   string
 	}{
-		{"object.metadata.name", 2, []int{0}, `over "object.metadata.name"`},
-		{"", 2, []int{0}, `over ""`},
-		{uidField, 0, []int{0}, "shards [0] of 0, want at least one, of 1 to 256"},
-		{uidField, -1, []int{0}, "of -1, want"},
-		{uidField, 257, []int{0}, "of 257, want"},
-		{uidField, 6, []int{6}, "shard 6 of 6, want 0 to 5"},
-		{uidField, 6, []int{2, -1}, "shard -1 of 6"},
-		{uidField, 6, nil, "shards [] of 6, want at least one"},
+		{"object.metadata.name", 2, []int{0}, `shards [0] of 2 over "object.metadata.name"`},
+		{"", 2, []int{0}, `shards [0] of 2 over ""`},
+		{uidField, 0, []int{0}, "shards [0] of 0 over"},
+		{uidField, -1, []int{0}, "shards [0] of -1 over"},
+		{uidField, 257, []int{0}, "shards [0] of 257 over"},
+		{uidField, 6, []int{6}, "shards [6] of 6 over"},
+		{uidField, 6, []int{2, -1}, "shards [2 -1] of 6 over"},
+		{uidField, 6, nil, "shards [] of 6 over"},
 	}
+	const rules = ": want 1 to 256 shards, at least one held, each from 0 to shards-1, over object.metadata.uid or object.metadata.namespace"
 	for _, tt := range tests {
 		got, err := ShardSelector(tt.field, tt.shards, tt.held...)
-		if err == nil || !strings.Contains(err.Error(), tt.want) || got != "" {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasSuffix(err.Error(), rules) || got != "" {
 			t.Errorf("ShardSelector(%q, %d, %v) = %q, %v; want an error with %q", tt.field, tt.shards, tt.held, got, err, tt.want)
+		}
+	}
+	// The limits themselves are allowed.
+	for _, held := range [][]int{{0}, {255}} {
+		if _, err := ShardSelector(uidField, 256, held...); err != nil {
+			t.Errorf("shards %v of 256: %v", held, err)
 		}
 	}
 }
