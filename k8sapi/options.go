@@ -58,6 +58,13 @@ type ListOptions struct {
 	// SendInitialEvents asks a watch to start with ADDED events for the
 	// existing objects and a bookmark; nil means the server's default.
 	SendInitialEvents *bool
+	// ShardSelector keeps the objects whose 64-bit FNV-1a hash of a field
+	// falls in one of the ranges, in the API's text form
+	// ("shardRange(object.metadata.uid, '0x0000000000000000',
+	// '0x8000000000000000') || ..."). Kubernetes 1.37 serves it behind the
+	// alpha ShardedListAndWatch feature gate; a server without it ignores
+	// it (see [ServesShardSelector]). Empty means all.
+	ShardSelector string
 }
 
 // WriteOptions tune a create or an update. The zero value writes the object
@@ -119,6 +126,7 @@ func (o ListOptions) query(watch bool) url.Values {
 	q := url.Values{}
 	set(q, "labelSelector", o.LabelSelector)
 	set(q, "fieldSelector", o.FieldSelector)
+	set(q, "shardSelector", o.ShardSelector)
 	set(q, "resourceVersion", o.ResourceVersion)
 	set(q, "resourceVersionMatch", o.ResourceVersionMatch)
 	set(q, "limit", max(o.Limit, 0))

@@ -78,6 +78,9 @@ func TestListOptionsQuery(t *testing.T) {
 		{ListOptions{}, true, "watch=1"},
 		{ListOptions{Limit: 5, TimeoutSeconds: 30}, false, "limit=5"},
 		{ListOptions{TimeoutSeconds: 30, AllowWatchBookmarks: true}, true, "allowWatchBookmarks=true&timeoutSeconds=30&watch=1"},
+		{ListOptions{ShardSelector: "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"}, false,
+			"shardSelector=shardRange%28object.metadata.uid%2C+%270x0000000000000000%27%2C+%270x10000000000000000%27%29"},
+		{ListOptions{ShardSelector: "s", LabelSelector: "a=b"}, true, "labelSelector=a%3Db&shardSelector=s&watch=1"},
 	}
 	for _, tt := range tests {
 		if got := tt.opts.query(tt.watch).Encode(); got != tt.want {

@@ -195,6 +195,22 @@ func (c *Client) list(ctx context.Context, r *Resource, namespace string, opts *
 	return nil
 }
 
+// ServesShardSelector reports whether the server applies
+// ListOptions.ShardSelector to the resource r, which must be built in,
+// since the server does not echo the selector for a custom resource (see
+// [ListMeta]). A Kubernetes 1.37 kube-apiserver whose ShardedListAndWatch
+// feature gate is on applies it to its built-in and custom resources
+// alike; one without the gate ignores it, and lists and watches every
+// object. It lists at most one object of r in namespace (empty: all
+// namespaces) with a selector of the whole hash space, and looks for the
+// echo.
+func ServesShardSelector(ctx context.Context, c *Client, r Resource, namespace string) (bool, error) {
+	var lm ListMeta
+	opts := ListOptions{Limit: 1, ShardSelector: "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"}
+	err := c.list(ctx, &r, namespace, &opts, new(TypeMeta), &lm, func() any { return new(struct{}) })
+	return err == nil && lm.ShardInfo != nil, err
+}
+
 // Create creates obj and returns the server's copy. With opts.Subresource
 // set (such as "eviction"), the object's own name is used, so *T must
 // implement [Object].

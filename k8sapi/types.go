@@ -68,6 +68,15 @@ func (m *ObjectMeta) ControllerOf() *OwnerReference {
 type ListMeta struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	Continue        string `json:"continue,omitempty"`
+	// ShardInfo echoes the ListOptions.ShardSelector that the server
+	// applied. Nil when it applied none, and, as of Kubernetes 1.37, for a
+	// custom resource, which the server filters without saying so.
+	ShardInfo *ShardInfo `json:"shardInfo,omitempty"`
+}
+
+// ShardInfo is the shard selector that a list page answers.
+type ShardInfo struct {
+	Selector string `json:"selector"`
 }
 
 // List is one page of a list response.

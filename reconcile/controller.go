@@ -269,7 +269,7 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 	})
 	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
-	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector)
+	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector)
 	shared, ok := n.cache.(*watch.Cache[T])
 	if !c.track(n, ok && cfg.Source != nil) {
 		return wc // never run: Run fails

@@ -16,8 +16,8 @@ import (
 // ([Controller.Caches]): the calls of [WatchPrimary], [WatchOwned] and
 // [WatchMapped] of any controller of the set that name the same cache get
 // one [watch.Cache], with one list and one watch, and each call's handler
-// on it. A cache is named by its watch.Config Name, Namespace,
-// LabelSelector and FieldSelector; the other fields of the first config
+// on it. A cache is named by its watch.Config Name, Namespace and
+// selectors (label, field and shard); the other fields of the first config
 // under that name are the cache's (later ones are ignored), and a config
 // of another object type under the same name is an error, which the
 // controller's Run returns.
@@ -39,8 +39,8 @@ type Caches struct {
 
 // entry returns the cache of s named by n's name, namespace and the
 // selectors, or n, made for them, if it has none; none once it runs.
-func (s *Caches) entry(n named, namespace, labels, fields string) named {
-	key := n.name + "\x00" + namespace + "\x00" + labels + "\x00" + fields
+func (s *Caches) entry(n named, namespace, labels, fields, shards string) named {
+	key := n.name + "\x00" + namespace + "\x00" + labels + "\x00" + fields + "\x00" + shards
 	s.mu.Lock()
 	i := slices.Index(s.keys, key)
 	switch {

@@ -63,6 +63,9 @@ func TestCachesShared(t *testing.T) {
 		if own := WatchPrimary(a, watch.Config[obj]{Source: src, Name: "things", LabelSelector: "x=y"}); own == ca {
 			t.Fatal("a cache of other selectors is the same cache")
 		}
+		if own := WatchPrimary(a, watch.Config[obj]{Source: src, Name: "things", ShardSelector: "s"}); own == ca {
+			t.Fatal("a cache of another shard selector is the same cache")
+		}
 		wrong := &Controller{Name: "wrong", Reconciler: &recB, Caches: caches}
 		WatchPrimary(wrong, watch.Config[other]{Name: "things"})
 		if err := wrong.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "another object type") {
@@ -79,16 +82,17 @@ func TestCachesShared(t *testing.T) {
 		if got := recB.sorted(); !slices.Equal(got, []string{"b/x"}) {
 			t.Errorf("b reconciled %q, want b/x", got)
 		}
-		// Two caches of src: "things" and "things" with a selector.
-		if l, w := src.lists.Load(), src.watches.Load(); l != 2 || w != 2 {
-			t.Errorf("%d lists and %d watches of two caches, want 2 and 2", l, w)
+		// Three caches of src: "things", and "things" with a label or a
+		// shard selector.
+		if l, w := src.lists.Load(), src.watches.Load(); l != 3 || w != 3 {
+			t.Errorf("%d lists and %d watches of three caches, want 3 and 3", l, w)
 		}
 		if checks := b.Checks(time.Now()); len(checks) != 1 || checks[0].Err != nil {
 			t.Errorf("b's checks = %v, want one passing", checks)
 		}
 		caches.Run(t.Context()) // returns at once
-		if l := src.lists.Load(); l != 2 {
-			t.Errorf("%d lists after a second Caches.Run, want 2", l)
+		if l := src.lists.Load(); l != 3 {
+			t.Errorf("%d lists after a second Caches.Run, want 3", l)
 		}
 		late := &Controller{Name: "late", Reconciler: &recB, Caches: caches}
 		WatchPrimary(late, cfg)

@@ -48,9 +48,10 @@ type Config[T any] struct {
 	// Namespace limits the informer to one namespace. Empty means all
 	// namespaces (and is the only choice for cluster-scoped resources).
 	Namespace string
-	// LabelSelector and FieldSelector filter objects, in the API's text
-	// form. Empty means all objects.
-	LabelSelector, FieldSelector string
+	// LabelSelector, FieldSelector and ShardSelector filter objects, in
+	// the API's text form (see [k8sapi.ListOptions]). Empty means all
+	// objects.
+	LabelSelector, FieldSelector, ShardSelector string
 	// PageSize is the number of objects per list page. Zero means 500.
 	// The first list asks the server's cache, which ignores it. A page
 	// over the client's size limit is asked for again, consistently, with
@@ -142,7 +143,7 @@ type handler[P any] struct {
 func New[T any, P Object[T]](cfg Config[T]) *Informer[T] {
 	meta := func(obj *T) *k8sapi.ObjectMeta { return P(obj).GetObjectMeta() }
 	inf := &Informer[T]{store: newStore(meta, cfg.Indexers)}
-	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.PageSize, cfg.DisableStreamingList, cfg.WatchTimeout, ""}
+	s := settings{cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector, cfg.PageSize, cfg.DisableStreamingList, cfg.WatchTimeout, ""}
 	if cs, ok := cfg.Source.(clientSource[T]); ok {
 		s.resource = strings.TrimSuffix(cs.Resource.Resource+"."+cs.Resource.Group, ".") + "/" + cs.Resource.Version
 	}

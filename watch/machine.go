@@ -213,10 +213,10 @@ type action[P any] struct {
 // settings are the fields of Config that step reads, and the resource
 // that Config.Source reads.
 type settings struct {
-	LabelSelector, FieldSelector string
-	PageSize                     int64
-	DisableStreamingList         bool
-	WatchTimeout                 time.Duration
+	LabelSelector, FieldSelector, ShardSelector string
+	PageSize                                    int64
+	DisableStreamingList                        bool
+	WatchTimeout                                time.Duration
 	// resource names the resource in messages, as "widgets.example.com/v1";
 	// empty for a Source other than a [ClientSource].
 	resource string
@@ -285,7 +285,8 @@ func (m *machine[P]) newSync(s *state[P]) request {
 // streaming list asks for "" with NotOlderThan: the server sends the
 // current state, then a bookmark, then changes.
 func (m *machine[P]) ask(s *state[P], r request, in *input[P], acts []action[P]) []action[P] {
-	a := action[P]{kind: actList, opts: k8sapi.ListOptions{LabelSelector: m.cfg.LabelSelector, FieldSelector: m.cfg.FieldSelector}}
+	a := action[P]{kind: actList, opts: k8sapi.ListOptions{LabelSelector: m.cfg.LabelSelector,
+		FieldSelector: m.cfg.FieldSelector, ShardSelector: m.cfg.ShardSelector}}
 	switch r := r.(type) {
 	case listing[P]:
 		s.phase = r

@@ -106,6 +106,7 @@ func TestClientSourceAgainstRecordingServer(t *testing.T) {
 		Namespace:     "ns",
 		LabelSelector: "app=widget",
 		FieldSelector: "metadata.name!=z",
+		ShardSelector: "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')",
 		Handler: Handler[k8sapi.Deployment]{
 			OnAdd: func(d *k8sapi.Deployment) { rec.add("add " + d.Name + "@" + d.ResourceVersion) },
 			OnUpdate: func(o, d *k8sapi.Deployment) {
@@ -135,6 +136,7 @@ func TestClientSourceAgainstRecordingServer(t *testing.T) {
 	for i := range q {
 		check(i, "labelSelector", "app=widget")
 		check(i, "fieldSelector", "metadata.name!=z")
+		check(i, "shardSelector", "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')")
 	}
 	check(0, "resourceVersion", "0")
 	check(0, "limit", "500")
