@@ -93,6 +93,22 @@ func TestOversizedObjects(t *testing.T) {
 		return err
 	})
 
+	// The operator's first list asks for resourceVersion "0", which the
+	// server's watch cache may answer from before the last creates: wait
+	// until it holds them all, so that the list is the 20 MiB one.
+	cert, key := p.AdminCertificate()
+	big, err := k8sapi.New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), CertData: cert, KeyData: key, ListPageLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		list, err := deployments(big).List(ctxFor(t, time.Minute), ns, k8sapi.ListOptions{ResourceVersion: "0"})
+		n := 0
+		if err == nil {
+			n = len(list.Items)
+		}
+		return n == len(names), fmt.Sprintf("%d of %d Deployments in the watch cache (%v)", n, len(names), err)
+	})
 	proxy := harness.StartHTTPSProxy(t, p)
 	h := &oversizedInjector{ns: ns, page: []byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[` +
 		`{"metadata":{"name":"huge","namespace":"` + ns + `","labels":{"` + widget.LabelManagedBy + `":"` + widget.FieldManager + `"},` +
