@@ -37,7 +37,10 @@
 //     sendInitialEvents, whose end bookmark replaces the store and which
 //     goes on as the watch. A server that refuses one, ends one early or
 //     sends nothing for a minute gets list and watch instead, as does
-//     every informer with [Config.DisableStreamingList]: the first list
+//     every informer with [Config.DisableStreamingList]; a streaming list
+//     that fails otherwise (a 410, a broken connection) is followed by
+//     one paginated list, so that a stream that keeps failing cannot keep
+//     the cache from syncing, and the next sync streams again. The first list
 //     asks for resourceVersion "0" (the server's watch cache), and the
 //     watch goes on from the list's resourceVersion. Watches ask for
 //     bookmarks and a timeout drawn between 5 and 10 minutes.

@@ -137,6 +137,10 @@ type state[P any] struct {
 	gone, big bool
 
 	streamRefused bool // the server refused a streaming list: no more are asked for
+	// streamFailed says a streaming list failed: the sync to come is a
+	// paginated list, so that a stream that keeps failing cannot keep the
+	// cache from syncing. The end of a sync clears it.
+	streamFailed bool
 
 	// Backoff.
 	failures     int       // consecutive failures, for the backoff delay
@@ -267,7 +271,7 @@ func (m *machine[P]) step(s state[P], in input[P]) (state[P], []action[P]) {
 // the config asks for one, the server has not refused one and no answer
 // was over the size limit; else a paginated list from its first page.
 func (m *machine[P]) newSync(s *state[P]) request {
-	if !m.cfg.DisableStreamingList && !s.streamRefused && !s.big {
+	if !m.cfg.DisableStreamingList && !s.streamRefused && !s.streamFailed && !s.big {
 		return opening{stream: true}
 	}
 	return listing[P]{}
@@ -466,7 +470,7 @@ func (m *machine[P]) noStream(s *state[P], msg string, in *input[P]) []action[P]
 // synced delivers items, a full list, as the whole cache: the sync has
 // ended.
 func (m *machine[P]) synced(s *state[P], items []P) []action[P] {
-	s.gone, s.big, s.relistLogged = false, false, false
+	s.gone, s.big, s.relistLogged, s.streamFailed = false, false, false, false
 	s.synced = true
 	return []action[P]{{kind: actReplace, items: items}}
 }
@@ -481,6 +485,12 @@ func (m *machine[P]) fail(s *state[P], in *input[P], msg string) []action[P] {
 	// gone or smaller.
 	s.gone = s.gone || expired
 	s.big = s.big || errors.Is(in.err, k8sapi.ErrBodyTooLarge)
+	switch p := s.phase.(type) {
+	case opening:
+		s.streamFailed = s.streamFailed || p.stream
+	case streaming[P]:
+		s.streamFailed = true
+	}
 	if !s.healthySince.IsZero() && in.now.Sub(s.healthySince) >= backoffReset {
 		s.failures = 0
 	}

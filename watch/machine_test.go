@@ -377,7 +377,7 @@ func TestStep(t *testing.T) {
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				{input[*thing]{kind: inOpened, now: at(0), err: notFound("watch")}, phaseWait,
 					"log WARN things is not served (404): waiting for it; wait 400ms"},
-				timer(time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
+				timer(time.Second, phaseList, `list rv="0" limit=500`),
 			},
 		},
 		{
@@ -466,19 +466,35 @@ func TestStep(t *testing.T) {
 			wantRV: "10",
 		},
 		{
-			name:      "streaming list broken before its end bookmark starts over",
+			// A stream that keeps failing must not keep the cache from
+			// syncing: the sync after a failed one is a list, and the
+			// one after that streams again.
+			name:      "streaming list broken before its end bookmark lists once, then streams again",
 			streaming: true,
 			steps: []stepCase{
 				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
 				openedStream(0),
 				streamEvent(0, k8sapi.Added, obj("a", "3"), ""),
 				ended(time.Second, netErr(), phaseWait, "log WARN watch failed; wait 400ms"),
-				timer(2*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
-				openedStream(2 * time.Second),
-				streamEvent(2*time.Second, k8sapi.Added, obj("b", "4"), ""),
-				event(2*time.Second, k8sapi.Bookmark, bookmark("9", true), "replace [b]"),
+				timer(2*time.Second, phaseList, `list rv="0" limit=500`),
+				listed(3*time.Second, "9", obj("b", "4")),
+				opened(3 * time.Second),
+				ended(4*time.Second, goneEvent(), phaseWait, "log INFO resourceVersion expired; relisting; wait 800ms"),
+				timer(5*time.Second, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial reconnect`),
 			},
 			wantRV: "9",
+		},
+		{
+			// The fault suite's proxy answers 410 to every watch: a
+			// streaming list that gets one lists instead, consistently.
+			name:      "streaming list expired at its opening lists consistently",
+			streaming: true,
+			steps: []stepCase{
+				{input[*thing]{kind: inStart, now: at(0)}, phaseOpen, `watch rv="" timeout=300 match=NotOlderThan initial`},
+				{input[*thing]{kind: inOpened, now: at(0), err: gone410()}, phaseWait,
+					"log INFO resourceVersion expired; relisting; wait 400ms"},
+				timer(time.Second, phaseList, `list rv="" limit=500`),
+			},
 		},
 		{
 			name: "inputs that do not fit the phase are ignored",

@@ -14,10 +14,12 @@ import (
 	"github.com/zerodep-k8s/widget-operator/widget"
 )
 
-// oversizedInjector is the injector of TestOversizedObjects: while on, it
-// answers the operator's Deployment lists with a page holding one
-// Deployment of 17 MiB, over the client's 16 MiB list page limit on its
-// own, and refuses its Deployment watches as expired, so that it lists.
+// oversizedInjector is the injector of TestOversizedObjects. It refuses
+// the operator's streaming lists of Deployments, as a server without them
+// does, so that the operator lists them in pages. While on, it answers
+// those lists with a page holding one Deployment of 17 MiB, over the
+// client's 16 MiB list page limit on its own, and refuses its Deployment
+// watches as expired, so that it lists.
 type oversizedInjector struct {
 	on   atomic.Bool
 	ns   string
@@ -25,10 +27,19 @@ type oversizedInjector struct {
 }
 
 func (h *oversizedInjector) inject(r *http.Request) http.Handler {
-	if !h.on.Load() || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/namespaces/"+h.ns+"/deployments") {
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/namespaces/"+h.ns+"/deployments") {
 		return nil
 	}
-	if q := r.URL.Query(); q.Get("watch") == "1" || q.Get("watch") == "true" {
+	q := r.URL.Query()
+	if q.Get("sendInitialEvents") == "true" {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			statusJSON(w, http.StatusUnprocessableEntity, "Invalid", "sendInitialEvents is not served")
+		})
+	}
+	if !h.on.Load() {
+		return nil
+	}
+	if q.Get("watch") == "1" || q.Get("watch") == "true" {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			statusJSON(w, http.StatusGone, "Expired", "too old resource version")
 		})
@@ -82,6 +93,22 @@ func TestOversizedObjects(t *testing.T) {
 		return err
 	})
 
+	// The operator's first list asks for resourceVersion "0", which the
+	// server's watch cache may answer from before the last creates: wait
+	// until it holds them all, so that the list is the 20 MiB one.
+	cert, key := p.AdminCertificate()
+	big, err := k8sapi.New(&k8sapi.Config{Host: p.Host(), CAData: p.CAData(), CertData: cert, KeyData: key, ListPageLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		list, err := deployments(big).List(ctxFor(t, time.Minute), ns, k8sapi.ListOptions{ResourceVersion: "0"})
+		n := 0
+		if err == nil {
+			n = len(list.Items)
+		}
+		return n == len(names), fmt.Sprintf("%d of %d Deployments in the watch cache (%v)", n, len(names), err)
+	})
 	proxy := harness.StartHTTPSProxy(t, p)
 	h := &oversizedInjector{ns: ns, page: []byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[` +
 		`{"metadata":{"name":"huge","namespace":"` + ns + `","labels":{"` + widget.LabelManagedBy + `":"` + widget.FieldManager + `"},` +
@@ -90,6 +117,9 @@ func TestOversizedObjects(t *testing.T) {
 	o := startOpVia(t, p, proxy.URL, proxy.CAFile, "--namespace", ns)
 	o.waitReadyz(t, http.StatusOK, 3*time.Minute)
 	waitAllReady(t, c, ns, createWidgets(t, c, ns, "before", 1, 1), 2*time.Minute)
+	if n := o.count("streaming list refused; using list and watch"); n != 1 {
+		t.Errorf("%d refused streaming lists in the log, want 1 (the Deployments')", n)
+	}
 	if n := o.count("list page too large; page size now 62"); n == 0 {
 		t.Errorf("no shrinking to 62 in the log:\n%s", harness.Tail(o.Log(), 4096))
 	}

@@ -230,10 +230,6 @@ func watchConfig[T any](client *k8sapi.Client, res k8sapi.Resource, selector, na
 		LabelSelector: selector,
 		Name:          res.Resource,
 		Logger:        log,
-		// List and watch, for now: with streaming lists, the fault suite's
-		// TestOversizedObjects saw its first, oversized list of
-		// Deployments served whole, which is not explained yet.
-		DisableStreamingList: true,
 	}
 }
 
