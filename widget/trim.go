@@ -17,25 +17,33 @@ import (
 // one.
 
 // trimMeta keeps of m what watch.TrimMeta keeps with the labels the
-// Reconciler compares, those of Labels, and reports whether m's
-// controller is something other than a Widget. Of such a child nothing
-// but its metadata is ever read: the Reconciler only learns that it is in
-// the way, so it costs a small, fixed amount.
+// Reconciler compares, those of Labels, but the creationTimestamp, which
+// nothing reads, and reports whether m's controller is something other
+// than a Widget. Of such a child nothing but its metadata is ever read:
+// the Reconciler only learns that it is in the way, so it costs a small,
+// fixed amount.
 func trimMeta(m *k8sapi.ObjectMeta) (foreign bool) {
 	watch.TrimMeta(m, LabelName, LabelInstance, LabelManagedBy)
+	m.CreationTimestamp = nil
 	return reconcile.ControllerOf(m, Widgets) == nil
 }
 
 // TrimWidget keeps of w the metadata that watch.TrimMeta keeps without
-// labels, its spec and its status.
-func TrimWidget(w *Widget) { watch.TrimMeta(&w.ObjectMeta) }
+// labels, but the creationTimestamp, and neither apiVersion nor kind,
+// which nothing reads; its spec and its status.
+func TrimWidget(w *Widget) {
+	watch.TrimMeta(&w.ObjectMeta)
+	w.TypeMeta, w.CreationTimestamp = k8sapi.TypeMeta{}, nil
+}
 
-// TrimDeployment keeps of d the metadata that watch.TrimMeta keeps with the
-// Widget's labels and, when a Widget is its controller, its replicas; at
-// most one more selector label than a Widget's selector has; the
-// template's Widget labels; the container named ContainerName with its
-// image, cut past the longest a Widget may ask for, and its port named
-// PortName; and the status with its Available and Progressing conditions.
+// TrimDeployment keeps of d the metadata that trimMeta keeps and, when a
+// Widget is its controller, its replicas; at most one more selector label
+// than a Widget's selector has; the template's Widget labels; the
+// container named ContainerName with its image, cut past the longest a
+// Widget may ask for, and its port named PortName; and the status with
+// the type and status of its Available and Progressing conditions, and the
+// reason and message of a Progressing one that is False: what StatusFor
+// reads.
 func TrimDeployment(d *k8sapi.Deployment) {
 	if trimMeta(&d.ObjectMeta) {
 		*d = k8sapi.Deployment{ObjectMeta: d.ObjectMeta}
@@ -55,17 +63,19 @@ func TrimDeployment(d *k8sapi.Deployment) {
 	var conds []k8sapi.Condition
 	for _, t := range []string{"Available", "Progressing"} {
 		if c, ok := reconcile.FindCondition(d.Status.Conditions, t); ok {
-			c.Reason, c.Message = watch.Clip(c.Reason, watch.MaxKeptString), reconcile.TrimMessage(c.Message)
-			conds = append(conds, c)
+			kept := k8sapi.Condition{Type: c.Type, Status: c.Status}
+			if t == "Progressing" && c.Status == "False" {
+				kept.Reason, kept.Message = watch.Clip(c.Reason, watch.MaxKeptString), reconcile.TrimMessage(c.Message)
+			}
+			conds = append(conds, kept)
 		}
 	}
 	d.Status.Conditions = conds
 }
 
-// TrimService keeps of s the metadata that watch.TrimMeta keeps with the
-// Widget's labels and, when a Widget is its controller, at most one more
-// selector label than a Widget's selector has, and the port named
-// PortName.
+// TrimService keeps of s the metadata that trimMeta keeps and, when a
+// Widget is its controller, at most one more selector label than a
+// Widget's selector has, and the port named PortName.
 func TrimService(s *k8sapi.Service) {
 	if trimMeta(&s.ObjectMeta) {
 		*s = k8sapi.Service{ObjectMeta: s.ObjectMeta}

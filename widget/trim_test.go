@@ -3,6 +3,7 @@ package widget
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,33 @@ func TestTrimKeepsProgressDeadline(t *testing.T) {
 	TrimDeployment(d)
 	if got := StatusFor(w, d, nil, now); !StatusEqual(got, want) || got.Phase != PhaseFailed {
 		t.Errorf("status = %+v, want %+v", got, want)
+	}
+}
+
+// TestTrimKeepsWhatIsRead: of the status conditions, the cache keeps what
+// StatusFor reads: the Available and Progressing conditions' type and
+// status, and the reason and message of a Progressing one that is False
+// (TestTrimKeepsProgressDeadline); of the metadata, no creationTimestamp,
+// and of a Widget, no apiVersion or kind either.
+func TestTrimKeepsWhatIsRead(t *testing.T) {
+	w := widget()
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	d, s := ownedDeployment(t, w, 3), ownedService(t, w)
+	for _, m := range []*k8sapi.ObjectMeta{&d.ObjectMeta, &s.ObjectMeta, &w.ObjectMeta} {
+		m.CreationTimestamp = &created
+	}
+	for i := range d.Status.Conditions {
+		d.Status.Conditions[i].Message, d.Status.Conditions[i].LastTransitionTime = "a message", created
+	}
+	TrimDeployment(d)
+	TrimService(s)
+	TrimWidget(w)
+	want := []k8sapi.Condition{{Type: "Available", Status: "True"}, {Type: "Progressing", Status: "True"}}
+	if !slices.Equal(d.Status.Conditions, want) {
+		t.Errorf("conditions trimmed to %+v, want %+v", d.Status.Conditions, want)
+	}
+	if d.CreationTimestamp != nil || s.CreationTimestamp != nil || w.CreationTimestamp != nil || w.TypeMeta != (k8sapi.TypeMeta{}) {
+		t.Errorf("trimmed objects keep a creationTimestamp (%v, %v, %v) or the Widget's %+v", d.CreationTimestamp, s.CreationTimestamp, w.CreationTimestamp, w.TypeMeta)
 	}
 }
 
