@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
@@ -38,12 +39,12 @@ func TrimWidget(w *Widget) {
 
 // TrimDeployment keeps of d the metadata that trimMeta keeps and, when a
 // Widget is its controller, its replicas; at most one more selector label
-// than a Widget's selector has; the template's Widget labels; the
-// container named ContainerName with its image, cut past the longest a
-// Widget may ask for, and its port named PortName; and the status with
-// the type and status of its Available and Progressing conditions, and the
-// reason and message of a Progressing one that is False: what StatusFor
-// reads.
+// than a Widget's selector has; the template's Widget labels, which share
+// the map of d's when they are equal; the container named ContainerName
+// with its image, cut past the longest a Widget may ask for, and its port
+// named PortName; and the status with the type and status of its
+// Available and Progressing conditions, and the reason and message of a
+// Progressing one that is False: what StatusFor reads.
 func TrimDeployment(d *k8sapi.Deployment) {
 	if trimMeta(&d.ObjectMeta) {
 		*d = k8sapi.Deployment{ObjectMeta: d.ObjectMeta}
@@ -54,6 +55,9 @@ func TrimDeployment(d *k8sapi.Deployment) {
 		s.Selector = &k8sapi.LabelSelector{MatchLabels: firstEntries(s.Selector.MatchLabels)}
 	}
 	trimMeta(&s.Template.ObjectMeta)
+	if maps.Equal(s.Template.Labels, d.Labels) {
+		s.Template.Labels = d.Labels // one map for both, as a Widget's Deployment has
+	}
 	s.Template.Spec.Containers = named(s.Template.Spec.Containers, ContainerName, func(c k8sapi.Container) string { return c.Name })
 	for i := range s.Template.Spec.Containers {
 		c := &s.Template.Spec.Containers[i]

@@ -3,6 +3,8 @@ package widget
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -128,6 +130,29 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 	}
 	if d.CreationTimestamp != nil || s.CreationTimestamp != nil || w.CreationTimestamp != nil || w.TypeMeta != (k8sapi.TypeMeta{}) {
 		t.Errorf("trimmed objects keep a creationTimestamp (%v, %v, %v) or the Widget's %+v", d.CreationTimestamp, s.CreationTimestamp, w.CreationTimestamp, w.TypeMeta)
+	}
+}
+
+// sameMap reports whether a and b are one map.
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestTrimShares: the cache holds once what a Widget's child repeats: the
+// template's labels are the Deployment's own map when they are equal, and
+// only then.
+func TestTrimShares(t *testing.T) {
+	w := widget()
+	d := ownedDeployment(t, w, 3)
+	TrimDeployment(d)
+	if !sameMap(d.Labels, d.Spec.Template.Labels) || !maps.Equal(d.Labels, Labels(w.Name)) {
+		t.Errorf("labels %v and template labels %v: want one map, Labels(%q)", d.Labels, d.Spec.Template.Labels, w.Name)
+	}
+	d = ownedDeployment(t, w, 3)
+	delete(d.Spec.Template.Labels, LabelManagedBy)
+	TrimDeployment(d)
+	if sameMap(d.Labels, d.Spec.Template.Labels) || DeploymentUpToDate(d, DesiredDeployment(w)) {
+		t.Errorf("template labels %v trimmed to %v, up to date", Labels(w.Name), d.Spec.Template.Labels)
 	}
 }
 
