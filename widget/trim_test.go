@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -138,15 +139,53 @@ func sameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
+// sameString reports whether a and b are one string in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
 // TestTrimShares: the cache holds once what a Widget's child repeats: the
 // template's labels are the Deployment's own map when they are equal, and
-// only then.
+// only then; the labels, selectors and owner references, the container's
+// name and the conditions' types share the strings of the operator's
+// constants and of the child's name.
 func TestTrimShares(t *testing.T) {
 	w := widget()
-	d := ownedDeployment(t, w, 3)
+	d, s := ownedDeployment(t, w, 3), ownedService(t, w) // decoded: strings of their own
+	roundTripT(t, d.Status, &d.Status)
 	TrimDeployment(d)
+	TrimService(s)
 	if !sameMap(d.Labels, d.Spec.Template.Labels) || !maps.Equal(d.Labels, Labels(w.Name)) {
 		t.Errorf("labels %v and template labels %v: want one map, Labels(%q)", d.Labels, d.Spec.Template.Labels, w.Name)
+	}
+	constant := func(v, name string) bool {
+		return sameString(v, name) || slices.ContainsFunc([]string{LabelName, LabelInstance, LabelManagedBy, Labels("")[LabelName], FieldManager,
+			WidgetAPIVersion, WidgetKind, ContainerName, "Available", "Progressing"}, func(c string) bool { return sameString(v, c) })
+	}
+	for _, m := range []*k8sapi.ObjectMeta{&d.ObjectMeta, &s.ObjectMeta} {
+		for k, v := range m.Labels {
+			if !constant(k, "") || !constant(v, m.Name) {
+				t.Errorf("label %s=%s of %s holds a copy", k, v, m.Name)
+			}
+		}
+		if r := m.OwnerReferences[0]; !constant(r.APIVersion, "") || !constant(r.Kind, "") || !constant(r.Name, m.Name) {
+			t.Errorf("owner reference %+v holds a copy", r)
+		}
+	}
+	for _, sel := range []map[string]string{d.Spec.Selector.MatchLabels, s.Spec.Selector} {
+		for k, v := range sel {
+			if !constant(k, "") || !constant(v, d.Name) && !constant(v, s.Name) {
+				t.Errorf("selector %s=%s holds a copy", k, v)
+			}
+		}
+	}
+	if c := d.Spec.Template.Spec.Containers[0]; !constant(c.Name, "") {
+		t.Errorf("container name %s holds a copy", c.Name)
+	}
+	for _, c := range d.Status.Conditions {
+		if !constant(c.Type, "") {
+			t.Errorf("condition type %s holds a copy", c.Type)
+		}
 	}
 	d = ownedDeployment(t, w, 3)
 	delete(d.Spec.Template.Labels, LabelManagedBy)
