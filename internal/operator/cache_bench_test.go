@@ -78,9 +78,11 @@ func measureLoad(b *testing.B, client *k8sapi.Client, n int) load {
 	var loaded sync.WaitGroup
 	loaded.Add(3)
 	run := func(run func(context.Context) error) { wg.Go(func() { run(ctx) }) }
+	op := &operator{}
 	widgets := watch.NewCache(counted(watchConfig(client, widget.Widgets, "", "", nil, widget.TrimWidget), n, loaded.Done))
-	deployments := watch.NewCache(counted(watchConfig(client, k8sapi.Deployments, childSelector, "", nil, widget.TrimDeployment), n, loaded.Done))
-	services := watch.NewCache(counted(watchConfig(client, k8sapi.Services, childSelector, "", nil, widget.TrimService), n, loaded.Done))
+	deployments := watch.NewCache(counted(watchConfig(client, k8sapi.Deployments, childSelector, "", nil, op.trimDeployment), n, loaded.Done))
+	services := watch.NewCache(counted(watchConfig(client, k8sapi.Services, childSelector, "", nil, op.trimService), n, loaded.Done))
+	op.widgets, op.deployments, op.services = widgets, deployments, services
 	run(widgets.Run)
 	run(deployments.Run)
 	run(services.Run)
