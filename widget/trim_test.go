@@ -3,9 +3,13 @@ package widget
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 )
@@ -100,6 +104,94 @@ func TestTrimKeepsProgressDeadline(t *testing.T) {
 	TrimDeployment(d)
 	if got := StatusFor(w, d, nil, now); !StatusEqual(got, want) || got.Phase != PhaseFailed {
 		t.Errorf("status = %+v, want %+v", got, want)
+	}
+}
+
+// TestTrimKeepsWhatIsRead: of the status conditions, the cache keeps what
+// StatusFor reads: the Available and Progressing conditions' type and
+// status, and the reason and message of a Progressing one that is False
+// (TestTrimKeepsProgressDeadline); of the metadata, no creationTimestamp,
+// and of a Widget, no apiVersion or kind either.
+func TestTrimKeepsWhatIsRead(t *testing.T) {
+	w := widget()
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	d, s := ownedDeployment(t, w, 3), ownedService(t, w)
+	for _, m := range []*k8sapi.ObjectMeta{&d.ObjectMeta, &s.ObjectMeta, &w.ObjectMeta} {
+		m.CreationTimestamp = &created
+	}
+	for i := range d.Status.Conditions {
+		d.Status.Conditions[i].Message, d.Status.Conditions[i].LastTransitionTime = "a message", created
+	}
+	TrimDeployment(d)
+	TrimService(s)
+	TrimWidget(w)
+	want := []k8sapi.Condition{{Type: "Available", Status: "True"}, {Type: "Progressing", Status: "True"}}
+	if !slices.Equal(d.Status.Conditions, want) {
+		t.Errorf("conditions trimmed to %+v, want %+v", d.Status.Conditions, want)
+	}
+	if d.CreationTimestamp != nil || s.CreationTimestamp != nil || w.CreationTimestamp != nil || w.TypeMeta != (k8sapi.TypeMeta{}) {
+		t.Errorf("trimmed objects keep a creationTimestamp (%v, %v, %v) or the Widget's %+v", d.CreationTimestamp, s.CreationTimestamp, w.CreationTimestamp, w.TypeMeta)
+	}
+}
+
+// sameMap reports whether a and b are one map.
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// sameString reports whether a and b are one string in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// TestTrimShares: the cache holds once what a Widget's child repeats: the
+// template's labels are the Deployment's own map when they are equal, and
+// only then; the labels, selectors and owner references, the container's
+// name and the conditions' types share the strings of the operator's
+// constants and of the child's name.
+func TestTrimShares(t *testing.T) {
+	w := widget()
+	d, s := ownedDeployment(t, w, 3), ownedService(t, w) // decoded: strings of their own
+	roundTripT(t, d.Status, &d.Status)
+	TrimDeployment(d)
+	TrimService(s)
+	if !sameMap(d.Labels, d.Spec.Template.Labels) || !maps.Equal(d.Labels, Labels(w.Name)) {
+		t.Errorf("labels %v and template labels %v: want one map, Labels(%q)", d.Labels, d.Spec.Template.Labels, w.Name)
+	}
+	constant := func(v, name string) bool {
+		return sameString(v, name) || slices.ContainsFunc([]string{LabelName, LabelInstance, LabelManagedBy, Labels("")[LabelName], FieldManager,
+			WidgetAPIVersion, WidgetKind, ContainerName, "Available", "Progressing"}, func(c string) bool { return sameString(v, c) })
+	}
+	for _, m := range []*k8sapi.ObjectMeta{&d.ObjectMeta, &s.ObjectMeta} {
+		for k, v := range m.Labels {
+			if !constant(k, "") || !constant(v, m.Name) {
+				t.Errorf("label %s=%s of %s holds a copy", k, v, m.Name)
+			}
+		}
+		if r := m.OwnerReferences[0]; !constant(r.APIVersion, "") || !constant(r.Kind, "") || !constant(r.Name, m.Name) {
+			t.Errorf("owner reference %+v holds a copy", r)
+		}
+	}
+	for _, sel := range []map[string]string{d.Spec.Selector.MatchLabels, s.Spec.Selector} {
+		for k, v := range sel {
+			if !constant(k, "") || !constant(v, d.Name) && !constant(v, s.Name) {
+				t.Errorf("selector %s=%s holds a copy", k, v)
+			}
+		}
+	}
+	if c := d.Spec.Template.Spec.Containers[0]; !constant(c.Name, "") {
+		t.Errorf("container name %s holds a copy", c.Name)
+	}
+	for _, c := range d.Status.Conditions {
+		if !constant(c.Type, "") {
+			t.Errorf("condition type %s holds a copy", c.Type)
+		}
+	}
+	d = ownedDeployment(t, w, 3)
+	delete(d.Spec.Template.Labels, LabelManagedBy)
+	TrimDeployment(d)
+	if sameMap(d.Labels, d.Spec.Template.Labels) || DeploymentUpToDate(d, DesiredDeployment(w)) {
+		t.Errorf("template labels %v trimmed to %v, up to date", Labels(w.Name), d.Spec.Template.Labels)
 	}
 }
 

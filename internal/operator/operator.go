@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"time"
 
@@ -196,9 +197,9 @@ func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *s
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
 	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
-	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, widget.TrimDeployment),
+	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, op.trimDeployment),
 		widget.Widgets)
-	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, widget.TrimService),
+	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, op.trimService),
 		widget.Widgets)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync. A
@@ -217,6 +218,35 @@ func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *s
 		Client: &clusterAPI{op: op, client: client}, Recorder: m.Recorder()}
 	op.ctrl.Reconciler = op.reconciler
 	return nil
+}
+
+// trimDeployment is the Transform of the Deployments' cache:
+// widget.TrimDeployment, after which the labels and selector take the maps
+// of the Widget's Service, when the Services' cache holds it with equal
+// ones, so that the two caches hold them once. trimService is the same the
+// other way. Cached objects are never changed, so they may share maps.
+func (op *operator) trimDeployment(d *k8sapi.Deployment) {
+	widget.TrimDeployment(d)
+	if s, ok := op.services.Get(d.Namespace, d.Name); ok && d.Spec.Selector != nil {
+		share(&d.Labels, s.Labels)
+		share(&d.Spec.Template.Labels, s.Labels)
+		share(&d.Spec.Selector.MatchLabels, s.Spec.Selector)
+	}
+}
+
+func (op *operator) trimService(s *k8sapi.Service) {
+	widget.TrimService(s)
+	if d, ok := op.deployments.Get(s.Namespace, s.Name); ok && d.Spec.Selector != nil {
+		share(&s.Labels, d.Labels)
+		share(&s.Spec.Selector, d.Spec.Selector.MatchLabels)
+	}
+}
+
+// share makes *m other when the two are equal.
+func share(m *map[string]string, other map[string]string) {
+	if maps.Equal(*m, other) {
+		*m = other
+	}
 }
 
 // watchConfig configures the watch of res in namespace ("" for all),

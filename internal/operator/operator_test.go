@@ -3,9 +3,12 @@ package operator
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,5 +168,67 @@ func TestReconcileReadsItsWrites(t *testing.T) {
 	}
 	if len(fake.requests) != 0 {
 		t.Errorf("second reconcile of an unchanged Widget sent %q, want nothing", fake.requests)
+	}
+}
+
+// recorded returns the object of testdata/<file>, a list of one object that
+// kube-apiserver v1.37.2 sent, decoded.
+func recorded[T any](t *testing.T, file string) *T {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list k8sapi.List[T]
+	if err := json.Unmarshal(data, &list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("%s: want a list of one object: %v", file, err)
+	}
+	return &list.Items[0]
+}
+
+// sameMap reports whether a and b are one map.
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestChildrenShareMaps: a child's Transform gives its labels and selector
+// the maps of the Widget's other child, when that one's cache holds it
+// with equal ones, and only then.
+func TestChildrenShareMaps(t *testing.T) {
+	op := &operator{
+		deployments: watch.NewCache(watch.Config[k8sapi.Deployment]{Name: "deployments"}),
+		services:    watch.NewCache(watch.Config[k8sapi.Service]{Name: "services"}),
+	}
+	d := recorded[k8sapi.Deployment](t, "deployments-list.json")
+	op.trimDeployment(d) // no Service yet
+	op.deployments.Wrote(nil, d)
+	s := recorded[k8sapi.Service](t, "services-list.json")
+	op.trimService(s)
+	if !sameMap(s.Labels, d.Labels) || !sameMap(s.Spec.Selector, d.Spec.Selector.MatchLabels) {
+		t.Errorf("Service's labels %v and selector %v do not share the Deployment's", s.Labels, s.Spec.Selector)
+	}
+	op.services.Wrote(nil, s)
+	d = recorded[k8sapi.Deployment](t, "deployments-list.json")
+	op.trimDeployment(d)
+	if !sameMap(d.Labels, s.Labels) || !sameMap(d.Spec.Template.Labels, s.Labels) || !sameMap(d.Spec.Selector.MatchLabels, s.Spec.Selector) {
+		t.Errorf("Deployment's labels %v, template labels %v and selector %v do not share the Service's", d.Labels, d.Spec.Template.Labels, d.Spec.Selector)
+	}
+	d = recorded[k8sapi.Deployment](t, "deployments-list.json")
+	d.Labels["app.kubernetes.io/name"] = "other"
+	d.Spec.Selector.MatchLabels["tier"] = "web"
+	op.trimDeployment(d)
+	if sameMap(d.Labels, s.Labels) || sameMap(d.Spec.Selector.MatchLabels, s.Spec.Selector) ||
+		d.Labels["app.kubernetes.io/name"] != "other" || d.Spec.Selector.MatchLabels["tier"] != "web" {
+		t.Errorf("Deployment's labels %v and selector %v: want its own", d.Labels, d.Spec.Selector)
+	}
+	// A foreign Deployment is cached without a spec.
+	d = recorded[k8sapi.Deployment](t, "deployments-list.json")
+	d.OwnerReferences = nil
+	op.trimDeployment(d)
+	op.deployments.Wrote(nil, d)
+	s = recorded[k8sapi.Service](t, "services-list.json")
+	op.trimService(s)
+	if !maps.Equal(s.Spec.Selector, widget.SelectorLabels(s.Name)) {
+		t.Errorf("Service's selector beside a foreign Deployment: %v", s.Spec.Selector)
 	}
 }
