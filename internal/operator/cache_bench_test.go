@@ -45,21 +45,29 @@ import (
 // profile of the loaded caches to FILE.N=<N>.
 func BenchmarkCacheHeap(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			srv := httptest.NewServer(newListServer(b, n))
-			defer srv.Close()
-			client, err := k8sapi.New(&k8sapi.Config{Host: srv.URL})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for range b.N {
-				m := measureLoad(b, client, n)
-				b.ReportMetric(m.live/float64(n), "liveB/widget")
-				b.ReportMetric(m.peak/float64(n), "peakB/widget")
-				b.ReportMetric(m.goal/float64(n), "goalB/widget")
-				b.ReportMetric(m.alloc/float64(n), "allocB/widget")
-			}
-		})
+		for _, mode := range []string{"stream", "list"} {
+			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) { benchmarkLoad(b, n, mode == "stream") })
+		}
+	}
+}
+
+// benchmarkLoad is BenchmarkCacheHeap for n Widgets, by streaming lists
+// if stream, else by paginated lists (the server refuses streams).
+func benchmarkLoad(b *testing.B, n int, stream bool) {
+	ls := newListServer(b, n)
+	ls.stream = stream
+	srv := httptest.NewServer(ls)
+	defer srv.Close()
+	client, err := k8sapi.New(&k8sapi.Config{Host: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		m := measureLoad(b, client, n)
+		b.ReportMetric(m.live/float64(n), "liveB/widget")
+		b.ReportMetric(m.peak/float64(n), "peakB/widget")
+		b.ReportMetric(m.goal/float64(n), "goalB/widget")
+		b.ReportMetric(m.alloc/float64(n), "allocB/widget")
 	}
 }
 
@@ -172,12 +180,15 @@ func samplePeak() func() (inUse, goal uint64) {
 // listServer is a fake API server: it serves lists of n Widgets,
 // Deployments and Services made from the objects recorded in testdata,
 // paged as kube-apiserver pages them (a list at resourceVersion 0 comes
-// whole, from the watch cache; others by limit and continue), and watches
-// that send nothing until the client goes. It writes each object into one
+// whole, from the watch cache; others by limit and continue), streaming
+// lists if stream (the objects as ADDED events, then the end bookmark;
+// else it refuses them, as a server without them does), and watches that
+// send nothing more until the client goes. It writes each object into one
 // reused buffer, so that it allocates little of what the benchmark counts.
 type listServer struct {
-	n     int
-	lists map[string]*listTemplate // by URL path
+	n      int
+	stream bool
+	lists  map[string]*listTemplate // by URL path
 }
 
 // listTemplate is a recorded list response cut into the parts before,
@@ -240,9 +251,7 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	w.Header().Set("Content-Type", "application/json")
 	if q.Get("watch") != "" {
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		s.watch(w, r, t)
 		return
 	}
 	from, _ := strconv.Atoi(q.Get("continue"))
@@ -267,6 +276,32 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Write(append(buf, "]}"...))
+}
+
+// watch serves a watch of t's objects: a streaming list, or a refusal
+// of one when s does not stream, or nothing.
+func (s *listServer) watch(w http.ResponseWriter, r *http.Request, t *listTemplate) {
+	initial := r.URL.Query().Get("sendInitialEvents") == "true"
+	if initial && !s.stream {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422}`)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if initial {
+		var buf []byte
+		for i := range s.n {
+			buf = append(t.appendItem(append(buf, `{"type":"ADDED","object":`...), i), "}\n"...)
+			if len(buf) > 32<<10 {
+				w.Write(buf)
+				buf = buf[:0]
+			}
+		}
+		fmt.Fprintf(w, `%s{"type":"BOOKMARK","object":{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"1000000","annotations":{%q:"true"}}}}`+"\n",
+			buf, t.kind, t.apiVersion, watch.InitialEventsEndAnnotation)
+	}
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
 }
 
 // appendItem appends the i-th object to buf.
