@@ -129,12 +129,25 @@ func fixed[T any](c *watch.Cache[T]) *ShardedCache[T] {
 // Get returns the object namespace/name from the cache shown that holds
 // it (see watch.Cache.Get), or nil and false.
 func (s *ShardedCache[T]) Get(namespace, name string) (*T, bool) {
-	for _, c := range s.caches(true) {
-		if obj, ok := c.Get(namespace, name); ok {
-			return obj, true
+	obj, _ := s.find(namespace, name)
+	return obj, obj != nil
+}
+
+// find returns the object namespace/name and its shard, from the cache
+// shown of that shard, or nil and -1. An object in the cache of another
+// shard (from a server that ignores shard selectors) is not found.
+func (s *ShardedCache[T]) find(namespace, name string) (*T, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.shown {
+		if c == nil {
+			continue
+		}
+		if obj, ok := c.Get(namespace, name); ok && bucketShard(s.bucket(obj), len(s.shown)) == k {
+			return obj, k
 		}
 	}
-	return nil, false
+	return nil, -1
 }
 
 // Wrote hands obj to the cache of its shard, if shown (see
@@ -274,17 +287,8 @@ func (s *ShardedCache[T]) keysOf(k int) []string {
 // holder returns the shard whose cache shown holds key, or -1.
 func (s *ShardedCache[T]) holder(key string) int {
 	ns, name, _ := k8sapi.SplitKey(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, c := range s.shown {
-		if c == nil {
-			continue
-		}
-		if _, ok := c.Get(ns, name); ok {
-			return k
-		}
-	}
-	return -1
+	_, k := s.find(ns, name)
+	return k
 }
 
 // shardView is what the election does with a [ShardedCache] of any type.

@@ -181,6 +181,15 @@ func TestSplitCaches(t *testing.T) {
 			}
 		}
 
+		// An object in the cache of a shard not its own, as from a
+		// server that ignores shard selectors, is not read.
+		stray := object("ns", keys[0][1][3:], "1")
+		stray.UID = uids[stray.Name]
+		prims.shown[1].Wrote(nil, &stray)
+		if got, ok := prims.Get("ns", stray.Name); ok || prims.holder(keys[0][1]) != -1 {
+			t.Errorf("an object of shard 0 in shard 1's cache: Get = %v, holder %d; want none", got, prims.holder(keys[0][1]))
+		}
+
 		// Reconciles: a key of the shard, and one in no cache.
 		for _, key := range []string{keys[1][0], keys[0][0]} {
 			if _, err := c.election.reconcile(t.Context(), c, key); err != nil {
