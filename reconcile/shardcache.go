@@ -77,9 +77,7 @@ func WatchOwnedShards[T any, P Object[T]](c *Controller, cfg watch.Config[T], ow
 			return ""
 		},
 		func(cfg *watch.Config[T], k int) { cfg.LabelSelector = bucketSelector(cfg.LabelSelector, label, n, k) })
-	c.mu.Lock()
 	c.views = append(c.views, s)
-	c.mu.Unlock()
 	return s
 }
 
