@@ -72,6 +72,12 @@ func TestShardedCaches(t *testing.T) {
 		v, _ := m.value("widget_operator_cache_objects", "resource", resource)
 		return v
 	}
+	cachedBytes := func(r *replica) float64 {
+		m, _ := scrape(t, r.metrics)
+		w, _ := m.value("widget_operator_cache_bytes", "resource", "widgets")
+		d, _ := m.value("widget_operator_cache_bytes", "resource", "deployments")
+		return w + d
+	}
 	// Both replicas hold shards, each caches only its share, and the
 	// shares sum to every Widget and child once the shards are settled.
 	eventually(t, 60*time.Second, func() (bool, string) {
@@ -95,7 +101,8 @@ func TestShardedCaches(t *testing.T) {
 	for _, s := range svcs.Items {
 		children = append(children, s.ObjectMeta)
 	}
-	t.Logf("Widgets cached: %v and %v of %d", cached(a, "widgets"), cached(b, "widgets"), n)
+	t.Logf("Widgets cached: %v and %v of %d; bytes of Widgets and Deployments: %v and %v", cached(a, "widgets"), cached(b, "widgets"), n,
+		cachedBytes(a), cachedBytes(b))
 	for _, m := range children {
 		want := ""
 		if ref := m.ControllerOf(); ref != nil {
@@ -121,5 +128,6 @@ func TestShardedCaches(t *testing.T) {
 		w, d := cached(a, "widgets"), cached(a, "deployments")
 		return w == n+1 && d == n+1, fmt.Sprintf("a caches %v Widgets and %v Deployments, want %d", w, d, n+1)
 	})
+	t.Logf("a alone: bytes of Widgets and Deployments %v", cachedBytes(a))
 	t.Logf("done in %v", time.Since(start).Round(time.Millisecond))
 }
