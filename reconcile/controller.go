@@ -77,11 +77,12 @@ type LeaderElection struct {
 func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 
 // Controller runs a [Reconciler] over a queue of keys that watch caches
-// fill: a primary resource ([WatchPrimary]), the resources it owns
-// ([WatchOwned]) and any others ([WatchMapped]).
+// fill: a primary resource ([WatchPrimary], or [WatchPrimaryShards]), the
+// resources it owns ([WatchOwned], or [WatchOwnedShards]) and any others
+// ([WatchMapped]).
 //
-// Set the fields, then make the caches with WatchPrimary, WatchOwned and
-// WatchMapped, then call Run once. Do not change the fields after the first
+// Set the fields, then make the caches with those functions, then call
+// Run once. Do not change the fields after the first
 // of those calls. The other methods are safe for concurrent use, with Run
 // and with each other.
 //
