@@ -22,7 +22,7 @@ func TestChecksBeforeSyncSayWhy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := &Controller{Name: "t"}
-		c.caches = []named{{&tt.cache, "gadgets", nil}}
+		c.caches = []named{{&tt.cache, "gadgets", nil, nil}}
 		if got := c.Checks(time.Now())[0].Err; got != tt.want {
 			t.Errorf("synced %v, Healthy %v: check %v, want %v", tt.cache.synced, tt.cache.err, got, tt.want)
 		}

@@ -5,8 +5,15 @@ import (
 	"encoding/json"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
-	"github.com/zerodep-k8s/widget-operator/watch"
 )
+
+// CacheView reads the objects of a cache and records the writes made to
+// them, so that the next read sees them: a *watch.Cache, or a
+// [*ShardedCache].
+type CacheView[T any] interface {
+	Get(namespace, name string) (*T, bool)
+	Wrote(prev, obj *T)
+}
 
 // ApplyChild writes want, a child object of client's resource and its
 // controller owner reference, with fieldManager:
@@ -23,7 +30,7 @@ import (
 // the owner's.
 //
 // want is marshalled as the apply body, and, for a create, into a T.
-func ApplyChild[T any, P Object[T]](ctx context.Context, cache *watch.Cache[T], client k8sapi.Typed[T], fieldManager string, want k8sapi.Object) (*T, error) {
+func ApplyChild[T any, P Object[T]](ctx context.Context, cache CacheView[T], client k8sapi.Typed[T], fieldManager string, want k8sapi.Object) (*T, error) {
 	meta := want.GetObjectMeta()
 	known, _ := cache.Get(meta.Namespace, meta.Name)
 	existing := known

@@ -62,6 +62,14 @@ type LeaderElection struct {
 	// Identity names this replica in the Leases. Empty means one made by
 	// [NewIdentity].
 	Identity string
+	// SplitCaches, with Shards above 1, has each replica cache only the
+	// objects of the shards it holds, in the caches made with
+	// [WatchPrimaryShards] and [WatchOwnedShards], and map a key to the
+	// shard of its cached primary object's uid rather than to the hash of
+	// the key (see [ShardedCache]). Set it only when the API server serves
+	// shard selectors ([k8sapi.ServesShardSelector]), with at most 256
+	// Shards. False means every replica caches every object.
+	SplitCaches bool
 }
 
 // NewIdentity returns a new identity for a replica in Leases: the host
@@ -69,11 +77,12 @@ type LeaderElection struct {
 func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 
 // Controller runs a [Reconciler] over a queue of keys that watch caches
-// fill: a primary resource ([WatchPrimary]), the resources it owns
-// ([WatchOwned]) and any others ([WatchMapped]).
+// fill: a primary resource ([WatchPrimary], or [WatchPrimaryShards]), the
+// resources it owns ([WatchOwned], or [WatchOwnedShards]) and any others
+// ([WatchMapped]).
 //
-// Set the fields, then make the caches with WatchPrimary, WatchOwned and
-// WatchMapped, then call Run once. Do not change the fields after the first
+// Set the fields, then make the caches with those functions, then call
+// Run once. Do not change the fields after the first
 // of those calls. The other methods are safe for concurrent use, with Run
 // and with each other.
 //
@@ -162,6 +171,10 @@ type Controller struct {
 	set      *Caches         // Caches, or one of its own; set by init
 	election *Election       // Election, or one of its own; set by init
 	keys     func() []string // the primary cache's keys; none without WatchPrimary
+	// primary and views are the ShardedCaches of split caches: the
+	// primary one, and the others; set before Run.
+	primary shardView
+	views   []shardView
 
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
@@ -178,16 +191,17 @@ type Controller struct {
 
 // cache is what the controller does with one of its caches.
 type cache interface {
-	Run(ctx context.Context) error
 	HasSynced() bool
 	Healthy(now time.Time) error
 }
 
-// named is a cache, with its name and a count of its objects for the log.
+// named is a cache, with its name, a count of its objects for the log,
+// and, for a cache of a Caches, its Run.
 type named struct {
 	cache
 	name string
 	len  func() int
+	run  func(ctx context.Context) error
 }
 
 // Object is the constraint of P, the pointer type of T, in the generic
@@ -213,13 +227,19 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 		return []string{k8sapi.Key(m.Namespace, m.Name)}
 	})
 	c.keys = cache.Store().Keys
-	c.primaryRV = func(namespace, name string) string {
-		if obj, ok := cache.Get(namespace, name); ok {
+	c.primaryRV = resourceVersionIn[T, P](cache)
+	return cache
+}
+
+// resourceVersionIn returns the function that reads the resourceVersion
+// of an object in r, "" for none.
+func resourceVersionIn[T any, P Object[T]](r CacheView[T]) func(ns, name string) string {
+	return func(ns, name string) string {
+		if obj, ok := r.Get(ns, name); ok {
 			return P(obj).GetObjectMeta().ResourceVersion
 		}
 		return ""
 	}
-	return cache
 }
 
 // WatchOwned makes the cache of a resource the primary one owns: a change
@@ -230,23 +250,29 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 // cfg.Handler is replaced. An owner without Kind, Version or Resource
 // makes Run fail.
 func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource) *watch.Cache[T] {
-	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string {
-		m := P(obj).GetObjectMeta()
-		ref := ControllerOf(m, owner)
-		if ref == nil {
-			return nil
-		}
-		if !owner.Namespaced {
-			return []string{ref.Name}
-		}
-		return []string{k8sapi.Key(m.Namespace, ref.Name)}
-	})
-	if err := checkOwner(cfg.Name, owner); err != nil {
-		c.mu.Lock()
-		c.cacheErr = cmp.Or(c.cacheErr, err)
-		c.mu.Unlock()
-	}
+	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string { return ownerKeys(P(obj).GetObjectMeta(), owner) })
+	c.noteErr(checkOwner(cfg.Name, owner))
 	return cache
+}
+
+// ownerKeys returns the key of m's controller owner when it is of
+// resource owner, else none.
+func ownerKeys(m *k8sapi.ObjectMeta, owner k8sapi.Resource) []string {
+	ref := ControllerOf(m, owner)
+	if ref == nil {
+		return nil
+	}
+	if !owner.Namespaced {
+		return []string{ref.Name}
+	}
+	return []string{k8sapi.Key(m.Namespace, ref.Name)}
+}
+
+// noteErr keeps err, if it is the first, for Run to return.
+func (c *Controller) noteErr(err error) {
+	c.mu.Lock()
+	c.cacheErr = cmp.Or(c.cacheErr, err)
+	c.mu.Unlock()
 }
 
 // WatchMapped makes the cache of any other resource: a change of an
@@ -258,18 +284,10 @@ func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8
 func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
 	c.init()
 	var shared *watch.Cache[T] // the cache that calls the handler
-	cfg.Handler = watch.OnChange(func(obj *T) {
-		for _, key := range keys(obj) {
-			if shared.Listing() {
-				c.queue.AddBacklog(key)
-			} else {
-				c.queue.Add(key)
-			}
-		}
-	})
+	cfg.Handler = onChange(c, keys, func() bool { return shared.Listing() })
 	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
-	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector)
+	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len, wc.Run}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector)
 	shared, ok := n.cache.(*watch.Cache[T])
 	if !c.track(n, ok && cfg.Source != nil) {
 		return wc // never run: Run fails
@@ -278,6 +296,20 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 		shared.AddHandler(cfg.Handler)
 	}
 	return shared
+}
+
+// onChange is the handler that queues the keys of a changed object,
+// behind the live changes while listing reports true.
+func onChange[T any](c *Controller, keys func(obj *T) []string, listing func() bool) watch.Handler[T] {
+	return watch.OnChange(func(obj *T) {
+		for _, key := range keys(obj) {
+			if listing() {
+				c.queue.AddBacklog(key)
+			} else {
+				c.queue.Add(key)
+			}
+		}
+	})
 }
 
 // init makes the queue, the metrics and the holder of the Leases. It

@@ -674,7 +674,7 @@ func TestChecksLogReasonsOnChange(t *testing.T) {
 	var logs logbuf.Buffer
 	c := &Controller{Name: "t", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	widgets, services := &fakeCache{synced: true}, &fakeCache{synced: true}
-	c.caches = []named{{widgets, "widgets", nil}, {services, "services", nil}}
+	c.caches = []named{{widgets, "widgets", nil, nil}, {services, "services", nil, nil}}
 	lines := func() int { return strings.Count(logs.String(), "\n") }
 	now := time.Unix(1000, 0)
 	c.Checks(now)

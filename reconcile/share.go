@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -71,7 +72,7 @@ func (s *Caches) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, w := range caches {
 		// Run fails only without a Source, which WatchMapped refuses.
-		wg.Go(func() { w.Run(ctx) })
+		wg.Go(func() { w.run(ctx) })
 	}
 	wg.Wait()
 }
@@ -135,6 +136,9 @@ func (e *Election) init() error {
 		return 0
 	})}
 	if le := e.LeaderElection; le != nil {
+		if le.SplitCaches && le.Shards > 256 {
+			return errors.New("reconcile: LeaderElection.SplitCaches takes at most 256 Shards")
+		}
 		var err error
 		e.shards, err = leader.New(leader.Config{Client: le.Client, Namespace: le.Namespace, Name: le.Name,
 			Shards: le.Shards, Identity: le.Identity, Logger: e.Logger, Work: e.holdShard})
@@ -209,37 +213,76 @@ func (e *Election) synced() bool {
 	return true
 }
 
+// split returns the number of shards when the caches are split by
+// shard (LeaderElection.SplitCaches), else 0.
+func (e *Election) split() int {
+	if le := e.LeaderElection; le != nil && le.SplitCaches && le.Shards > 1 {
+		return le.Shards
+	}
+	return 0
+}
+
 // holdShard runs while this replica holds shard k (ctx ends when it must
-// stop): it queues the shard's keys of every member, and when ctx ends,
-// it waits for the reconciles of the shard's keys in flight, which ctx
-// cancels.
+// stop): with split caches, it starts the shard's caches of every member
+// and waits for them to sync; then it queues the shard's keys of every
+// member. When ctx ends, it hides the shard's caches, waits for the
+// reconciles of the shard's keys in flight, which ctx cancels, and stops
+// the caches.
 func (e *Election) holdShard(ctx context.Context, k int) {
 	e.mu.Lock()
-	e.shardCtx[k] = ctx
 	members := slices.Clone(e.members)
 	e.mu.Unlock()
+	var views, primaries []shardView // shown in this order, hidden in the reverse
 	for _, c := range members {
-		for _, key := range c.keys() {
-			if leader.ShardOf(key, len(e.shardCtx)) == k {
-				c.queue.AddBacklog(key)
-			}
+		views = append(views, c.views...)
+		if c.primary != nil {
+			primaries = append(primaries, c.primary)
+		}
+	}
+	views = append(views, primaries...)
+	for _, v := range views {
+		v.start(k)
+		defer v.stop(k)
+	}
+	if !waitUntil(ctx, func() bool { return !slices.ContainsFunc(views, func(v shardView) bool { return !v.synced(k) }) }) {
+		return
+	}
+	e.mu.Lock()
+	e.shardCtx[k] = ctx
+	e.mu.Unlock()
+	for _, v := range views {
+		v.show(k, true)
+	}
+	for _, c := range members {
+		for _, key := range c.shardKeys(k, len(e.shardCtx)) {
+			c.queue.AddBacklog(key)
 		}
 	}
 	<-ctx.Done()
 	e.mu.Lock()
 	e.shardCtx[k] = nil
 	e.mu.Unlock()
+	for _, v := range slices.Backward(views) {
+		v.show(k, false)
+	}
 	e.inFlight[k].Wait()
 }
 
 // reconcile reconciles key with c if this replica holds the key's shard,
 // with a context that also ends with the shard; a key of a shard it does
-// not hold is dropped: the holder queues it when it takes the shard.
+// not hold is dropped: the holder queues it when it takes the shard. With
+// split caches, a key's shard is the one whose cache shown holds its
+// object; a key of none is reconciled (it finds no object).
 func (e *Election) reconcile(ctx context.Context, c *Controller, key string) (queue.Result, error) {
 	if len(e.shardCtx) == 0 {
 		return c.reconcileKey(ctx, key)
 	}
 	k := leader.ShardOf(key, len(e.shardCtx))
+	if c.primary != nil {
+		if k = c.primary.holder(key); k < 0 {
+			return c.reconcileKey(ctx, key) // an object gone: its reconcile finds nothing
+		}
+	}
 	e.mu.Lock()
 	sctx := e.shardCtx[k]
 	if sctx == nil || sctx.Err() != nil {

@@ -26,6 +26,11 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by" // always FieldManager
 )
 
+// LabelOwnerBucket holds reconcile.Bucket of the owner Widget's uid, on
+// the children that an operator whose replicas cache their shards alone
+// makes.
+const LabelOwnerBucket = "widget.example.com/owner-bucket"
+
 // DeploymentApply is the apply configuration of a Deployment: the body of a
 // server-side apply request. It holds only the fields the operator owns;
 // empty fields are left out, so that applying it claims no defaults.

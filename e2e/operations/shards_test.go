@@ -115,6 +115,9 @@ func TestSharding(t *testing.T) {
 
 	from := time.Now()
 	a := start("replica a")
+	if _, ok := firstLog(t, a.o, "shard selectors not served: each replica caches every Widget and child"); !ok {
+		t.Errorf("no line that shard selectors are not served, on a plane without ShardedListAndWatch")
+	}
 	eventually(t, 60*time.Second, spread(map[string]int{a.id: shards}))
 	create(0, 30)
 	eventually(t, 2*time.Minute, converged(30))

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/zerodep-k8s/widget-operator/k8sapi"
 	"github.com/zerodep-k8s/widget-operator/reconcile"
@@ -25,13 +26,23 @@ type clusterAPI struct {
 }
 
 func (a *clusterAPI) ApplyDeployment(ctx context.Context, d *widget.DeploymentApply) (*k8sapi.Deployment, error) {
+	a.label(&d.ObjectMeta)
 	return reconcile.ApplyChild(ctx, a.op.deployments, k8sapi.For[k8sapi.Deployment](a.client, k8sapi.Deployments),
 		widget.FieldManager, d)
 }
 
 func (a *clusterAPI) ApplyService(ctx context.Context, s *widget.ServiceApply) (*k8sapi.Service, error) {
+	a.label(&s.ObjectMeta)
 	return reconcile.ApplyChild(ctx, a.op.services, k8sapi.For[k8sapi.Service](a.client, k8sapi.Services),
 		widget.FieldManager, s)
+}
+
+// label puts on a child the bucket of its owner's uid, with split caches,
+// for the child caches of its owner's shard to select it.
+func (a *clusterAPI) label(m *k8sapi.ObjectMeta) {
+	if ref := m.ControllerOf(); a.op.split && ref != nil {
+		m.Labels[widget.LabelOwnerBucket] = strconv.Itoa(reconcile.Bucket(string(ref.UID)))
+	}
 }
 
 func (a *clusterAPI) PatchWidgetStatus(ctx context.Context, namespace, name string, patch []byte) error {

@@ -103,14 +103,18 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err := preflight(ctx, client, opts.Namespace); err != nil {
 		return err
 	}
+	split := splitCaches(ctx, client, opts, log)
 	mcfg := opts.Config
 	mcfg.Name, mcfg.Client, mcfg.ReviewClient, mcfg.Logger, mcfg.MetricsPrefix = "widget-operator", client, unlimited, log, metricsPrefix
 	mcfg.LeaderElection = leaderElection(opts, unlimited, identity)
+	if split { // with shards, so with Leases
+		mcfg.LeaderElection.SplitCaches = true
+	}
 	m, err := manager.New(mcfg)
 	if err != nil {
 		return err
 	}
-	if err := newOperator(m, client, opts, log); err != nil {
+	if err := newOperator(m, client, opts, log, split); err != nil {
 		return err
 	}
 	m.Registry().MustRegister(apiMetrics)
@@ -149,6 +153,24 @@ func leaderElection(opts Options, client *k8sapi.Client, identity string) *recon
 		Name: opts.LeaderElectionID, Shards: opts.Shards, Identity: identity}
 }
 
+// splitCaches reports whether each replica may cache the objects of its
+// shards alone: with shards, when the API server serves shard selectors
+// (asked of Deployments, which the operator lists anyway). It logs which.
+func splitCaches(ctx context.Context, c *k8sapi.Client, opts Options, log *slog.Logger) bool {
+	if opts.Shards <= 1 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ok, err := k8sapi.ServesShardSelector(ctx, c, k8sapi.Deployments, opts.Namespace)
+	if ok {
+		log.Info("shard selectors served: each replica caches the Widgets and children of its shards only")
+	} else {
+		log.Info("shard selectors not served: each replica caches every Widget and child", "err", err)
+	}
+	return ok
+}
+
 // preflight makes the first contact fail fast with a clear reason instead of
 // a silent backoff loop: no server, no CRD, no permission.
 func preflight(ctx context.Context, c *k8sapi.Client, namespace string) error {
@@ -175,13 +197,15 @@ func hostOf(raw string) string {
 	return raw
 }
 
-// operator holds the running parts.
+// operator holds the running parts. With split caches, the children it
+// applies carry widget.LabelOwnerBucket.
 type operator struct {
 	ctrl        *reconcile.Controller
-	widgets     *watch.Cache[widget.Widget]
-	deployments *watch.Cache[k8sapi.Deployment]
-	services    *watch.Cache[k8sapi.Service]
+	widgets     reconcile.CacheView[widget.Widget]
+	deployments reconcile.CacheView[k8sapi.Deployment]
+	services    reconcile.CacheView[k8sapi.Service]
 	reconciler  *widget.Reconciler
+	split       bool
 }
 
 // childSelector limits the child caches to objects this operator labels, so
@@ -189,18 +213,18 @@ type operator struct {
 const childSelector = widget.LabelManagedBy + "=" + widget.FieldManager
 
 // newOperator builds the Widget controller and adds it to m.
-func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *slog.Logger) error {
-	op := &operator{ctrl: &reconcile.Controller{Name: ControllerName, Workers: opts.Workers}}
+func newOperator(m *manager.Manager, client *k8sapi.Client, opts Options, log *slog.Logger, split bool) error {
+	op := &operator{ctrl: &reconcile.Controller{Name: ControllerName, Workers: opts.Workers}, split: split}
 	if err := m.Add(op.ctrl); err != nil {
 		return err
 	}
 	// Our own status writes come back as updates too: a reconcile of an
 	// unchanged Widget writes nothing.
-	op.widgets = reconcile.WatchPrimary(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
-	op.deployments = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, op.trimDeployment),
-		widget.Widgets)
-	op.services = reconcile.WatchOwned(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, op.trimService),
-		widget.Widgets)
+	op.widgets = reconcile.WatchPrimaryShards(op.ctrl, watchConfig(client, widget.Widgets, "", opts.Namespace, log, widget.TrimWidget))
+	op.deployments = reconcile.WatchOwnedShards(op.ctrl, watchConfig(client, k8sapi.Deployments, childSelector, opts.Namespace, log, op.trimDeployment),
+		widget.Widgets, widget.LabelOwnerBucket)
+	op.services = reconcile.WatchOwnedShards(op.ctrl, watchConfig(client, k8sapi.Services, childSelector, opts.Namespace, log, op.trimService),
+		widget.Widgets, widget.LabelOwnerBucket)
 	// ResourceQuotas only wake the Widgets that wait on one: the informer
 	// holds their metadata, and no reconcile waits for it to sync. A
 	// change retries at once the Widgets of its namespace that wait on a
