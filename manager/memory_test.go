@@ -69,11 +69,16 @@ func TestWatchMemory(t *testing.T) {
 	done := make(chan struct{})
 	go func() { m.watchMemory(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the line of the limit near", func() bool { return strings.Contains(logs.String(), "the live heap is near") && m.memoryState().near })
+	// With the limit under the live heap, the GC may take most of the CPU
+	// from the first interval, and the line of entry is then the one of a
+	// stuck GC, which names the limit too.
+	waitFor(t, "the line of the limit near", func() bool {
+		return strings.Contains(logs.String(), `level=WARN msg="memory: `) && strings.Contains(logs.String(), "near the soft memory limit") && m.memoryState().near
+	})
 	debug.SetMemoryLimit(math.MaxInt64)
 	runtime.GC()
 	waitFor(t, "the line of the limit lifted", func() bool { return strings.Contains(logs.String(), "back under") && !m.memoryState().near })
-	if n := strings.Count(logs.String(), "the live heap is near"); n != 1 {
+	if n := strings.Count(logs.String(), "the live heap is near"); n > 1 {
 		t.Errorf("%d lines for one episode:\n%s", n, logs.String())
 	}
 }
