@@ -130,6 +130,9 @@ type Config struct {
 	// quiet (Result.Scrapes). Zero means no scrapes. It takes ours: the
 	// flag and the metric names are the Widget operator's.
 	Scrape time.Duration
+	// APIServerArgs are more flags of the plane's kube-apiserver, such as
+	// a feature gate (see ShardGate). Nil means none.
+	APIServerArgs []string
 	// Timeout bounds the wait for convergence. Zero means 2 minutes plus
 	// 100 ms per Widget.
 	Timeout time.Duration
@@ -192,7 +195,27 @@ type Result struct {
 	// is the soft memory limit as the operator served it.
 	Scrapes, NearLimit, MemoryFailed int   `json:",omitempty"`
 	SoftLimit                        int64 `json:",omitempty"`
+	// Caches are the cache metrics (CacheObjects, CacheBytes) of the last
+	// scrape, one per resource, in the order served.
+	Caches []CacheStat `json:",omitempty"`
 }
+
+// CacheStat is one cache as the operator's /metrics described it.
+type CacheStat struct {
+	Resource       string
+	Objects, Bytes int64
+}
+
+// The Widget operator's cache gauges, by resource, which Config.Scrape
+// reads.
+const (
+	CacheObjects = "widget_operator_cache_objects"
+	CacheBytes   = "widget_operator_cache_bytes"
+)
+
+// ShardGate is the kube-apiserver flag that serves shard selectors, with
+// which each replica of a sharded operator caches only its shards.
+const ShardGate = "--feature-gates=ShardedListAndWatch=true"
 
 // LiveWidget names the Widget of Config.LiveAfter.
 const LiveWidget = "w-live"
@@ -241,7 +264,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Log, "bench: %s N=%d: %s\n", cfg.Operator.Name, cfg.N, fmt.Sprintf(format, args...))
 		}
 	}
-	p, err := controlplane.Start(ctx, controlplane.Options{Bare: true})
+	p, err := controlplane.Start(ctx, controlplane.Options{Bare: true, APIServerArgs: cfg.APIServerArgs})
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +388,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if scraped != nil {
 		stopScrapes()
 		sc := <-scraped
-		res.Scrapes, res.NearLimit, res.MemoryFailed, res.SoftLimit = sc.n, sc.near, sc.memoryFailed, sc.softLimit
+		res.Scrapes, res.NearLimit, res.MemoryFailed, res.SoftLimit, res.Caches = sc.n, sc.near, sc.memoryFailed, sc.softLimit, sc.caches
 		logf("%d scrapes: %s at 1 in %d, /readyz's memory check failed in %d; soft limit %d B",
 			sc.n, MemoryNearLimit, sc.near, sc.memoryFailed, sc.softLimit)
 	}
@@ -904,6 +927,7 @@ const MemoryNearLimit = "widget_operator_memory_near_limit"
 type scrapes struct {
 	n, near, memoryFailed int
 	softLimit             int64
+	caches                []CacheStat
 }
 
 // scrape reads the process's /metrics and /readyz every interval until
@@ -948,6 +972,9 @@ func (p *process) scrape(ctx context.Context, every time.Duration) <-chan scrape
 			if v, ok := gauge(m, "go_gc_gomemlimit_bytes"); ok {
 				r.softLimit = int64(v)
 			}
+			if c := caches(m); len(c) > 0 {
+				r.caches = c
+			}
 		}
 	}()
 	return out
@@ -966,6 +993,35 @@ func gauge(body, name string) (v float64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// caches returns the cache gauges of the exposition body, one CacheStat
+// per resource label of CacheObjects, with its CacheBytes.
+func caches(body string) []CacheStat {
+	var out []CacheStat
+	at := map[string]int{}
+	for line := range strings.Lines(body) {
+		name, rest, ok := strings.Cut(line, `{resource="`)
+		if !ok || name != CacheObjects && name != CacheBytes {
+			continue
+		}
+		res, value, ok := strings.Cut(rest, `"} `)
+		var v float64
+		if _, err := fmt.Sscan(value, &v); !ok || err != nil {
+			continue
+		}
+		i, seen := at[res]
+		if !seen {
+			i, at[res] = len(out), len(out)
+			out = append(out, CacheStat{Resource: res})
+		}
+		if name == CacheObjects {
+			out[i].Objects = int64(v)
+		} else {
+			out[i].Bytes = int64(v)
+		}
+	}
+	return out
 }
 
 // stop sends SIGTERM and waits for the exit, killing the process after 30

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -208,5 +209,25 @@ func TestGauge(t *testing.T) {
 	}
 	if _, ok := gauge("", MemoryNearLimit); ok {
 		t.Error("a gauge in an empty body")
+	}
+}
+
+// TestCaches reads the cache gauges, one per resource, from a body as the
+// operator serves it.
+func TestCaches(t *testing.T) {
+	body := "# HELP widget_operator_cache_objects Objects in the informer's cache.\n" +
+		"# TYPE widget_operator_cache_objects gauge\n" +
+		"widget_operator_cache_objects{resource=\"widgets\"} 10000\n" +
+		"widget_operator_cache_objects{resource=\"deployments\"} 9876\n" +
+		"widget_operator_cache_bytes{resource=\"widgets\"} 1.2345e+07\n" +
+		"widget_operator_cache_bytes{resource=\"deployments\"} 2048\n" +
+		"widget_operator_cache_bytes_total{resource=\"widgets\"} 5\n" +
+		"widget_operator_cache_objects{resource=\"services\"} x\n"
+	want := []CacheStat{{"widgets", 10000, 12345000}, {"deployments", 9876, 2048}}
+	if got := caches(body); !slices.Equal(got, want) {
+		t.Errorf("caches = %+v, want %+v", got, want)
+	}
+	if got := caches("widget_operator_memory_near_limit 1\n"); got != nil {
+		t.Errorf("caches of a body without them = %+v", got)
 	}
 }

@@ -49,8 +49,10 @@ type Report struct {
 	Live []*bench.Result `json:",omitempty"`
 	// MemLimit are the runs of ours under a 64 Mi memory limit.
 	MemLimit []*bench.Result `json:",omitempty"`
-	Errors   []string        `json:",omitempty"`
-	Idle     time.Duration
+	// Relist is the relist memory by mode, from BenchmarkCacheHeap.
+	Relist []Relist `json:",omitempty"`
+	Errors []string `json:",omitempty"`
+	Idle   time.Duration
 }
 
 // Size is one operator binary.
@@ -61,11 +63,11 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per N and operator")
 	idle := flag.Duration("idle", 60*time.Second, "idle CPU window")
 	out := flag.String("out", filepath.Join(bench.RepoRoot(), "bench", "results"), "output folder")
-	unit := flag.Bool("unit", true, "run the unit benchmarks")
+	unit := flag.Bool("unit", true, "run the unit benchmarks, and BenchmarkCacheHeap for the relist memory by mode")
 	cr := flag.Bool("cr", true, "compare with the controller-runtime reference, as written and tuned")
 	tuned := flag.Bool("tuned", true, "with -cr, measure the reference tuned too (managedFields stripped from its cache)")
 	withFloor := flag.Bool("floor", true, "measure the raw-write floor")
-	sharded := flag.Int("sharded", 5000, "N of the sharded case (ours with --shards=6, 1 and 3 replicas); 0 skips it")
+	sharded := flag.Int("sharded", 5000, "N of the sharded case (ours with --shards=6, 1 and 3 replicas, the API server serving shard selectors); 0 skips it")
 	live := flag.String("live", "1000,5000,10000", "comma-separated N of the live-change case (one more Widget 3 s after the start, timed to its status); empty skips it")
 	memlimit := flag.Int("memlimit", 10000, "N of the 64 Mi case (ours once, its soft memory limit set from a 64 Mi container limit); 0 skips it")
 	from := flag.String("from", "", "redraw the report from this JSON file instead of measuring")
@@ -136,6 +138,10 @@ func run(cfg config) error {
 			return fmt.Errorf("unit benchmarks: %w\n%s", err, data)
 		}
 		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+		logf("relist memory by mode (BenchmarkCacheHeap)")
+		if rep.Relist, err = relistMemory(root); err != nil {
 			return err
 		}
 	}
@@ -215,7 +221,8 @@ func run(cfg config) error {
 			op.Name = fmt.Sprintf("%s --shards=6 ×%d", ours.Name, replicas)
 			op.Args = []string{"--shards=6", "--leader-election-namespace", op.Namespace}
 			logf("sharded N=%d: %s", cfg.sharded, op.Name)
-			res, err := bench.Run(ctx, bench.Config{N: cfg.sharded, Operator: op, Replicas: replicas, Log: os.Stderr})
+			res, err := bench.Run(ctx, bench.Config{N: cfg.sharded, Operator: op, Replicas: replicas,
+				APIServerArgs: []string{bench.ShardGate}, Log: os.Stderr})
 			if err != nil {
 				msg := fmt.Sprintf("sharded N=%d %s: %v", cfg.sharded, op.Name, err)
 				logf("FAILED %s", msg)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,48 @@ func TestMemLimitSection(t *testing.T) {
 	}
 	if memLimitSection(nil, main) != "" {
 		t.Error("a section without runs")
+	}
+}
+
+// TestParseCacheHeap reads BenchmarkCacheHeap's lines as go test prints
+// them, with medians over the loads of each case.
+func TestParseCacheHeap(t *testing.T) {
+	out := "goos: linux\ngoarch: amd64\npkg: github.com/zerodep-k8s/widget-operator/internal/operator\n" +
+		"BenchmarkCacheHeap/N=1000/stream-2         \t       1\t 412345678 ns/op\t      3384 liveB/widget\t      5688 peakB/widget\t      7001 goalB/widget\t     11000 allocB/widget\n" +
+		"BenchmarkCacheHeap/N=1000/stream-2         \t       1\t 412345678 ns/op\t      3380 liveB/widget\t      5000 peakB/widget\t      7003 goalB/widget\t     11002 allocB/widget\n" +
+		"BenchmarkCacheHeap/N=1000/stream-2         \t       1\t 412345678 ns/op\t      3390 liveB/widget\t      6000 peakB/widget\t      7002 goalB/widget\t     11001 allocB/widget\n" +
+		"BenchmarkCacheHeap/N=10000/list-2          \t       1\t4123456789 ns/op\t      3149 liveB/widget\t      7791 peakB/widget\t      8919 goalB/widget\t     17733 allocB/widget\n" +
+		"PASS\nok  \tgithub.com/zerodep-k8s/widget-operator/internal/operator\t12.3s\n"
+	want := []Relist{{N: 1000, Mode: "stream", Peak: 5688, Goal: 7002, Alloc: 11001, Live: 3384}, {N: 10000, Mode: "list", Peak: 7791, Goal: 8919, Alloc: 17733, Live: 3149}}
+	if got := parseCacheHeap(out); !slices.Equal(got, want) {
+		t.Errorf("parseCacheHeap = %+v\nwant %+v", got, want)
+	}
+	if got := parseCacheHeap("PASS\n"); len(got) != 0 {
+		t.Errorf("parseCacheHeap of no lines = %+v", got)
+	}
+}
+
+// TestShardedSection judges the worst replica of a sharded run against
+// one unsharded replica: ours in the main runs, else one sharded replica.
+func TestShardedSection(t *testing.T) {
+	one := &bench.Result{Operator: ours, N: 5000, PeakRSS: 60 << 20}
+	three := &bench.Result{Operator: ours, N: 5000, PeakRSS: 31 << 20,
+		PerReplica: []bench.ReplicaStat{{PeakRSS: 25 << 20}, {PeakRSS: 31 << 20}, {PeakRSS: 20 << 20}}}
+	tests := []struct {
+		name string
+		main []*bench.Result
+		want string
+	}{
+		{"against one sharded replica", nil, "each ≤ 0.5× one replica: 0.52 **missed**"},
+		{"against the main runs", []*bench.Result{result(ours, 5000, 1, 0, 0, 64)}, "each ≤ 0.5× unsharded: 0.48 met"},
+	}
+	for _, tt := range tests {
+		got := shardedSection([]*bench.Result{one, three}, tt.main)
+		if !strings.Contains(got, tt.want) || strings.Count(got, "each ≤") != 1 {
+			t.Errorf("%s: no single %q in\n%s", tt.name, tt.want, got)
+		}
+	}
+	if shardedSection(nil, nil) != "" {
+		t.Error("a section without sharded runs")
 	}
 }
