@@ -94,7 +94,9 @@ type Config struct {
 // a membership Lease, and each aims for S shards divided by the live
 // replicas, rounded down or up (see balance). A replica renews what it
 // holds every RetryPeriod, takes free or expired shards, and gives back
-// extras when a replica joins.
+// extras when a replica joins. It takes its first shards a round after it
+// joined, so that replicas started together each take their share, not
+// all of the shards and then give most back.
 //
 // Create Shards with New and start it with Run, once. Held and
 // Transitions are safe to call from any goroutine.
@@ -214,7 +216,7 @@ func (s *Shards) step(ctx context.Context) {
 	}
 	attempt, cancel := context.WithDeadline(ctx, s.earliest())
 	defer cancel()
-	member := s.member(attempt)
+	settled := s.member(attempt)
 	var members, holders []string
 	for _, sl := range s.members {
 		if h := s.holderOf(attempt, sl); h != "" && h != "?" {
@@ -224,8 +226,8 @@ func (s *Shards) step(ctx context.Context) {
 	for _, sl := range s.shards {
 		holders = append(holders, s.holderOf(attempt, sl))
 	}
-	if ctx.Err() != nil || !member {
-		return // not a member (yet): take nothing, give nothing
+	if ctx.Err() != nil || !settled {
+		return // not a member since the last round: take nothing, give nothing
 	}
 	take, give := balance(s.cfg.Identity, members, holders)
 	for _, k := range give {
@@ -268,9 +270,12 @@ func (s *Shards) holderOf(ctx context.Context, sl *slot) string {
 }
 
 // member renews this replica's membership Lease, or takes one that is
-// missing, free or expired, and reports whether it holds one. With one
-// shard there is no membership, and every replica may take the shard.
-func (s *Shards) member(ctx context.Context) bool {
+// missing, free or expired, and reports whether it held one since the
+// round before: a replica that has just joined takes nothing for a round,
+// so that replicas started together see each other before they take
+// shards, and none takes them all at first. With one shard there is no
+// membership, and every replica may take the shard.
+func (s *Shards) member(ctx context.Context) (settled bool) {
 	for _, sl := range s.members {
 		if sl.ours() && s.keep(ctx, sl) {
 			return true
@@ -279,7 +284,7 @@ func (s *Shards) member(ctx context.Context) bool {
 	}
 	for _, sl := range s.members {
 		if s.read(ctx, sl) == nil && !s.live(sl) && s.write(ctx, sl) {
-			return true
+			return false
 		}
 	}
 	return len(s.members) == 0

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
@@ -203,6 +204,7 @@ type workLog struct {
 	t     *testing.T
 	mu    sync.Mutex
 	owner map[int]string
+	most  map[string]int // the most shards each replica worked on at once
 }
 
 func (w *workLog) work(id string) func(context.Context, int) {
@@ -212,6 +214,15 @@ func (w *workLog) work(id string) func(context.Context, int) {
 			w.t.Errorf("%s starts work on shard %d while %s works on it", id, k, o)
 		}
 		w.owner[k] = id
+		n := 0
+		for _, o := range w.owner {
+			if o == id {
+				n++
+			}
+		}
+		if w.most != nil {
+			w.most[id] = max(w.most[id], n)
+		}
 		w.mu.Unlock()
 		<-ctx.Done()
 		w.mu.Lock()
@@ -292,6 +303,24 @@ func TestShardsSpreadAndStay(t *testing.T) {
 		}
 		if m := a.s.Transitions() + b.s.Transitions() + c.s.Transitions(); m != moves {
 			t.Errorf("%d shard moves while membership was stable", m-moves)
+		}
+	})
+}
+
+// Replicas that start together each take their share at once: none
+// works on more shards than its share first and gives the rest back,
+// which with split caches would cache every shard's objects on the way.
+func TestShardsStartedTogetherTakeTheirShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, wl := &leaseStore{}, &workLog{t: t, owner: map[int]string{}, most: map[string]int{}}
+		a := startReplica(t, store, wl, "a")
+		b := startReplica(t, store, wl, "b")
+		c := startReplica(t, store, wl, "c")
+		waitFor(t, time.Minute, "2 shards each", func() bool { return slices.Equal(held(a, b, c), []int{2, 2, 2}) })
+		wl.mu.Lock()
+		defer wl.mu.Unlock()
+		if want := map[string]int{"a": 2, "b": 2, "c": 2}; !maps.Equal(wl.most, want) {
+			t.Errorf("the most shards each worked on at once: %v, want %v", wl.most, want)
 		}
 	})
 }
