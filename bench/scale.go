@@ -167,6 +167,10 @@ type Result struct {
 	// PeakRSS is VmHWM at convergence, SteadyRSS is VmRSS at the end of
 	// the idle window (or of Settle), in bytes.
 	PeakRSS, SteadyRSS int64
+	// FileRSS is RssFile at convergence, in bytes: the pages of files
+	// mapped in, nearly all of them the binary's, which the kernel may
+	// drop and read again, unlike the process's own (anonymous) memory.
+	FileRSS int64 `json:",omitempty"`
 	// IdleCPU is the CPU time used over Idle; IdleWindow is that window
 	// (zero when not measured).
 	IdleCPU, IdleWindow time.Duration
@@ -224,6 +228,7 @@ const LiveWidget = "w-live"
 type ReplicaStat struct {
 	CPU     time.Duration
 	PeakRSS int64
+	FileRSS int64 `json:",omitempty"` // as Result.FileRSS
 }
 
 // Requests counts API requests by kind.
@@ -361,15 +366,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Converge = tr.at.Sub(t0)
-	res.CPU, res.PeakRSS, res.SteadyRSS = st.cpu, st.hwm, st.rss
+	res.CPU, res.PeakRSS, res.SteadyRSS, res.FileRSS = st.cpu, st.hwm, st.rss, st.file
 	if len(others) > 0 {
-		res.PerReplica = append(res.PerReplica, ReplicaStat{st.cpu, st.hwm})
+		res.PerReplica = append(res.PerReplica, ReplicaStat{st.cpu, st.hwm, st.file})
 		for _, o := range others {
 			ost, err := readProc(o.pid())
 			if err != nil {
 				return nil, err
 			}
-			res.PerReplica = append(res.PerReplica, ReplicaStat{ost.cpu, ost.hwm})
+			res.PerReplica = append(res.PerReplica, ReplicaStat{ost.cpu, ost.hwm, ost.file})
 			res.CPU += ost.cpu
 			res.PeakRSS = max(res.PeakRSS, ost.hwm)
 		}
@@ -1052,8 +1057,8 @@ func (p *process) tail() string {
 
 // procStat is what /proc tells about a process.
 type procStat struct {
-	cpu      time.Duration // utime + stime
-	hwm, rss int64         // VmHWM, VmRSS in bytes
+	cpu            time.Duration // utime + stime
+	hwm, rss, file int64         // VmHWM, VmRSS and RssFile in bytes
 }
 
 // clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
@@ -1097,6 +1102,9 @@ func readProc(pid int) (procStat, error) {
 		case strings.HasPrefix(line, "VmRSS:"):
 			fmt.Sscan(strings.TrimPrefix(line, "VmRSS:"), &kb)
 			st.rss = kb << 10
+		case strings.HasPrefix(line, "RssFile:"):
+			fmt.Sscan(strings.TrimPrefix(line, "RssFile:"), &kb)
+			st.file = kb << 10
 		}
 	}
 	return st, nil

@@ -459,40 +459,51 @@ func shardedSection(sharded, main []*bench.Result) string {
 		"CPU is the replicas' sum; peak RSS per replica. " +
 		"All replicas share these 2 cores with the API server and etcd, which are the bottleneck here: more replicas " +
 		"spread the operator's work, they cannot make the API server faster.\n\n" +
+		"Beside each peak, in brackets, the file-backed part of the RSS at convergence (RssFile: the binary's pages, which the kernel may drop and read again).\n\n" +
 		"| N | replicas | converge | CPU (sum) | CPU per replica | peak RSS per replica | writes | target |\n|---:|---:|---:|---:|---|---|---:|---|\n")
 	for _, r := range sharded {
 		var cpus, rss []string
 		worst := float64(r.PeakRSS)
-		for _, p := range r.PerReplica {
-			cpus = append(cpus, fmt.Sprintf("%.2f s", p.CPU.Seconds()))
-			rss = append(rss, fmt.Sprintf("%.1f MiB", float64(p.PeakRSS)/(1<<20)))
+		replicas := r.PerReplica
+		if len(replicas) == 0 {
+			replicas = []bench.ReplicaStat{{CPU: r.CPU, PeakRSS: r.PeakRSS, FileRSS: r.FileRSS}}
 		}
-		if len(r.PerReplica) == 0 {
-			cpus, rss = []string{fmt.Sprintf("%.2f s", r.CPU.Seconds())}, []string{fmt.Sprintf("%.1f MiB", float64(r.PeakRSS)/(1<<20))}
+		for _, p := range replicas {
+			cpus = append(cpus, fmt.Sprintf("%.2f s", p.CPU.Seconds()))
+			rss = append(rss, fmt.Sprintf("%.1f MiB (%.1f)", float64(p.PeakRSS)/(1<<20), float64(p.FileRSS)/(1<<20)))
 		}
 		tg := ""
-		if base, of := unsharded(sharded, main, r.N); base > 0 && len(r.PerReplica) > 1 {
+		if base, file, of := unsharded(sharded, main, r.N); base > 0 && len(r.PerReplica) > 1 {
 			tg = fmt.Sprintf("each ≤ %.1f× %s: %.2f %s", shardTarget, of, worst/base, verdict(worst <= shardTarget*base))
+			if file > 0 {
+				anon := 0.0
+				for _, p := range r.PerReplica {
+					anon = max(anon, float64(p.PeakRSS-p.FileRSS))
+				}
+				tg += fmt.Sprintf(" (less the file-backed pages: %.2f)", anon/(base-file))
+			}
 		}
-		fmt.Fprintf(&b, "| %d | %d | %.2f s | %.2f s | %s | %s | %d | %s |\n", r.N, max(len(r.PerReplica), 1),
+		fmt.Fprintf(&b, "| %d | %d | %.2f s | %.2f s | %s | %s | %d | %s |\n", r.N, len(replicas),
 			r.Converge.Seconds(), r.CPU.Seconds(), strings.Join(cpus, ", "), strings.Join(rss, ", "), r.Requests.Writes, tg)
 	}
 	return b.String() + "\n"
 }
 
-// unsharded returns the peak RSS, in bytes, of one unsharded replica at n
-// and what it is: ours in the main runs, else the sharded run of one
-// replica; 0 when there is neither.
-func unsharded(sharded, main []*bench.Result, n int) (float64, string) {
+// unsharded returns the peak RSS and the file-backed RSS, in bytes, of
+// one unsharded replica at n and what it is: ours in the main runs
+// (medians), else the sharded run of one replica; peak is 0 when there is
+// neither.
+func unsharded(sharded, main []*bench.Result, n int) (peak, file float64, of string) {
 	if v, ok := median(main, ours, n, func(r *bench.Result) float64 { return float64(r.PeakRSS) }); ok {
-		return v, "unsharded"
+		f, _ := median(main, ours, n, func(r *bench.Result) float64 { return float64(r.FileRSS) })
+		return v, f, "unsharded"
 	}
 	for _, r := range sharded {
 		if r.N == n && len(r.PerReplica) <= 1 {
-			return float64(r.PeakRSS), "one replica"
+			return float64(r.PeakRSS), float64(r.FileRSS), "one replica"
 		}
 	}
-	return 0, ""
+	return 0, 0, ""
 }
 
 // relistSection is the table of the relist memory by mode; empty without
