@@ -51,8 +51,11 @@ func parseCacheHeap(out string) []Relist {
 	figures := map[key]map[string][]float64{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
-		name, ok := strings.CutPrefix(first(f), "BenchmarkCacheHeap/N=")
-		if !ok || len(f) < 4 {
+		if len(f) < 4 {
+			continue
+		}
+		name, ok := strings.CutPrefix(f[0], "BenchmarkCacheHeap/N=")
+		if !ok {
 			continue
 		}
 		name, _, _ = strings.Cut(name, "-") // the GOMAXPROCS suffix
@@ -79,13 +82,6 @@ func parseCacheHeap(out string) []Relist {
 			Alloc: mid(m["allocB/widget"]), Live: mid(m["liveB/widget"])})
 	}
 	return rows
-}
-
-func first(f []string) string {
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
 }
 
 // mid is the median of vs, 0 when there are none.
