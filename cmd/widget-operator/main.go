@@ -53,18 +53,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	setMemoryLimit(getenv, logger)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	go func() {
-		// A second signal exits at once.
-		<-ctx.Done()
-		stop()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
-		<-again
+	// One channel, registered for the life of the process: a second
+	// signal that comes at once is never lost between two registrations.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go onSignals(sigs, cancel, func() {
 		fmt.Fprintln(stderr, "widget-operator: second signal, exiting now")
 		os.Exit(1)
-	}()
+	})
 
 	opts.Version = Version
 	if err := operator.Run(ctx, opts.Options, logger); err != nil {
@@ -74,6 +73,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// onSignals calls shutdown at the first value of sigs and exit at the
+// second: a second signal exits at once.
+func onSignals(sigs <-chan os.Signal, shutdown, exit func()) {
+	<-sigs
+	shutdown()
+	<-sigs
+	exit()
 }
 
 type flags struct {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -121,5 +123,18 @@ func TestMemoryLimit(t *testing.T) {
 		if got, err := memoryLimit(env(memoryLimitEnv, bad)); got != 0 || err == nil || !strings.Contains(err.Error(), memoryLimitEnv+"=") {
 			t.Errorf("%s=%q: %d, %v; want an error naming it", memoryLimitEnv, bad, got, err)
 		}
+	}
+}
+
+// Two signals that come together are both acted on: the second exits,
+// even when it arrives before the shutdown has begun.
+func TestSecondSignalExits(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGINT
+	var got []string
+	onSignals(sigs, func() { got = append(got, "shutdown") }, func() { got = append(got, "exit") })
+	if want := "shutdown exit"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
