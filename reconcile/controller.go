@@ -99,6 +99,13 @@ func NewIdentity() (string, error) { return leader.DefaultIdentity() }
 //     RequeueAfter;
 //   - any other error: retried after the wait its RateLimiter gives.
 //
+// A key queued by the deletion of an owned object, while the primary
+// cache still holds the owner, is checked with the server before its
+// reconcile: a garbage collector deletes children after their owner, and
+// the owner's cache may not have seen the owner's deletion yet. When the
+// server no longer has that owner (by UID), the reconcile reads it as
+// gone, so that it does not make the children again.
+//
 // Every reconcile is logged (debug when it succeeds) and measured.
 type Controller struct {
 	// Name names the controller in logs, in the controller label of its
@@ -178,8 +185,15 @@ type Controller struct {
 
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
-	mu        sync.Mutex
-	caches    []named
+	// confirm checks the primary object of namespace/name with the
+	// server (see confirmIn); it does nothing without WatchPrimary. doubted
+	// holds the keys queued by the deletion of an owned object and not
+	// reconciled since: their owner is confirmed first.
+	confirm func(ctx context.Context, namespace, name string) error
+	doubted sync.Map
+
+	mu     sync.Mutex
+	caches []named
 	// cacheErr is the first error of a Watch* call (a cache it cannot
 	// share, an owner it cannot match); Run returns it.
 	cacheErr error
@@ -228,7 +242,33 @@ func WatchPrimary[T any, P Object[T]](c *Controller, cfg watch.Config[T]) *watch
 	})
 	c.keys = cache.Store().Keys
 	c.primaryRV = resourceVersionIn[T, P](cache)
+	c.confirm = confirmIn[T, P](cache, cfg.Source)
 	return cache
+}
+
+// confirmIn returns the check of a primary object whose owned object was
+// deleted: when view holds it, a list of that name from src must hold it
+// too, by UID, or the view forgets it (see watch.Cache.Deleted) until its
+// watch catches up.
+func confirmIn[T any, P Object[T]](view interface {
+	CacheView[T]
+	Deleted(obj *T)
+}, src watch.Source[T]) func(ctx context.Context, namespace, name string) error {
+	return func(ctx context.Context, namespace, name string) error {
+		obj, ok := view.Get(namespace, name)
+		if !ok || src == nil {
+			return nil
+		}
+		list, err := src.List(ctx, namespace, k8sapi.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			return err
+		}
+		uid := P(obj).GetObjectMeta().UID
+		if !slices.ContainsFunc(list.Items, func(item T) bool { return P(&item).GetObjectMeta().UID == uid }) {
+			view.Deleted(obj)
+		}
+		return nil
+	}
 }
 
 // resourceVersionIn returns the function that reads the resourceVersion
@@ -250,7 +290,7 @@ func resourceVersionIn[T any, P Object[T]](r CacheView[T]) func(ns, name string)
 // cfg.Handler is replaced. An owner without Kind, Version or Resource
 // makes Run fail.
 func WatchOwned[T any, P Object[T]](c *Controller, cfg watch.Config[T], owner k8sapi.Resource) *watch.Cache[T] {
-	cache := WatchMapped[T, P](c, cfg, func(obj *T) []string { return ownerKeys(P(obj).GetObjectMeta(), owner) })
+	cache := watchMapped[T, P](c, cfg, func(obj *T) []string { return ownerKeys(P(obj).GetObjectMeta(), owner) }, true)
 	c.noteErr(checkOwner(cfg.Name, owner))
 	return cache
 }
@@ -282,9 +322,15 @@ func (c *Controller) noteErr(err error) {
 // changes, with [queue.Queue.AddBacklog]. The controller runs the cache as
 // WatchPrimary's; cfg.Handler is replaced.
 func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string) *watch.Cache[T] {
+	return watchMapped[T, P](c, cfg, keys, false)
+}
+
+// watchMapped is WatchMapped; owned says the objects are owned by the
+// primary ones, whose keys their deletion queues as doubted.
+func watchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string, owned bool) *watch.Cache[T] {
 	c.init()
 	var shared *watch.Cache[T] // the cache that calls the handler
-	cfg.Handler = onChange(c, keys, func() bool { return shared.Listing() })
+	cfg.Handler = onChange(c, keys, func() bool { return shared.Listing() }, owned)
 	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
 	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len, wc.Run}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector)
@@ -299,17 +345,27 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 }
 
 // onChange is the handler that queues the keys of a changed object,
-// behind the live changes while listing reports true.
-func onChange[T any](c *Controller, keys func(obj *T) []string, listing func() bool) watch.Handler[T] {
-	return watch.OnChange(func(obj *T) {
+// behind the live changes while listing reports true. With owned, the
+// keys of a deleted object are doubted: their owner is confirmed before
+// their reconcile.
+func onChange[T any](c *Controller, keys func(obj *T) []string, listing func() bool, owned bool) watch.Handler[T] {
+	add := func(obj *T, doubt bool) {
 		for _, key := range keys(obj) {
+			if doubt {
+				c.doubted.Store(key, struct{}{})
+			}
 			if listing() {
 				c.queue.AddBacklog(key)
 			} else {
 				c.queue.Add(key)
 			}
 		}
-	})
+	}
+	return watch.Handler[T]{
+		OnAdd:    func(obj *T) { add(obj, false) },
+		OnUpdate: func(_, obj *T) { add(obj, false) },
+		OnDelete: func(obj *T) { add(obj, owned) },
+	}
 }
 
 // init makes the queue, the metrics and the holder of the Leases. It
@@ -320,6 +376,7 @@ func (c *Controller) init() error {
 		// Without WatchPrimary: no keys, and no resourceVersion to log.
 		c.keys = func() []string { return nil }
 		c.primaryRV = func(string, string) string { return "" }
+		c.confirm = func(context.Context, string, string) error { return nil }
 		wq := metrics.NewWorkqueueMetrics(c.Name, c.Name, func() (time.Duration, time.Duration) { return c.queue.Unfinished() })
 		c.queue = queue.New(queue.Config{Name: c.Name, Metrics: wq, RateLimiter: c.RateLimiter})
 		c.series = metrics.NewControllerMetrics(c.Name, c.workers())
@@ -601,17 +658,26 @@ var errReconcileTimeout = errors.New("reconcile: ReconcileTimeout passed")
 
 // reconcileWithin calls the Reconciler with ctx bounded by
 // ReconcileTimeout, and counts the reconciles that ran past it.
+// A doubted key's owner is confirmed first, within the same bound.
 func (c *Controller) reconcileWithin(ctx context.Context, key string) (queue.Result, error) {
-	if c.ReconcileTimeout <= 0 {
-		return c.Reconciler.Reconcile(ctx, key)
+	if c.ReconcileTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.ReconcileTimeout, errReconcileTimeout)
+		defer cancel()
+		defer func() {
+			if context.Cause(ctx) == errReconcileTimeout {
+				c.series.TimedOut()
+			}
+		}()
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, c.ReconcileTimeout, errReconcileTimeout)
-	defer cancel()
-	res, err := c.Reconciler.Reconcile(ctx, key)
-	if context.Cause(ctx) == errReconcileTimeout {
-		c.series.TimedOut()
+	if _, doubted := c.doubted.LoadAndDelete(key); doubted {
+		ns, name, _ := k8sapi.SplitKey(key)
+		if err := c.confirm(ctx, ns, name); err != nil {
+			c.doubted.Store(key, struct{}{})
+			return queue.Result{}, &Error{Op: "confirm owner", Namespace: ns, Name: name, Err: err}
+		}
 	}
-	return res, err
+	return c.Reconciler.Reconcile(ctx, key)
 }
 
 // classOf returns the class of err by Classify, or [Classify] when it is

@@ -702,3 +702,49 @@ func TestChecksLogReasonsOnChange(t *testing.T) {
 		t.Errorf("checks %v, want %v", checks, want)
 	}
 }
+
+// A garbage collector deletes the children after their owner, and the
+// owner's cache may not have seen the owner's deletion when a child's
+// arrives. The reconcile that the child's deletion queues checks the
+// owner with the server first: gone there, it is gone from the cache's
+// reads; still there, the reconcile reads it as before.
+func TestChildDeletedBeforeItsOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &Controller{Name: "test"}
+		owner := object("ns", "b", "5")
+		owner.UID = "uid-b"
+		prim := newMemSource(owner)
+		own := newMemSource(child("ns", "b-child", "example.com/v1", "Thing", "b"))
+		prims := WatchPrimary(c, watch.Config[obj]{Source: prim, Name: "prims"})
+		WatchOwned(c, watch.Config[obj]{Source: own, Name: "owned"}, thingsRes)
+		var found []bool // whether each reconcile read its owner
+		var mu sync.Mutex
+		c.Reconciler = ReconcilerFunc(func(_ context.Context, key string) (queue.Result, error) {
+			_, ok := prims.Get("ns", "b")
+			mu.Lock()
+			defer mu.Unlock()
+			found = append(found, ok)
+			return queue.Result{}, nil
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() { _ = c.Run(ctx) }()
+		settle()
+
+		// A user deletes the child: the server still has the owner.
+		own.events <- k8sapi.WatchEvent[obj]{Type: k8sapi.Deleted, Object: child("ns", "b-child", "example.com/v1", "Thing", "b")}
+		synctest.Wait()
+		// The owner is deleted, then the child made again is; the owner's
+		// watch has not said so yet.
+		own.events <- k8sapi.WatchEvent[obj]{Type: k8sapi.Added, Object: child("ns", "b-child", "example.com/v1", "Thing", "b")}
+		synctest.Wait()
+		prim.items = nil
+		own.events <- k8sapi.WatchEvent[obj]{Type: k8sapi.Deleted, Object: child("ns", "b-child", "example.com/v1", "Thing", "b")}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []bool{true, true, true, false}; !slices.Equal(found, want) {
+			t.Errorf("owner read by each reconcile: %v, want %v", found, want)
+		}
+	})
+}

@@ -10,7 +10,10 @@
 // optionally leads by a Lease, and drains on shutdown. What a reconcile
 // returns is sorted by [Classify], or the Controller's own classification:
 // a [TerminalError] is not retried until the key is queued again by a
-// change.
+// change. A reconcile queued by the deletion of an owned object first
+// checks with the server that the owner still exists, so that an owner
+// deleted ahead of its children is not given new ones from a cache that
+// lags.
 //
 // The helpers are for any operator: [ApplyChild] creates or applies a
 // child and reports one someone else controls ([NotControlledError]);

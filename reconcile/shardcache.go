@@ -48,8 +48,8 @@ func WatchPrimaryShards[T any, P Object[T]](c *Controller, cfg watch.Config[T]) 
 	}
 	s := watchShards[T, P](c, cfg, n, func(m *k8sapi.ObjectMeta) []string { return []string{k8sapi.Key(m.Namespace, m.Name)} },
 		func(m *k8sapi.ObjectMeta) string { return string(m.UID) },
-		func(cfg *watch.Config[T], k int) { cfg.ShardSelector, _ = ShardSelector("object.metadata.uid", n, k) })
-	c.primary, c.primaryRV = s, resourceVersionIn[T, P](s)
+		func(cfg *watch.Config[T], k int) { cfg.ShardSelector, _ = ShardSelector("object.metadata.uid", n, k) }, false)
+	c.primary, c.primaryRV, c.confirm = s, resourceVersionIn[T, P](s), confirmIn[T, P](s, cfg.Source)
 	return s
 }
 
@@ -76,24 +76,25 @@ func WatchOwnedShards[T any, P Object[T]](c *Controller, cfg watch.Config[T], ow
 			}
 			return ""
 		},
-		func(cfg *watch.Config[T], k int) { cfg.LabelSelector = bucketSelector(cfg.LabelSelector, label, n, k) })
+		func(cfg *watch.Config[T], k int) { cfg.LabelSelector = bucketSelector(cfg.LabelSelector, label, n, k) }, true)
 	c.views = append(c.views, s)
 	return s
 }
 
 // watchShards makes the ShardedCache of n shards whose shard k's cache
 // is of cfg as selected by sel(cfg, k): a change of an object queues
-// keys, and uid gives the uid that its bucket is of. It is checked with
+// keys (doubted at a deletion with owned; see onChange), and uid gives
+// the uid that its bucket is of. It is checked with
 // the controller's caches and reported in the metrics of its Caches.
 func watchShards[T any, P Object[T]](c *Controller, cfg watch.Config[T], n int, keys func(m *k8sapi.ObjectMeta) []string,
-	uid func(m *k8sapi.ObjectMeta) string, sel func(cfg *watch.Config[T], k int)) *ShardedCache[T] {
+	uid func(m *k8sapi.ObjectMeta) string, sel func(cfg *watch.Config[T], k int), owned bool) *ShardedCache[T] {
 	s := &ShardedCache[T]{bucket: func(obj *T) int { return Bucket(uid(P(obj).GetObjectMeta())) },
 		running: make([]*watch.Cache[T], n), stops: make([]context.CancelFunc, n), shown: make([]*watch.Cache[T], n)}
 	s.open = func(k int) *watch.Cache[T] {
 		cfg := cfg
 		sel(&cfg, k)
 		var wc *watch.Cache[T]
-		cfg.Handler = onChange(c, func(obj *T) []string { return keys(P(obj).GetObjectMeta()) }, func() bool { return wc.Listing() })
+		cfg.Handler = onChange(c, func(obj *T) []string { return keys(P(obj).GetObjectMeta()) }, func() bool { return wc.Listing() }, owned)
 		wc = watch.NewCache[T, P](cfg)
 		return wc
 	}
@@ -152,12 +153,24 @@ func (s *ShardedCache[T]) find(namespace, name string) (*T, int) {
 // watch.Cache.Wrote); otherwise the object is not this replica's, and it
 // is dropped.
 func (s *ShardedCache[T]) Wrote(prev, obj *T) {
-	s.mu.Lock()
-	c := s.shown[bucketShard(s.bucket(obj), len(s.shown))]
-	s.mu.Unlock()
-	if c != nil {
+	if c := s.shownOf(obj); c != nil {
 		c.Wrote(prev, obj)
 	}
+}
+
+// Deleted hands obj, as read from Get, to the cache of its shard, if
+// shown (see watch.Cache.Deleted).
+func (s *ShardedCache[T]) Deleted(obj *T) {
+	if c := s.shownOf(obj); c != nil {
+		c.Deleted(obj)
+	}
+}
+
+// shownOf returns the cache shown of obj's shard, or nil.
+func (s *ShardedCache[T]) shownOf(obj *T) *watch.Cache[T] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown[bucketShard(s.bucket(obj), len(s.shown))]
 }
 
 // Len returns the number of objects in the caches shown.

@@ -181,6 +181,16 @@ func TestSplitCaches(t *testing.T) {
 			}
 		}
 
+		// A deletion of an object of a shard held is read back.
+		if obj, ok := prims.Get("ns", keys[1][0][3:]); !ok {
+			t.Errorf("shard 1 held: no %s", keys[1][0])
+		} else {
+			prims.Deleted(obj)
+			if _, ok := prims.Get("ns", obj.Name); ok {
+				t.Errorf("a deletion of %s, of shard 1: still read", keys[1][0])
+			}
+		}
+
 		// An object in the cache of a shard not its own, as from a
 		// server that ignores shard selectors, is not read.
 		stray := object("ns", keys[0][1][3:], "1")
