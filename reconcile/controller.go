@@ -330,7 +330,7 @@ func WatchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 func watchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys func(obj *T) []string, owned bool) *watch.Cache[T] {
 	c.init()
 	var shared *watch.Cache[T] // the cache that calls the handler
-	cfg.Handler = onChange(c, keys, func() bool { return shared.Listing() }, owned)
+	cfg.Handler = onChange(c, keys, func() *watch.Cache[T] { return shared }, owned)
 	// The cache of the set under that name, or this one, new.
 	wc := watch.NewCache[T, P](cfg)
 	n := c.set.entry(named{wc, cfg.Name, wc.Store().Len, wc.Run}, cfg.Namespace, cfg.LabelSelector, cfg.FieldSelector, cfg.ShardSelector)
@@ -344,17 +344,18 @@ func watchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 	return shared
 }
 
-// onChange is the handler that queues the keys of a changed object,
-// behind the live changes while listing reports true. With owned, the
-// keys of a deleted object are doubted: their owner is confirmed before
-// their reconcile.
-func onChange[T any](c *Controller, keys func(obj *T) []string, listing func() bool, owned bool) watch.Handler[T] {
+// onChange is the handler of the cache that cache returns: it queues the
+// keys of a changed object, behind the live changes while the cache is
+// listing. With owned, the keys of an object deleted other than by the
+// controller itself (see watch.Cache.OwnDeletion) are doubted: their owner
+// is confirmed before their reconcile.
+func onChange[T any](c *Controller, keys func(obj *T) []string, cache func() *watch.Cache[T], owned bool) watch.Handler[T] {
 	add := func(obj *T, doubt bool) {
 		for _, key := range keys(obj) {
 			if doubt {
 				c.doubted.Store(key, struct{}{})
 			}
-			if listing() {
+			if cache().Listing() {
 				c.queue.AddBacklog(key)
 			} else {
 				c.queue.Add(key)
@@ -364,7 +365,7 @@ func onChange[T any](c *Controller, keys func(obj *T) []string, listing func() b
 	return watch.Handler[T]{
 		OnAdd:    func(obj *T) { add(obj, false) },
 		OnUpdate: func(_, obj *T) { add(obj, false) },
-		OnDelete: func(obj *T) { add(obj, owned) },
+		OnDelete: func(obj *T) { add(obj, owned && !cache().OwnDeletion()) },
 	}
 }
 

@@ -94,7 +94,7 @@ func watchShards[T any, P Object[T]](c *Controller, cfg watch.Config[T], n int, 
 		cfg := cfg
 		sel(&cfg, k)
 		var wc *watch.Cache[T]
-		cfg.Handler = onChange(c, func(obj *T) []string { return keys(P(obj).GetObjectMeta()) }, func() bool { return wc.Listing() }, owned)
+		cfg.Handler = onChange(c, func(obj *T) []string { return keys(P(obj).GetObjectMeta()) }, func() *watch.Cache[T] { return wc }, owned)
 		wc = watch.NewCache[T, P](cfg)
 		return wc
 	}

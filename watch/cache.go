@@ -119,6 +119,11 @@ func (s *store[P]) record(prev, obj P) {
 // when Get no longer shows obj: the watch has moved since.
 func (c *Cache[T]) Deleted(obj *T) { c.store.core.forget(obj) }
 
+// OwnDeletion reports, from a [Handler]'s OnDelete, whether the deletion
+// it is told of is one recorded by [Cache.Deleted]: the caller's own, that
+// the watch has now delivered. At other times it reports false.
+func (c *Cache[T]) OwnDeletion() bool { return c.core.own.Load() }
+
 // forget is Cache.Deleted, held once for all object types.
 func (s *store[P]) forget(obj P) {
 	key := s.key(obj)

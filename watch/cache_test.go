@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,6 +228,41 @@ func TestCacheInformerClearsWrites(t *testing.T) {
 		defer mu.Unlock()
 		if want := []string{"a@1", "a@3", "a@5", "a@6"}; !slices.Equal(seen, want) {
 			t.Errorf("handler saw %v, want %v", seen, want)
+		}
+	})
+}
+
+// TestCacheOwnDeletion: a Handler's OnDelete can tell the deletion the
+// caller recorded with Deleted from one made by someone else.
+func TestCacheOwnDeletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newScriptedSource()
+		var c *Cache[thing]
+		var mu sync.Mutex
+		var seen []string
+		c = NewCache(Config[thing]{DisableStreamingList: true, Source: src, Handler: Handler[thing]{OnDelete: func(o *thing) {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s:%v", o.Name, c.OwnDeletion()))
+			mu.Unlock()
+		}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go c.Run(ctx)
+		src.expectList(t, "0", &k8sapi.List[thing]{Metadata: k8sapi.ListMeta{ResourceVersion: "1"}, Items: []thing{*obj("a", "1"), *obj("b", "1")}}, nil)
+		st := src.expectWatch(t, "1", nil)
+		synctest.Wait()
+		mine, _ := c.Get("ns", "a")
+		c.Deleted(mine)
+		st.send(t, k8sapi.Deleted, obj("a", "2"))
+		st.send(t, k8sapi.Deleted, obj("b", "2"))
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"a:true", "b:false"}; !slices.Equal(seen, want) {
+			t.Errorf("deletions seen as own: %v, want %v", seen, want)
+		}
+		if c.OwnDeletion() {
+			t.Error("OwnDeletion true outside a handler")
 		}
 	})
 }

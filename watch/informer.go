@@ -124,6 +124,7 @@ type informer[P any] struct {
 	logger     *slog.Logger
 	synced     atomic.Bool
 	listing    atomic.Bool // while the handlers are told the changes of a list
+	own        atomic.Bool // while they are told of a deletion recorded by Cache.Deleted
 
 	mu     sync.Mutex // guards the fields below
 	stats  StatsSnapshot
@@ -342,10 +343,12 @@ func (r *runner[P]) do(ctx context.Context, a *action[P]) (input[P], bool) {
 		key := inf.store.key(a.obj)
 		if a.typ != k8sapi.Deleted {
 			inf.notify(change[P]{inf.store.put(key, a.obj), a.obj})
-		} else if !isNil(inf.store.remove(key)) {
+		} else if old, own := inf.store.remove(key); !isNil(old) {
 			// Nothing for a key never seen, or already gone: no duplicate
 			// delete. OnDelete gets the event's object, the last state seen.
+			inf.own.Store(own)
 			inf.notify(change[P]{old: a.obj})
+			inf.own.Store(false)
 		}
 	case actLog:
 		args := []any{"informer", inf.name, "namespace", inf.ns}

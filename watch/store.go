@@ -191,9 +191,11 @@ func (s *store[P]) put(key string, obj P) (old P) {
 }
 
 // remove deletes key and returns the object it held, if any.
-func (s *store[P]) remove(key string) (old P) {
+func (s *store[P]) remove(key string) (old P, own bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w, recorded := s.wrote[key]
+	own = recorded && isNil(w)
 	delete(s.wrote, key)
 	old, ok := s.items[key]
 	if ok {
@@ -202,7 +204,7 @@ func (s *store[P]) remove(key string) (old P) {
 		s.reindex(key, old, *new(P))
 		s.removed = append(s.removed[max(0, len(s.removed)-255):], s.meta(old).UID)
 	}
-	return old
+	return old, own
 }
 
 // same reports whether a and b are the same object, or both nil.

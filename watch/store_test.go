@@ -118,7 +118,7 @@ func TestStoreIndexes(t *testing.T) {
 	if got := s.ByIndex(IndexControllerUID, "uid-w1"); got != nil {
 		t.Errorf("after delete, w1 = %q", names(got))
 	}
-	if old := s.core.remove("ns/a2"); old != nil {
+	if old, _ := s.core.remove("ns/a2"); old != nil {
 		t.Error("second remove returned an object")
 	}
 	if got := s.ByIndex("nope", "x"); got != nil {

@@ -202,7 +202,9 @@ func checkLeader(t *testing.T, ctx context.Context, c *k8sapi.Client) {
 // checkOneWatch checks in the audit log that the operator, since start,
 // read the Namespaces with one streaming list, which goes on as the watch,
 // for its two controllers: one request of their initial state, and no
-// list.
+// list. A read of one Namespace by name is not the cache's: a controller
+// makes one to confirm an owner when a child's deletion it did not record
+// itself reaches the cache first (see reconcile.Controller).
 func checkOneWatch(t *testing.T, p *controlplane.Plane, start time.Time) {
 	t.Helper()
 	events, err := p.AuditEvents()
@@ -212,7 +214,7 @@ func checkOneWatch(t *testing.T, p *controlplane.Plane, start time.Time) {
 	count := func(verb, query string) int {
 		return controlplane.CountRequests(events, func(e controlplane.AuditEvent) bool {
 			return e.UserAgent == fieldManager && e.Resource == "namespaces" && e.Verb == verb && e.Subresource == "" &&
-				strings.Contains(e.RequestURI, query) && !e.Received.Before(start)
+				strings.Contains(e.RequestURI, query) && !strings.Contains(e.RequestURI, "fieldSelector=metadata.name") && !e.Received.Before(start)
 		})
 	}
 	lists, watches, streams := count("list", ""), count("watch", ""), count("watch", "sendInitialEvents=true")
