@@ -186,14 +186,14 @@ type Controller struct {
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	// confirm checks the primary object of namespace/name with the
-	// server (see confirmIn); it does nothing without WatchPrimary. doubted
-	// holds the keys queued by the deletion of an owned object and not
-	// reconciled since: their owner is confirmed first.
+	// server (see confirmIn); it does nothing without WatchPrimary.
 	confirm func(ctx context.Context, namespace, name string) error
-	doubted sync.Map
 
 	mu     sync.Mutex
 	caches []named
+	// doubted holds the keys queued by the deletion of an owned object
+	// and not reconciled since: their owner is confirmed first.
+	doubted map[string]bool
 	// cacheErr is the first error of a Watch* call (a cache it cannot
 	// share, an owner it cannot match); Run returns it.
 	cacheErr error
@@ -263,10 +263,12 @@ func confirmIn[T any, P Object[T]](view interface {
 		if err != nil {
 			return err
 		}
-		uid := P(obj).GetObjectMeta().UID
-		if !slices.ContainsFunc(list.Items, func(item T) bool { return P(&item).GetObjectMeta().UID == uid }) {
-			view.Deleted(obj)
+		for i := range list.Items {
+			if P(&list.Items[i]).GetObjectMeta().UID == P(obj).GetObjectMeta().UID {
+				return nil
+			}
 		}
+		view.Deleted(obj)
 		return nil
 	}
 }
@@ -350,22 +352,25 @@ func watchMapped[T any, P Object[T]](c *Controller, cfg watch.Config[T], keys fu
 // controller itself (see watch.Cache.OwnDeletion) are doubted: their owner
 // is confirmed before their reconcile.
 func onChange[T any](c *Controller, keys func(obj *T) []string, cache func() *watch.Cache[T], owned bool) watch.Handler[T] {
-	add := func(obj *T, doubt bool) {
-		for _, key := range keys(obj) {
-			if doubt {
-				c.doubted.Store(key, struct{}{})
-			}
-			if cache().Listing() {
-				c.queue.AddBacklog(key)
-			} else {
-				c.queue.Add(key)
-			}
-		}
+	h := watch.OnChange(func(obj *T) { c.add(keys(obj), cache().Listing(), false) })
+	if owned {
+		h.OnDelete = func(obj *T) { c.add(keys(obj), cache().Listing(), !cache().OwnDeletion()) }
 	}
-	return watch.Handler[T]{
-		OnAdd:    func(obj *T) { add(obj, false) },
-		OnUpdate: func(_, obj *T) { add(obj, false) },
-		OnDelete: func(obj *T) { add(obj, owned && !cache().OwnDeletion()) },
+	return h
+}
+
+// add queues keys, behind the live changes if backlog, and marks them
+// doubted if doubt.
+func (c *Controller) add(keys []string, backlog, doubt bool) {
+	for _, key := range keys {
+		if doubt {
+			c.doubt(key, true)
+		}
+		if backlog {
+			c.queue.AddBacklog(key)
+		} else {
+			c.queue.Add(key)
+		}
 	}
 }
 
@@ -671,14 +676,31 @@ func (c *Controller) reconcileWithin(ctx context.Context, key string) (queue.Res
 			}
 		}()
 	}
-	if _, doubted := c.doubted.LoadAndDelete(key); doubted {
+	if c.doubt(key, false) {
 		ns, name, _ := k8sapi.SplitKey(key)
 		if err := c.confirm(ctx, ns, name); err != nil {
-			c.doubted.Store(key, struct{}{})
+			c.doubt(key, true)
 			return queue.Result{}, &Error{Op: "confirm owner", Namespace: ns, Name: name, Err: err}
 		}
 	}
 	return c.Reconciler.Reconcile(ctx, key)
+}
+
+// doubt marks key as doubted (see onChange), or with on false takes the
+// mark off, and reports whether key was doubted.
+func (c *Controller) doubt(key string, on bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.doubted[key]
+	if on {
+		if c.doubted == nil {
+			c.doubted = map[string]bool{}
+		}
+		c.doubted[key] = true
+	} else {
+		delete(c.doubted, key)
+	}
+	return was
 }
 
 // classOf returns the class of err by Classify, or [Classify] when it is
