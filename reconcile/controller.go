@@ -186,14 +186,14 @@ type Controller struct {
 	log       *slog.Logger                        // Logger, or one that discards
 	primaryRV func(namespace, name string) string // "" without WatchPrimary; set before Run
 	// confirm checks the primary object of namespace/name with the
-	// server (see confirmIn); it does nothing without WatchPrimary.
+	// server (see confirmIn); it does nothing without WatchPrimary. doubted
+	// holds the keys queued by the deletion of an owned object and not
+	// reconciled since: their owner is confirmed first.
 	confirm func(ctx context.Context, namespace, name string) error
+	doubted sync.Map
 
 	mu     sync.Mutex
 	caches []named
-	// doubted holds the keys queued by the deletion of an owned object
-	// and not reconciled since: their owner is confirmed first.
-	doubted map[string]bool
 	// cacheErr is the first error of a Watch* call (a cache it cannot
 	// share, an owner it cannot match); Run returns it.
 	cacheErr error
@@ -364,7 +364,7 @@ func onChange[T any](c *Controller, keys func(obj *T) []string, cache func() *wa
 func (c *Controller) add(keys []string, backlog, doubt bool) {
 	for _, key := range keys {
 		if doubt {
-			c.doubt(key, true)
+			c.doubted.Store(key, true)
 		}
 		if backlog {
 			c.queue.AddBacklog(key)
@@ -676,31 +676,14 @@ func (c *Controller) reconcileWithin(ctx context.Context, key string) (queue.Res
 			}
 		}()
 	}
-	if c.doubt(key, false) {
+	if _, doubted := c.doubted.LoadAndDelete(key); doubted {
 		ns, name, _ := k8sapi.SplitKey(key)
 		if err := c.confirm(ctx, ns, name); err != nil {
-			c.doubt(key, true)
+			c.doubted.Store(key, true)
 			return queue.Result{}, &Error{Op: "confirm owner", Namespace: ns, Name: name, Err: err}
 		}
 	}
 	return c.Reconciler.Reconcile(ctx, key)
-}
-
-// doubt marks key as doubted (see onChange), or with on false takes the
-// mark off, and reports whether key was doubted.
-func (c *Controller) doubt(key string, on bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	was := c.doubted[key]
-	if on {
-		if c.doubted == nil {
-			c.doubted = map[string]bool{}
-		}
-		c.doubted[key] = true
-	} else {
-		delete(c.doubted, key)
-	}
-	return was
 }
 
 // classOf returns the class of err by Classify, or [Classify] when it is

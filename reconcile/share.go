@@ -287,7 +287,7 @@ func (e *Election) reconcile(ctx context.Context, c *Controller, key string) (qu
 	sctx := e.shardCtx[k]
 	if sctx == nil || sctx.Err() != nil {
 		e.mu.Unlock()
-		c.doubt(key, false) // not this replica's to reconcile
+		c.doubted.Delete(key) // not this replica's to reconcile
 		return queue.Result{}, nil
 	}
 	e.inFlight[k].Add(1)
