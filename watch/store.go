@@ -190,7 +190,8 @@ func (s *store[P]) put(key string, obj P) (old P) {
 	return old
 }
 
-// remove deletes key and returns the object it held, if any.
+// remove deletes key and returns the object it held, if any, and whether
+// its deletion was the one recorded by Cache.Deleted (see forget).
 func (s *store[P]) remove(key string) (old P, own bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
